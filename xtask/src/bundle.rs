@@ -1,0 +1,189 @@
+//! `cargo xtask gpu-bundle`: a folder to carry to the GPU machine, which has the NVIDIA driver and
+//! CUDA 13 but no Rust toolchain.
+//!
+//! Layout of `target/gpu-bundle/`:
+//! - `tests/<crate>__<target>`: every test binary that holds GPU tests, built with the
+//!   `gpu-bundle` profile (optimised, no debug info);
+//! - `benches/<crate>__<target>`: every bench binary;
+//! - `run.sh`: runs them (see its header) and prints a one-line summary last;
+//! - `BUNDLE.txt`: what was built from which commit.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+
+/// What the device tool carries at most, less room for the checkout itself.
+const MAX_BUNDLE_BYTES: u64 = 56 << 20;
+
+const RUN_SH: &str = include_str!("run.sh");
+
+struct Artifact {
+    name: String,
+    path: PathBuf,
+    bench: bool,
+}
+
+pub fn build(root: &Path) -> Result<()> {
+    let artifacts = compile(root)?;
+    let out = root.join("target/gpu-bundle");
+    if out.exists() {
+        std::fs::remove_dir_all(&out).with_context(|| format!("removing {}", out.display()))?;
+    }
+    std::fs::create_dir_all(out.join("tests"))?;
+    std::fs::create_dir_all(out.join("benches"))?;
+    let mut manifest = format!("gpukit GPU bundle\ncommit: {}\n", git_head(root));
+    let mut total = 0u64;
+    for a in &artifacts {
+        let dir = if a.bench {
+            "benches"
+        } else {
+            let gpu_tests = count_gpu_tests(&a.path)?;
+            if gpu_tests == 0 {
+                continue;
+            }
+            manifest.push_str(&format!("{}: {gpu_tests} GPU tests\n", a.name));
+            "tests"
+        };
+        let dest = out.join(dir).join(&a.name);
+        std::fs::copy(&a.path, &dest)
+            .with_context(|| format!("copying {} to {}", a.path.display(), dest.display()))?;
+        total += std::fs::metadata(&dest)?.len();
+    }
+    let run = out.join("run.sh");
+    std::fs::write(&run, RUN_SH)?;
+    set_executable(&run)?;
+    std::fs::write(out.join("BUNDLE.txt"), &manifest)?;
+    eprint!("{manifest}");
+    if total > MAX_BUNDLE_BYTES {
+        bail!(
+            "the bundle is {} MiB, over the {} MiB the GPU machine accepts",
+            total >> 20,
+            MAX_BUNDLE_BYTES >> 20
+        );
+    }
+    eprintln!(
+        "gpu-bundle: {} ({:.1} MiB). On the GPU machine: bash target/gpu-bundle/run.sh",
+        out.display(),
+        total as f64 / (1 << 20) as f64
+    );
+    Ok(())
+}
+
+/// Builds every test and bench target with the `gpu-bundle` profile; returns their executables.
+fn compile(root: &Path) -> Result<Vec<Artifact>> {
+    let cargo = crate::cargo();
+    let args = [
+        "test",
+        "--workspace",
+        "--tests",
+        "--benches",
+        "--profile",
+        "gpu-bundle",
+        "--no-run",
+        "--message-format=json-render-diagnostics",
+    ];
+    eprintln!("$ {cargo} {}", args.join(" "));
+    let mut child = Command::new(&cargo)
+        .args(args)
+        .current_dir(root)
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("starting cargo")?;
+    let stdout = child.stdout.take().context("no stdout")?;
+    let mut artifacts = Vec::new();
+    for line in BufReader::new(stdout).lines() {
+        let line = line?;
+        let Ok(msg) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        if msg["reason"] != "compiler-artifact" {
+            continue;
+        }
+        let Some(exe) = msg["executable"].as_str() else {
+            continue;
+        };
+        let kinds: Vec<&str> = msg["target"]["kind"]
+            .as_array()
+            .map(|k| k.iter().filter_map(|v| v.as_str()).collect())
+            .unwrap_or_default();
+        let package = msg["package_id"]
+            .as_str()
+            .and_then(package_name)
+            .unwrap_or("unknown");
+        let target = msg["target"]["name"].as_str().unwrap_or("unknown");
+        artifacts.push(Artifact {
+            name: format!("{package}__{target}").replace('-', "_"),
+            path: PathBuf::from(exe),
+            bench: kinds.contains(&"bench"),
+        });
+    }
+    let status = child.wait()?;
+    if !status.success() {
+        bail!("building the bundle's binaries failed ({status})");
+    }
+    Ok(artifacts)
+}
+
+/// `path+file:///work/main/gpukit-driver#0.1.0` or `registry+...#name@1.0` → the crate name.
+fn package_name(id: &str) -> Option<&str> {
+    let tail = id.rsplit('/').next()?;
+    let name = match tail.split_once('#') {
+        Some((dir, rest)) => match rest.split_once('@') {
+            Some((n, _)) => n,
+            None => dir,
+        },
+        None => tail,
+    };
+    Some(name)
+}
+
+/// Counts a test binary's ignored tests — the GPU tests, by this workspace's convention.
+fn count_gpu_tests(exe: &Path) -> Result<usize> {
+    let out = Command::new(exe)
+        .args(["--list", "--ignored", "--format", "terse"])
+        .output()
+        .with_context(|| format!("listing tests of {}", exe.display()))?;
+    if !out.status.success() {
+        bail!("{} --list failed", exe.display());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.ends_with(": test"))
+        .count())
+}
+
+fn git_head(root: &Path) -> String {
+    Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(root)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn set_executable(path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        .with_context(|| format!("chmod {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::package_name;
+
+    #[test]
+    fn package_names_from_ids() {
+        assert_eq!(
+            package_name("path+file:///work/main/gpukit-driver#0.1.0"),
+            Some("gpukit-driver")
+        );
+        assert_eq!(
+            package_name("path+file:///work/main/crates/x#gpukit-mem@0.1.0"),
+            Some("gpukit-mem")
+        );
+    }
+}

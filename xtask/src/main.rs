@@ -1,0 +1,135 @@
+//! gpukit's development tool. Run `cargo xtask --help`.
+
+mod bundle;
+mod cuda;
+mod layering;
+mod testrun;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+
+/// gpukit development tasks.
+#[derive(Parser)]
+#[command(about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// What CI runs: `cargo fmt --check`, `cargo clippy -D warnings`, the layering check and
+    /// every test. GPU tests run when a CUDA device is present and are reported as skipped
+    /// otherwise. Installs NVRTC from PyPI into the gpukit cache first if it is missing.
+    Test,
+    /// Runs every test including the GPU tests; fails if no CUDA device is present.
+    TestGpu,
+    /// Builds target/gpu-bundle: the GPU test binaries and a run script, to carry to a machine
+    /// with the NVIDIA driver but no Rust toolchain (see README, "Developing").
+    GpuBundle,
+    /// Installs NVRTC 13.0.88 and the CUDA 13.0.96 headers from PyPI into the gpukit cache
+    /// (`<cache>/cuda`), once; later runs find them there.
+    SetupCuda,
+    /// Checks that no crate depends on a crate of its own or a higher layer.
+    Layering,
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let root = workspace_root()?;
+    match cli.task {
+        Task::Test => test(&root),
+        Task::TestGpu => test_gpu(&root),
+        Task::GpuBundle => bundle::build(&root),
+        Task::SetupCuda => cuda::setup().map(|_| ()),
+        Task::Layering => layering(),
+    }
+}
+
+fn workspace_root() -> Result<PathBuf> {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .parent()
+        .map(Path::to_path_buf)
+        .context("xtask has no parent folder")
+}
+
+/// Runs a command in the workspace root, failing with its command line if it fails.
+pub(crate) fn run(root: &Path, program: &str, args: &[&str]) -> Result<()> {
+    eprintln!("$ {program} {}", args.join(" "));
+    let status = Command::new(program)
+        .args(args)
+        .current_dir(root)
+        .status()
+        .with_context(|| format!("starting {program}"))?;
+    if !status.success() {
+        bail!("`{program} {}` failed ({status})", args.join(" "));
+    }
+    Ok(())
+}
+
+pub(crate) fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
+}
+
+fn layering() -> Result<()> {
+    let v = layering::check_workspace()?;
+    if !v.is_empty() {
+        bail!("layering violations:\n{}", v.join("\n"));
+    }
+    eprintln!("layering: every crate depends only on lower layers");
+    Ok(())
+}
+
+fn gpu_present() -> bool {
+    matches!(gpukit_driver::device_count(), Ok(n) if n > 0)
+}
+
+fn test(root: &Path) -> Result<()> {
+    let cargo = cargo();
+    run(root, &cargo, &["fmt", "--all", "--", "--check"])?;
+    run(
+        root,
+        &cargo,
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
+    )?;
+    layering()?;
+    cuda::setup()?;
+    let gpu = gpu_present();
+    let mut args = vec!["test", "--workspace", "--"];
+    if gpu {
+        args.push("--include-ignored");
+    }
+    let counts = testrun::cargo_test(root, &args)?;
+    testrun::report(&counts, gpu)
+}
+
+fn test_gpu(root: &Path) -> Result<()> {
+    cuda::setup()?;
+    match gpukit_driver::device_count() {
+        Ok(n) if n > 0 => {}
+        Ok(_) => bail!("test-gpu needs a CUDA device and this machine has none"),
+        Err(e) => bail!("test-gpu needs a CUDA device: {e}"),
+    }
+    let counts = testrun::cargo_test(
+        root,
+        &[
+            "test",
+            "--workspace",
+            "--",
+            "--include-ignored",
+            "--test-threads=1",
+        ],
+    )?;
+    testrun::report(&counts, true)
+}

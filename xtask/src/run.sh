@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# gpukit GPU bundle runner (written by `cargo xtask gpu-bundle`).
+#
+# Usage: bash target/gpu-bundle/run.sh [test|bench|all]     (default: test)
+#
+# Runs every bundled test binary with its GPU tests included (they fail, not skip, without a
+# device), then, for `bench`/`all`, every bench binary. Full logs go to $OUT (or ./results);
+# the last line is the summary "gpu-bundle: N passed, N failed, N skipped".
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+mode="${1:-test}"
+out="${OUT:-$here/results}"
+mkdir -p "$out"
+export GPUKIT_CACHE_DIR="${GPUKIT_CACHE_DIR:-/tmp/gpukit-cache}"
+export RUST_BACKTRACE=1
+log="$out/gpu-tests.log"
+: >"$log"
+
+echo "== $(cat "$here/BUNDLE.txt" | head -2 | tr '\n' ' ')"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 | sed 's/^/== gpu: /'
+
+passed=0 failed=0 skipped=0 broken=0
+if [ "$mode" = test ] || [ "$mode" = all ]; then
+  for t in "$here"/tests/*; do
+    [ -x "$t" ] || continue
+    name="$(basename "$t")"
+    echo "---- $name" >>"$log"
+    "$t" --include-ignored --test-threads=1 >>"$log" 2>&1
+    rc=$?
+    line="$(grep -E '^test result:' "$log" | tail -n 1)"
+    p=$(echo "$line" | sed -nE 's/.* ([0-9]+) passed.*/\1/p')
+    f=$(echo "$line" | sed -nE 's/.* ([0-9]+) failed.*/\1/p')
+    i=$(echo "$line" | sed -nE 's/.* ([0-9]+) ignored.*/\1/p')
+    if [ -z "$p" ] || { [ $rc -ne 0 ] && [ "${f:-0}" -eq 0 ]; }; then
+      broken=$((broken + 1))
+      echo "   $name: CRASHED (exit $rc); see $log"
+    else
+      passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + i))
+      echo "   $name: $p passed, $f failed"
+    fi
+  done
+  # Failures and per-test timings are worth seeing in the short output too.
+  grep -E '^(test .* FAILED|---- .* stdout ----|thread .* panicked)' "$log" | head -40
+  grep -E '^\[gpu\]' "$log" | head -60
+fi
+
+if [ "$mode" = bench ] || [ "$mode" = all ]; then
+  for b in "$here"/benches/*; do
+    [ -x "$b" ] || continue
+    name="$(basename "$b")"
+    echo "== bench $name"
+    "$b" --bench 2>&1 | tee "$out/bench-$name.log" | tail -n 40
+  done
+fi
+
+if [ $broken -gt 0 ]; then
+  echo "gpu-bundle: $broken test binaries crashed"
+fi
+echo "gpu-bundle: $passed passed, $((failed + broken)) failed, $skipped skipped"
+[ $((failed + broken)) -eq 0 ]
