@@ -551,10 +551,11 @@ fn gpu_bad_launches_are_errors_not_crashes() {
     let x = dev.alloc(1024).unwrap();
     let good = KernelArgs::new().arg(x.ptr()).arg(256u32);
     let cases = [
+        (LaunchConfig::new(1, 2048), good.clone(), "block.x = 2048"),
         (
-            LaunchConfig::new(1, 2048),
+            LaunchConfig::new(1, (32, 32, 2)),
             good.clone(),
-            "threads per block",
+            "2048 threads per block",
         ),
         (LaunchConfig::new(0, 32), good.clone(), "at least 1"),
         (

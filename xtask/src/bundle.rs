@@ -3,8 +3,9 @@
 //!
 //! Layout of `target/gpu-bundle/`:
 //! - `tests/<crate>__<target>`: every test binary that holds GPU tests, built with the
-//!   `gpu-bundle` profile (optimised, no debug info);
+//!   `bundle` profile (optimised, no debug info);
 //! - `benches/<crate>__<target>`: every bench binary;
+//! - `bin/<name>`: the user-facing binaries (`gpukit`);
 //! - `run.sh`: runs them (see its header) and prints a one-line summary last;
 //! - `BUNDLE.txt`: what was built from which commit.
 
@@ -19,32 +20,49 @@ const MAX_BUNDLE_BYTES: u64 = 56 << 20;
 
 const RUN_SH: &str = include_str!("run.sh");
 
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Test,
+    Bench,
+    Bin,
+}
+
 struct Artifact {
     name: String,
     path: PathBuf,
-    bench: bool,
+    kind: Kind,
 }
 
 pub fn build(root: &Path) -> Result<()> {
-    let artifacts = compile(root)?;
+    let mut artifacts = compile(
+        root,
+        &["build", "--workspace", "--bins", "--exclude", "xtask"],
+    )?;
+    artifacts.extend(compile(
+        root,
+        &["test", "--workspace", "--tests", "--benches", "--no-run"],
+    )?);
     let out = root.join("target/gpu-bundle");
     if out.exists() {
         std::fs::remove_dir_all(&out).with_context(|| format!("removing {}", out.display()))?;
     }
-    std::fs::create_dir_all(out.join("tests"))?;
-    std::fs::create_dir_all(out.join("benches"))?;
+    for dir in ["tests", "benches", "bin"] {
+        std::fs::create_dir_all(out.join(dir))?;
+    }
     let mut manifest = format!("gpukit GPU bundle\ncommit: {}\n", git_head(root));
     let mut total = 0u64;
     for a in &artifacts {
-        let dir = if a.bench {
-            "benches"
-        } else {
-            let gpu_tests = count_gpu_tests(&a.path)?;
-            if gpu_tests == 0 {
-                continue;
+        let dir = match a.kind {
+            Kind::Bench => "benches",
+            Kind::Bin => "bin",
+            Kind::Test => {
+                let gpu_tests = count_gpu_tests(&a.path)?;
+                if gpu_tests == 0 {
+                    continue;
+                }
+                manifest.push_str(&format!("{}: {gpu_tests} GPU tests\n", a.name));
+                "tests"
             }
-            manifest.push_str(&format!("{}: {gpu_tests} GPU tests\n", a.name));
-            "tests"
         };
         let dest = out.join(dir).join(&a.name);
         std::fs::copy(&a.path, &dest)
@@ -71,22 +89,18 @@ pub fn build(root: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Builds every test and bench target with the `gpu-bundle` profile; returns their executables.
-fn compile(root: &Path) -> Result<Vec<Artifact>> {
+/// Runs `cargo <command>` with the `bundle` profile; returns the executables it built.
+fn compile(root: &Path, command: &[&str]) -> Result<Vec<Artifact>> {
     let cargo = crate::cargo();
-    let args = [
-        "test",
-        "--workspace",
-        "--tests",
-        "--benches",
+    let mut args = command.to_vec();
+    args.extend([
         "--profile",
-        "gpu-bundle",
-        "--no-run",
+        "bundle",
         "--message-format=json-render-diagnostics",
-    ];
+    ]);
     eprintln!("$ {cargo} {}", args.join(" "));
     let mut child = Command::new(&cargo)
-        .args(args)
+        .args(&args)
         .current_dir(root)
         .stdout(Stdio::piped())
         .spawn()
@@ -113,15 +127,23 @@ fn compile(root: &Path) -> Result<Vec<Artifact>> {
             .and_then(package_name)
             .unwrap_or("unknown");
         let target = msg["target"]["name"].as_str().unwrap_or("unknown");
+        let test_harness = msg["profile"]["test"].as_bool().unwrap_or(false);
+        let (kind, name) = if kinds.contains(&"bench") {
+            (Kind::Bench, format!("{package}__{target}"))
+        } else if kinds.contains(&"bin") && !test_harness {
+            (Kind::Bin, target.to_string())
+        } else {
+            (Kind::Test, format!("{package}__{target}").replace('-', "_"))
+        };
         artifacts.push(Artifact {
-            name: format!("{package}__{target}").replace('-', "_"),
+            name,
             path: PathBuf::from(exe),
-            bench: kinds.contains(&"bench"),
+            kind,
         });
     }
     let status = child.wait()?;
     if !status.success() {
-        bail!("building the bundle's binaries failed ({status})");
+        bail!("`cargo {}` failed ({status})", args.join(" "));
     }
     Ok(artifacts)
 }

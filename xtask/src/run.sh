@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # gpukit GPU bundle runner (written by `cargo xtask gpu-bundle`).
 #
-# Usage: bash target/gpu-bundle/run.sh [test|bench|all]     (default: test)
+# Usage: bash target/gpu-bundle/run.sh [test|bench|all|sanitize]     (default: test)
 #
-# Runs every bundled test binary with its GPU tests included (they fail, not skip, without a
-# device), then, for `bench`/`all`, every bench binary. Full logs go to $OUT (or ./results);
-# the last line is the summary "gpu-bundle: N passed, N failed, N skipped".
+# test:     every bundled test binary with its GPU tests included (they fail, not skip, without
+#           a device);
+# bench:    every bench binary;  all: both;
+# sanitize: every test binary under compute-sanitizer memcheck and racecheck.
+# Full logs go to $OUT (or ./results); the last line is the summary
+# "gpu-bundle: N passed, N failed, N skipped".
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 mode="${1:-test}"
@@ -19,13 +22,15 @@ log="$out/gpu-tests.log"
 echo "== $(cat "$here/BUNDLE.txt" | head -2 | tr '\n' ' ')"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 | sed 's/^/== gpu: /'
 
+[ -x "$here/bin/gpukit" ] && "$here/bin/gpukit" info 2>&1 | sed 's/^/== /'
+
 passed=0 failed=0 skipped=0 broken=0
 if [ "$mode" = test ] || [ "$mode" = all ]; then
   for t in "$here"/tests/*; do
     [ -x "$t" ] || continue
     name="$(basename "$t")"
     echo "---- $name" >>"$log"
-    "$t" --include-ignored --test-threads=1 >>"$log" 2>&1
+    "$t" --include-ignored --test-threads=1 --show-output >>"$log" 2>&1
     rc=$?
     line="$(grep -E '^test result:' "$log" | tail -n 1)"
     p=$(echo "$line" | sed -nE 's/.* ([0-9]+) passed.*/\1/p')
@@ -40,7 +45,8 @@ if [ "$mode" = test ] || [ "$mode" = all ]; then
     fi
   done
   # Failures and per-test timings are worth seeing in the short output too.
-  grep -E '^(test .* FAILED|---- .* stdout ----|thread .* panicked)' "$log" | head -40
+  grep -E '^test .* FAILED' "$log" | head -20
+  grep -A2 -E '^thread .* panicked' "$log" | head -40
   grep -E '^\[gpu\]' "$log" | head -60
 fi
 
@@ -50,6 +56,24 @@ if [ "$mode" = bench ] || [ "$mode" = all ]; then
     name="$(basename "$b")"
     echo "== bench $name"
     "$b" --bench 2>&1 | tee "$out/bench-$name.log" | tail -n 40
+  done
+fi
+
+if [ "$mode" = sanitize ]; then
+  for tool in memcheck racecheck; do
+    for t in "$here"/tests/*; do
+      [ -x "$t" ] || continue
+      name="$(basename "$t")"
+      slog="$out/sanitize-$tool.log"
+      echo "---- $name" >>"$slog"
+      compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 9 \
+        "$t" --include-ignored --test-threads=1 >>"$slog" 2>&1
+      rc=$?
+      errors="$(grep -E '(ERROR|RACECHECK) SUMMARY' "$slog" | tail -n 1 | sed 's/^=* *//')"
+      line="$(grep -E '^test result:' "$slog" | tail -n 1)"
+      echo "   $tool $name: exit $rc; $errors; $line"
+      if [ $rc -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+    done
   done
 fi
 
