@@ -172,14 +172,10 @@ impl Stream {
         let bytes = std::mem::size_of_val(src);
         dst.check_range(offset, bytes, "copy to device")?;
         self.check_copy(dst, "copy to device")?;
-        if bytes == 0 {
-            return Ok(());
-        }
         // SAFETY: the destination range is inside a live allocation of this device (checked), the
         // source is a live slice of plain data, and for pageable memory the driver stages `src`
         // before returning.
-        unsafe { result::memcpy_htod_async(dst.ptr + offset as u64, src, self.as_raw()) }
-            .call("cuMemcpyHtoDAsync")
+        unsafe { self.memcpy_htod_async(dst.ptr().offset(offset), src.as_ptr().cast(), bytes) }
     }
 
     /// Copies from `src` (starting `offset` bytes in) into `dst`, and waits for the copy (and
@@ -197,14 +193,12 @@ impl Stream {
         let bytes = std::mem::size_of_val(dst);
         src.check_range(offset, bytes, "copy to host")?;
         self.check_copy(src, "copy to host")?;
-        if bytes == 0 {
-            return Ok(());
-        }
         // SAFETY: the source range is inside a live allocation (checked); `dst` is a live,
         // exclusively borrowed slice of `DeviceCopy` values (any bit pattern valid) and the
         // stream is synchronised below before the borrow ends.
-        unsafe { result::memcpy_dtoh_async(dst, src.ptr + offset as u64, self.as_raw()) }
-            .call("cuMemcpyDtoHAsync")?;
+        unsafe {
+            self.memcpy_dtoh_async(dst.as_mut_ptr().cast(), src.ptr().offset(offset), bytes)
+        }?;
         self.synchronize()
     }
 
@@ -223,10 +217,199 @@ impl Stream {
     ) -> Result<()> {
         dst.check_range(offset, bytes, "memset")?;
         self.same_device(&dst.device, "memset")?;
-        self.device.bind()?;
         // SAFETY: the range is inside a live allocation of this stream's device (checked).
-        check("cuMemsetD8Async", unsafe {
-            sys::cuMemsetD8Async(dst.ptr + offset as u64, value, bytes, self.as_raw())
+        unsafe { self.memset_d8_async(dst.ptr().offset(offset), value, bytes) }
+    }
+
+    /// Enqueues a host-to-device copy of `bytes` bytes (`cuMemcpyHtoDAsync`). From pinned memory
+    /// the copy is truly asynchronous; from pageable memory the driver stages `src` before
+    /// returning. Zero bytes is a no-op.
+    ///
+    /// # Safety
+    /// `dst..dst+bytes` must be device memory of this stream's device that nothing else accesses
+    /// until the copy completes; `src..src+bytes` must be readable host memory, and if it is
+    /// pinned it must stay valid and unmodified until the copy completes.
+    ///
+    /// # Errors
+    /// [`Error::Cuda`].
+    pub unsafe fn memcpy_htod_async(
+        &self,
+        dst: DevicePtr,
+        src: *const u8,
+        bytes: usize,
+    ) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.device.bind()?;
+        // SAFETY: the caller upholds the ranges' validity (this function's contract).
+        check("cuMemcpyHtoDAsync", unsafe {
+            sys::cuMemcpyHtoDAsync_v2(dst.0, src.cast(), bytes, self.as_raw())
         })
+    }
+
+    /// Enqueues a device-to-host copy of `bytes` bytes (`cuMemcpyDtoHAsync`). Into pinned memory
+    /// it is asynchronous; into pageable memory the driver returns only once the copy is done.
+    /// Zero bytes is a no-op.
+    ///
+    /// # Safety
+    /// `src..src+bytes` must be device memory of this stream's device, not written by other work
+    /// until the copy completes; `dst..dst+bytes` must be writable host memory that nothing reads
+    /// or writes until the copy completes.
+    ///
+    /// # Errors
+    /// [`Error::Cuda`].
+    pub unsafe fn memcpy_dtoh_async(
+        &self,
+        dst: *mut u8,
+        src: DevicePtr,
+        bytes: usize,
+    ) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.device.bind()?;
+        // SAFETY: the caller upholds the ranges' validity (this function's contract).
+        check("cuMemcpyDtoHAsync", unsafe {
+            sys::cuMemcpyDtoHAsync_v2(dst.cast(), src.0, bytes, self.as_raw())
+        })
+    }
+
+    /// Enqueues a device-to-device copy of `bytes` bytes (`cuMemcpyDtoDAsync`). Capturable.
+    ///
+    /// # Safety
+    /// Both ranges must be device memory of this stream's device, not overlapping, and not
+    /// accessed by other work until the copy completes.
+    ///
+    /// # Errors
+    /// [`Error::Cuda`].
+    pub unsafe fn memcpy_dtod_async(
+        &self,
+        dst: DevicePtr,
+        src: DevicePtr,
+        bytes: usize,
+    ) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.device.bind()?;
+        // SAFETY: the caller upholds the ranges' validity (this function's contract).
+        check("cuMemcpyDtoDAsync", unsafe {
+            sys::cuMemcpyDtoDAsync_v2(dst.0, src.0, bytes, self.as_raw())
+        })
+    }
+
+    /// Enqueues setting `bytes` bytes at `dst` to `value` (`cuMemsetD8Async`). Capturable.
+    ///
+    /// # Safety
+    /// `dst..dst+bytes` must be device memory of this stream's device that nothing else accesses
+    /// until the memset completes.
+    ///
+    /// # Errors
+    /// [`Error::Cuda`].
+    pub unsafe fn memset_d8_async(&self, dst: DevicePtr, value: u8, bytes: usize) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.device.bind()?;
+        // SAFETY: the caller upholds the range's validity (this function's contract).
+        check("cuMemsetD8Async", unsafe {
+            sys::cuMemsetD8Async(dst.0, value, bytes, self.as_raw())
+        })
+    }
+}
+
+/// Page-locked ("pinned") host memory (`cuMemHostAlloc`, portable across contexts), freed on drop
+/// (`cuMemFreeHost`). Copies between pinned memory and the device run at full PCIe/NVLink speed
+/// and truly asynchronously. Allocating it is slow (milliseconds): `gpukit-mem`'s `PinnedPool`
+/// caches these.
+pub struct PinnedAllocation {
+    ptr: std::ptr::NonNull<u8>,
+    bytes: usize,
+    device: Device,
+}
+
+// SAFETY: the allocation is plain host memory owned by this value; access goes through `&self` /
+// `&mut self` like a `Box<[u8]>`.
+unsafe impl Send for PinnedAllocation {}
+// SAFETY: as above; shared access is read-only.
+unsafe impl Sync for PinnedAllocation {}
+
+impl std::fmt::Debug for PinnedAllocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PinnedAllocation({:p}, {} bytes)", self.ptr, self.bytes)
+    }
+}
+
+impl Device {
+    /// Allocates `bytes` of pinned host memory, zero-filled (`cuMemHostAlloc` with
+    /// `CU_MEMHOSTALLOC_PORTABLE`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for zero bytes; [`Error::Cuda`] (`CUDA_ERROR_OUT_OF_MEMORY` when
+    /// the host cannot lock that much memory).
+    pub fn alloc_pinned(&self, bytes: usize) -> Result<PinnedAllocation> {
+        if bytes == 0 {
+            return Err(Error::InvalidArgument(
+                "a pinned allocation needs at least one byte".into(),
+            ));
+        }
+        self.bind()?;
+        // SAFETY: the context is current; the result is checked; the memory is zero-filled below
+        // before any read.
+        let raw = unsafe { result::malloc_host(bytes, sys::CU_MEMHOSTALLOC_PORTABLE) }
+            .call("cuMemHostAlloc")?;
+        let ptr = std::ptr::NonNull::new(raw.cast::<u8>())
+            .ok_or_else(|| Error::InvalidArgument("cuMemHostAlloc returned null".into()))?;
+        // SAFETY: `ptr` points at `bytes` writable bytes just allocated.
+        unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, bytes) };
+        Ok(PinnedAllocation {
+            ptr,
+            bytes,
+            device: self.clone(),
+        })
+    }
+}
+
+impl PinnedAllocation {
+    /// Size in bytes.
+    pub fn len(&self) -> usize {
+        self.bytes
+    }
+
+    /// Always false: allocations have at least one byte.
+    pub fn is_empty(&self) -> bool {
+        self.bytes == 0
+    }
+
+    /// The memory as bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: `ptr` points at `bytes` initialised bytes owned by `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.bytes) }
+    }
+
+    /// The memory as mutable bytes.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and `&mut self` makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.bytes) }
+    }
+
+    /// The first byte's address, for asynchronous copies.
+    pub fn as_ptr(&self) -> *const u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// The first byte's address, writable, for asynchronous copies.
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+}
+
+impl Drop for PinnedAllocation {
+    fn drop(&mut self) {
+        self.device.bind_in_drop();
+        // SAFETY: the pointer came from `cuMemHostAlloc` and is freed exactly once.
+        self.device
+            .record_err(unsafe { result::free_host(self.ptr.as_ptr().cast()) });
     }
 }
