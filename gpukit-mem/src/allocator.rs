@@ -194,8 +194,6 @@ struct Block {
     prev: Option<usize>,
     next: Option<usize>,
     state: State,
-    /// The stream a live block is ordered on.
-    stream: u64,
 }
 
 struct Segment<S> {
@@ -334,11 +332,7 @@ impl<B: Backend> Allocator<B> {
             }
         }
         let key = B::stream_key(stream);
-        self.streams.entry(key).or_insert_with(|| StreamState {
-            handle: stream.clone(),
-            unfenced: Vec::new(),
-            pending: VecDeque::new(),
-        });
+        self.register_stream(stream);
         let kind = kind_of(size);
         let block = match self.find_cached(kind, size, key)? {
             Some(b) => {
@@ -369,7 +363,7 @@ impl<B: Backend> Allocator<B> {
                 b
             }
         };
-        let b = self.take(block, size, key);
+        let b = self.take(block, size);
         for q in quotas {
             q.in_use.fetch_add(size, Ordering::Relaxed);
         }
@@ -388,8 +382,9 @@ impl<B: Backend> Allocator<B> {
         })
     }
 
-    /// Returns a block. It stays reserved for its stream until a fence hands it to others.
-    pub fn free(&mut self, a: Allocation, quotas: &[&Quota]) {
+    /// Returns a block whose last use was ordered on `stream`. It stays reserved for that
+    /// stream until a fence hands it to others.
+    pub fn free(&mut self, a: Allocation, stream: &B::Stream, quotas: &[&Quota]) {
         let b = a.block;
         debug_assert_eq!(self.blocks[b].state, State::Live);
         for q in quotas {
@@ -397,7 +392,9 @@ impl<B: Backend> Allocator<B> {
         }
         self.stats.live_blocks -= 1;
         self.stats.allocated_bytes -= self.blocks[b].size;
-        let stream = self.blocks[b].stream;
+        let stream_key = B::stream_key(stream);
+        self.register_stream(stream);
+        let stream = stream_key;
         let state = State::Free {
             owner: Owner::Stream(stream),
             fence: None,
@@ -447,6 +444,16 @@ impl<B: Backend> Allocator<B> {
             }
         }
         Ok(released)
+    }
+
+    fn register_stream(&mut self, stream: &B::Stream) {
+        self.streams
+            .entry(B::stream_key(stream))
+            .or_insert_with(|| StreamState {
+                handle: stream.clone(),
+                unfenced: Vec::new(),
+                pending: VecDeque::new(),
+            });
     }
 
     fn find_cached(
@@ -506,7 +513,6 @@ impl<B: Backend> Allocator<B> {
                 owner: Owner::Ready,
                 fence: None,
             },
-            stream: 0,
         });
         let si = match self.segments.iter().position(Option::is_none) {
             Some(i) => i,
@@ -533,9 +539,9 @@ impl<B: Backend> Allocator<B> {
         Ok(Some(b))
     }
 
-    /// Takes free block `b` (from the free sets) for `size` bytes on stream `key`, splitting off
-    /// the rest if worthwhile. Returns the live block.
-    fn take(&mut self, b: usize, size: usize, key: u64) -> usize {
+    /// Takes free block `b` (from the free sets) for `size` bytes, splitting off the rest if
+    /// worthwhile. Returns the live block.
+    fn take(&mut self, b: usize, size: usize) -> usize {
         let kind = self.kind_of_block(b);
         self.set_remove(kind, b);
         let state = self.blocks[b].state;
@@ -548,7 +554,6 @@ impl<B: Backend> Allocator<B> {
                 prev: Some(b),
                 next: self.blocks[b].next,
                 state,
-                stream: 0,
             });
             if let Some(n) = self.blocks[b].next {
                 self.blocks[n].prev = Some(rest);
@@ -574,7 +579,6 @@ impl<B: Backend> Allocator<B> {
             }
         }
         self.blocks[b].state = State::Live;
-        self.blocks[b].stream = key;
         b
     }
 

@@ -183,7 +183,7 @@ fn run(ops: Vec<Op>, capacity: usize, limit: usize) -> Result<(), TestCaseError>
                     stream: l.stream,
                     pos,
                 });
-                alloc.free(l.a, &[&quota]);
+                alloc.free(l.a, &l.stream, &[&quota]);
             }
             Op::Free { .. } => {}
             Op::Complete { stream } => {
@@ -206,7 +206,7 @@ fn run(ops: Vec<Op>, capacity: usize, limit: usize) -> Result<(), TestCaseError>
     }
     // Every freed byte is reusable: with everything freed, the whole cache can be given back.
     for l in live.drain(..) {
-        alloc.free(l.a, &[&quota]);
+        alloc.free(l.a, &l.stream, &[&quota]);
     }
     alloc.release_cached().map_err(TestCaseError::fail)?;
     alloc.check_invariants().map_err(TestCaseError::fail)?;
@@ -246,12 +246,12 @@ fn same_stream_reuses_at_once_and_other_streams_wait_for_the_fence() {
     let big = 12 << 20;
     let x = a.alloc(big, &1, &[]).unwrap();
     *m.0.borrow_mut().pos.entry(1).or_insert(0) += 1; // the work using x is in flight
-    a.free(x, &[]);
+    a.free(x, &1, &[]);
     // Same stream: the same block at once, no fence.
     let y = a.alloc(big, &1, &[]).unwrap();
     assert_eq!(y.addr, x.addr);
     assert_eq!(a.stats().fences, 0);
-    a.free(y, &[]);
+    a.free(y, &1, &[]);
     // Another stream: a fence is recorded on stream 1, which has not finished, so stream 2 gets
     // a new segment.
     let z = a.alloc(big, &2, &[]).unwrap();
@@ -285,7 +285,7 @@ fn rounding_and_splitting() {
         SMALL_SEGMENT + (14 << 20) + LARGE_SEGMENT
     );
     // A large block whose remainder would be ≤ 1 MiB is handed out whole.
-    a.free(l, &[]);
+    a.free(l, &0, &[]);
     let whole = a.alloc((20 << 20) - (512 << 10), &0, &[]).unwrap();
     assert_eq!(whole.size, 20 << 20);
     a.check_invariants().unwrap();
@@ -306,7 +306,7 @@ fn quota_is_enforced_with_numbers() {
         }
         other => panic!("expected a quota error, got {other:?}"),
     }
-    a.free(x, &[&q]);
+    a.free(x, &0, &[&q]);
     assert_eq!(q.in_use(), 0);
     a.alloc(4_000, &0, &[&q]).unwrap();
 }
@@ -315,7 +315,7 @@ fn quota_is_enforced_with_numbers() {
 fn out_of_memory_releases_the_cache_and_retries() {
     let (m, mut a) = model(24 << 20);
     let x = a.alloc(12 << 20, &0, &[]).unwrap(); // own 12 MiB segment
-    a.free(x, &[]);
+    a.free(x, &0, &[]);
     m.0.borrow_mut().done.insert(0, 100);
     // 16 MiB does not fit beside the cached 12 MiB segment; releasing it makes room.
     let y = a.alloc(16 << 20, &1, &[]).unwrap();
