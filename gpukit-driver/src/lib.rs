@@ -30,6 +30,8 @@ mod memory;
 mod module;
 mod nvrtc;
 mod stream;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use device::{
     ComputeCapability, Device, DeviceProperties, MemoryInfo, StreamPriorityRange, device_count,

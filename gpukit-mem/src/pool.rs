@@ -256,6 +256,14 @@ impl DevicePool {
                     limit,
                     in_use,
                 }) => {
+                    if requested > limit {
+                        // No eviction can make room: spill nothing for nothing.
+                        return Err(Error::OutOfMemory {
+                            requested,
+                            limit,
+                            in_use,
+                        });
+                    }
                     let scope = self.quotas.iter().find(|q| q.limit == limit);
                     let need = (in_use + requested).saturating_sub(limit);
                     if !evicted && self.evict(need, scope)? > 0 {

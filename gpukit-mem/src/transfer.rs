@@ -647,3 +647,30 @@ fn parallel_copy(dst: &mut [u8], src: &[u8]) {
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_runs_higher_priority_first_then_fifo() {
+        let mut heap = BinaryHeap::new();
+        let order = [
+            (Priority::Low, 0),
+            (Priority::Normal, 1),
+            (Priority::Low, 2),
+            (Priority::High, 3),
+            (Priority::Normal, 4),
+            (Priority::High, 5),
+        ];
+        for (priority, seq) in order {
+            heap.push(Job {
+                priority,
+                seq,
+                work: Box::new(|_| {}),
+            });
+        }
+        let popped: Vec<u64> = std::iter::from_fn(|| heap.pop().map(|j| j.seq)).collect();
+        assert_eq!(popped, vec![3, 5, 1, 4, 0, 2]);
+    }
+}
