@@ -230,6 +230,11 @@ fn gpu_eviction_round_trip_is_bit_exact() {
         pool.alloc(100 << 20, &s),
         Err(Error::OutOfMemory { .. })
     ));
+    assert_eq!(
+        pool.stats().evictions,
+        1,
+        "nothing is spilled for a request over the limit"
+    );
     println!("[gpu] eviction: {}", pool.stats());
 }
 
