@@ -40,7 +40,7 @@ pub use device::{
 pub use error::{Error, Result};
 pub use graph::Graph;
 pub use half;
-pub use memory::{DeviceAllocation, DeviceCopy, DevicePtr, PinnedAllocation};
+pub use memory::{AsyncAllocation, DeviceAllocation, DeviceCopy, DevicePtr, PinnedAllocation};
 pub use module::{Dim3, Function, KernelArgs, LaunchConfig, Module, ModuleImage};
 pub use nvrtc::{Arch, Cache, CompileOptions, Compiled, Nvrtc, Output, cache_dir, cuda_tools_dir};
 pub use stream::{Event, Stream};

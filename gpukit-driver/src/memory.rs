@@ -413,3 +413,68 @@ impl Drop for PinnedAllocation {
             .record_err(unsafe { result::free_host(self.ptr.as_ptr().cast()) });
     }
 }
+
+/// Memory from CUDA's own stream-ordered allocator (`cuMemAllocAsync` on the device's default
+/// memory pool), freed with `cuMemFreeAsync` on the same stream when dropped. gpukit allocates
+/// through `gpukit-mem`'s pool; this exists so benchmarks can compare against CUDA's allocator.
+pub struct AsyncAllocation {
+    ptr: sys::CUdeviceptr,
+    bytes: usize,
+    stream: Stream,
+}
+
+impl std::fmt::Debug for AsyncAllocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "AsyncAllocation({:#x}, {} bytes)", self.ptr, self.bytes)
+    }
+}
+
+impl Stream {
+    /// Allocates `bytes` in stream order from the device's default CUDA memory pool
+    /// (`cuMemAllocAsync`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for zero bytes; [`Error::Cuda`] (including out of memory).
+    pub fn alloc_async(&self, bytes: usize) -> Result<AsyncAllocation> {
+        if bytes == 0 {
+            return Err(Error::InvalidArgument(
+                "an allocation needs at least one byte".into(),
+            ));
+        }
+        self.device.bind()?;
+        // SAFETY: the context is current and the stream alive; the result is checked.
+        let ptr = unsafe { result::malloc_async(self.as_raw(), bytes) }.call("cuMemAllocAsync")?;
+        Ok(AsyncAllocation {
+            ptr,
+            bytes,
+            stream: self.clone(),
+        })
+    }
+}
+
+impl AsyncAllocation {
+    /// The first byte's address.
+    pub fn ptr(&self) -> DevicePtr {
+        DevicePtr(self.ptr)
+    }
+
+    /// Size in bytes.
+    pub fn len(&self) -> usize {
+        self.bytes
+    }
+
+    /// Always false: allocations have at least one byte.
+    pub fn is_empty(&self) -> bool {
+        self.bytes == 0
+    }
+}
+
+impl Drop for AsyncAllocation {
+    fn drop(&mut self) {
+        self.stream.device.bind_in_drop();
+        // SAFETY: allocated by `cuMemAllocAsync` and freed once, ordered on its stream.
+        self.stream
+            .device
+            .record_err(unsafe { result::free_async(self.ptr, self.stream.as_raw()) });
+    }
+}

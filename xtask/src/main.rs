@@ -30,6 +30,10 @@ enum Task {
     /// Builds target/gpu-bundle: the GPU test binaries and a run script, to carry to a machine
     /// with the NVIDIA driver but no Rust toolchain (see README, "Developing").
     GpuBundle,
+    /// Runs the benchmarks (each beside its peer, in the same run) on this machine's GPU; JSON
+    /// results go to target/bench. Fails without a CUDA device: on a GPU-less machine, build the
+    /// bundle and run `run.sh bench` on the GPU machine.
+    Bench,
     /// Installs NVRTC 13.0.88 and the CUDA 13.0.96 headers from PyPI into the gpukit cache
     /// (`<cache>/cuda`), once; later runs find them there.
     SetupCuda,
@@ -44,6 +48,7 @@ fn main() -> Result<()> {
         Task::Test => test(&root),
         Task::TestGpu => test_gpu(&root),
         Task::GpuBundle => bundle::build(&root),
+        Task::Bench => bench(&root),
         Task::SetupCuda => cuda::setup().map(|_| ()),
         Task::Layering => layering(),
     }
@@ -114,13 +119,23 @@ fn test(root: &Path) -> Result<()> {
     testrun::report(&counts, gpu)
 }
 
+fn require_gpu(task: &str) -> Result<()> {
+    match gpukit_driver::device_count() {
+        Ok(n) if n > 0 => Ok(()),
+        Ok(_) => bail!("{task} needs a CUDA device and this machine has none"),
+        Err(e) => bail!("{task} needs a CUDA device: {e}"),
+    }
+}
+
+fn bench(root: &Path) -> Result<()> {
+    cuda::setup()?;
+    require_gpu("bench")?;
+    run(root, &cargo(), &["bench", "--workspace"])
+}
+
 fn test_gpu(root: &Path) -> Result<()> {
     cuda::setup()?;
-    match gpukit_driver::device_count() {
-        Ok(n) if n > 0 => {}
-        Ok(_) => bail!("test-gpu needs a CUDA device and this machine has none"),
-        Err(e) => bail!("test-gpu needs a CUDA device: {e}"),
-    }
+    require_gpu("test-gpu")?;
     let counts = testrun::cargo_test(
         root,
         &[

@@ -16,6 +16,7 @@ out="${OUT:-$here/results}"
 mkdir -p "$out"
 export GPUKIT_CACHE_DIR="${GPUKIT_CACHE_DIR:-/tmp/gpukit-cache}"
 export RUST_BACKTRACE=1
+export GPUKIT_BENCH_OUT="$out"
 log="$out/gpu-tests.log"
 : >"$log"
 
@@ -56,6 +57,7 @@ if [ "$mode" = bench ] || [ "$mode" = all ]; then
     name="$(basename "$b")"
     echo "== bench $name"
     "$b" --bench 2>&1 | tee "$out/bench-$name.log" | tail -n 40
+    [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "   bench $name FAILED"; broken=$((broken + 1)); }
   done
 fi
 
