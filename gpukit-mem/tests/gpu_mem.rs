@@ -51,7 +51,9 @@ fn gpu_cross_stream_reuse_never_races() {
     let fill = k.function("fill_u32").unwrap();
     let pool = DevicePool::new(&dev);
     let (a, b) = (dev.new_stream().unwrap(), dev.new_stream().unwrap());
-    let n = 1usize << 20; // 4 MiB: a large block in a 20 MiB segment
+    // 12 MiB: a large block with a segment of exactly its size, so no ready remainder exists
+    // and B can only get A's block once A is done.
+    let n = 3usize << 20;
     let data: Vec<u32> = (0..n).map(|_| rand::rng().random_range(0..1000)).collect();
     let want: u64 = data.iter().map(|&x| u64::from(x)).sum();
     let mut x = pool.alloc(4 * n, &a).unwrap();
@@ -90,12 +92,8 @@ fn gpu_cross_stream_reuse_never_races() {
 
     // Once A has finished, A's block is ready for B.
     let z = pool.alloc(4 * n, &b).unwrap();
-    let w = pool.alloc(4 * n, &b).unwrap();
-    assert!(
-        z.ptr() == x_addr || w.ptr() == x_addr,
-        "A's finished block was not reused by B"
-    );
-    drop((y, z, w));
+    assert_eq!(z.ptr(), x_addr, "A's finished block was not reused by B");
+    drop((y, z));
 
     // Same-stream reuse while a reader is in flight is ordered by the stream itself.
     let mut x2 = pool.alloc(4 * n, &a).unwrap();
@@ -180,7 +178,8 @@ fn gpu_device_out_of_memory_releases_the_cache_then_errors() {
     let err = pool.alloc(2 * total, &s).unwrap_err();
     assert!(matches!(err, Error::DeviceOutOfMemory { .. }), "{err}");
     assert!(err.is_out_of_memory());
-    assert!(pool.empty_cache().unwrap() > 0);
+    // The failed request already gave every cached segment back.
+    pool.empty_cache().unwrap();
     assert_eq!(pool.stats().allocator.reserved_bytes, 0);
     println!("[gpu] device OOM: {err}");
 }
@@ -314,7 +313,22 @@ fn gpu_transfers_round_trip_pageable_pinned_and_files() {
         .wait()
         .unwrap();
     assert!(read_back(&part) == data[5..(3 << 20) + 7]);
-    let err = engine.load_file(&path, Some(0..data.len() + 1), &pool, &s, Priority::Normal);
+    // A memory-mapped file as a pageable source.
+    let file = std::fs::File::open(&path).unwrap();
+    // SAFETY: the test's own file, not modified while mapped.
+    let map = unsafe { memmap2::Mmap::map(&file) }.unwrap();
+    let src = HostSource::Pageable {
+        data: std::sync::Arc::new(map),
+        range: 7..(5 << 20) + 3,
+    };
+    let mapped = engine
+        .upload_new(src, &pool, &s, Priority::Normal)
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert!(read_back(&mapped) == data[7..(5 << 20) + 3]);
+    let too_far = 0..data.len() as u64 + 1;
+    let err = engine.load_file(&path, Some(too_far), &pool, &s, Priority::Normal);
     assert!(matches!(err, Err(Error::InvalidArgument(_))));
     let missing = engine.load_file(&dir.path().join("nope"), None, &pool, &s, Priority::Normal);
     assert!(matches!(missing, Err(Error::Io { .. })));
