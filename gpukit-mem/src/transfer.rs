@@ -15,7 +15,7 @@ use crate::pinned::{PinnedBuffer, PinnedPool};
 use crate::pool::{DeviceBuffer, DevicePool};
 
 /// Size of each staging buffer of the pinned ring (two of them per direction).
-pub const DEFAULT_CHUNK_BYTES: usize = 32 << 20;
+pub const DEFAULT_CHUNK_BYTES: usize = 64 << 20;
 
 /// Queue priority of a transfer: higher runs first; equal priorities run in submission order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
