@@ -56,6 +56,16 @@ impl DevicePtr {
     }
 }
 
+/// Refuses zero-byte allocations with a clear error (the driver's own error is less clear).
+fn nonzero(bytes: usize, what: &str) -> Result<()> {
+    if bytes == 0 {
+        return Err(Error::InvalidArgument(format!(
+            "{what} needs at least one byte"
+        )));
+    }
+    Ok(())
+}
+
 /// One allocation from the driver (`cuMemAlloc`), freed on drop (`cuMemFree`).
 ///
 /// `cuMemFree` synchronises the device implicitly, which is why `gpukit-mem` keeps these as large
@@ -79,11 +89,7 @@ impl Device {
     /// [`Error::OutOfMemory`] when the device cannot satisfy the request; [`Error::InvalidArgument`]
     /// for zero bytes; [`Error::Cuda`] otherwise.
     pub fn alloc(&self, bytes: usize) -> Result<DeviceAllocation> {
-        if bytes == 0 {
-            return Err(Error::InvalidArgument(
-                "a device allocation needs at least one byte".into(),
-            ));
-        }
+        nonzero(bytes, "a device allocation")?;
         self.bind()?;
         // SAFETY: the context is current; the result is checked.
         match unsafe { result::malloc_sync(bytes) } {
@@ -349,11 +355,7 @@ impl Device {
     /// [`Error::InvalidArgument`] for zero bytes; [`Error::Cuda`] (`CUDA_ERROR_OUT_OF_MEMORY` when
     /// the host cannot lock that much memory).
     pub fn alloc_pinned(&self, bytes: usize) -> Result<PinnedAllocation> {
-        if bytes == 0 {
-            return Err(Error::InvalidArgument(
-                "a pinned allocation needs at least one byte".into(),
-            ));
-        }
+        nonzero(bytes, "a pinned allocation")?;
         self.bind()?;
         // SAFETY: the context is current; the result is checked; the memory is zero-filled below
         // before any read.
@@ -436,11 +438,7 @@ impl Stream {
     /// # Errors
     /// [`Error::InvalidArgument`] for zero bytes; [`Error::Cuda`] (including out of memory).
     pub fn alloc_async(&self, bytes: usize) -> Result<AsyncAllocation> {
-        if bytes == 0 {
-            return Err(Error::InvalidArgument(
-                "an allocation needs at least one byte".into(),
-            ));
-        }
+        nonzero(bytes, "an allocation")?;
         self.device.bind()?;
         // SAFETY: the context is current and the stream alive; the result is checked.
         let ptr = unsafe { result::malloc_async(self.as_raw(), bytes) }.call("cuMemAllocAsync")?;
