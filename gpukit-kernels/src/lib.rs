@@ -1,10 +1,23 @@
 //! # gpukit-kernels
 //!
-//! The CUDA C++ kernels and the registry that picks them (layer 4, above `gpukit-sched`).
+//! The CUDA kernels and the registry that picks them (layer 3, above `gpukit-sched`).
 //!
-//! What it will own (not written yet): kernel sources in `gpukit-kernels/cuda/` (NVRTC-compilable,
-//! `extern "C"` entry points named `<op>_<dtype>[_<variant>]`), built to cubin for sm_80, sm_86,
-//! sm_89 and sm_90a plus PTX for the newest virtual architecture and embedded in the binary; a
-//! `KernelRegistry` of typed kernel ids that chooses the best variant for a device and loads
-//! modules lazily once per device; and GEMM through cuBLASLt with an explicit workspace per lane
-//! and algorithms chosen once per shape.
+//! - CUDA C++ sources in `gpukit-kernels/cuda/` (device code only, NVRTC-compilable, `extern "C"`
+//!   entry points named `<op>_<dtype>[_<variant>]`). The build script compiles each for sm_80,
+//!   sm_86, sm_89 and sm_90a (cubin) and compute_90 (PTX, the forward fallback) and embeds them;
+//!   without NVRTC at build time they are compiled at first use instead.
+//! - [`KernelRegistry`]: typed [`Kernel`] ids → functions, the best image for the device's SM,
+//!   modules loaded lazily once per device, launch geometry in [`registry::launch`].
+//! - [`DType`], the op codes the kernels take ([`ops`]) and [`StridedIndex`].
+
+mod args;
+mod dtype;
+mod error;
+pub mod ops;
+pub mod registry;
+mod targets;
+
+pub use args::{MAX_DIMS, StridedIndex};
+pub use dtype::DType;
+pub use error::{Error, Result};
+pub use registry::{ImageSource, Kernel, KernelModule, KernelRegistry};

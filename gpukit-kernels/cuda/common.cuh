@@ -1,0 +1,85 @@
+// Shared definitions for gpukit's kernels. Device code only; compiled with NVRTC.
+#pragma once
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+typedef __half f16;
+typedef __nv_bfloat16 bf16;
+typedef long long i64;
+typedef int i32;
+typedef unsigned char u8;
+
+// +infinity (NVRTC has no <math.h> INFINITY).
+#define GPUKIT_INF __int_as_float(0x7f800000)
+
+// Conversions through f32, the accumulation type of every float kernel.
+__device__ __forceinline__ float to_f32(float x) { return x; }
+__device__ __forceinline__ float to_f32(f16 x) { return __half2float(x); }
+__device__ __forceinline__ float to_f32(bf16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_f32(i32 x) { return (float)x; }
+__device__ __forceinline__ float to_f32(i64 x) { return (float)x; }
+__device__ __forceinline__ float to_f32(u8 x) { return (float)x; }
+
+template <typename T> __device__ __forceinline__ T from_f32(float x);
+template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }
+// Round to nearest even, like the CPU reference (half crate).
+template <> __device__ __forceinline__ f16 from_f32<f16>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ bf16 from_f32<bf16>(float x) { return __float2bfloat16_rn(x); }
+
+// Up to this many dimensions in strided (broadcasting, non-contiguous) kernels.
+#define GPUKIT_MAX_DIMS 6
+
+// Shape of the output and element strides of up to three operands (0 for a broadcast dimension).
+// Layout matches `StridedIndex` in gpukit-kernels/src/args.rs.
+struct StridedIndex {
+    unsigned int ndim;
+    unsigned int pad;
+    unsigned long long shape[GPUKIT_MAX_DIMS];
+    long long stride[3][GPUKIT_MAX_DIMS];
+};
+
+// Offsets of the three operands for output element `i` (row-major over `shape`).
+__device__ __forceinline__ void strided_offsets(const StridedIndex& ix, unsigned long long i,
+                                                long long& o0, long long& o1, long long& o2) {
+    o0 = 0; o1 = 0; o2 = 0;
+    for (int d = (int)ix.ndim - 1; d >= 0; --d) {
+        unsigned long long n = ix.shape[d];
+        unsigned long long c = i % n;
+        i /= n;
+        o0 += (long long)c * ix.stride[0][d];
+        o1 += (long long)c * ix.stride[1][d];
+        o2 += (long long)c * ix.stride[2][d];
+    }
+}
+
+// Deterministic block sum: each thread's partial goes to shared memory, then a fixed-order tree.
+// `scratch` holds blockDim.x floats; blockDim.x must be a power of two.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+    scratch[threadIdx.x] = v;
+    __syncthreads();
+    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) scratch[threadIdx.x] += scratch[threadIdx.x + s];
+        __syncthreads();
+    }
+    float r = scratch[0];
+    __syncthreads();
+    return r;
+}
+
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+    scratch[threadIdx.x] = v;
+    __syncthreads();
+    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) scratch[threadIdx.x] = fmaxf(scratch[threadIdx.x], scratch[threadIdx.x + s]);
+        __syncthreads();
+    }
+    float r = scratch[0];
+    __syncthreads();
+    return r;
+}
+
+// Warp sum in a fixed butterfly order (deterministic).
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}

@@ -1,0 +1,195 @@
+// Elementwise kernels: binary ops with broadcasting, unary math, scalar ops, where, clamp, casts.
+//
+// Each kernel comes in a contiguous variant (`_contig`: every operand dense and the same shape; a
+// grid-stride loop, memory-bound) and a strided one (`_strided`: any strides, 0 for broadcast
+// dimensions, up to GPUKIT_MAX_DIMS dimensions). Math is done in f32 and rounded once.
+#include "common.cuh"
+
+// Binary op codes (BinaryOp in gpukit-kernels/src/ops.rs).
+#define OP_ADD 0
+#define OP_SUB 1
+#define OP_MUL 2
+#define OP_DIV 3
+#define OP_MAX 4
+#define OP_MIN 5
+#define OP_POW 6
+
+__device__ __forceinline__ float binary_f(int op, float a, float b) {
+    switch (op) {
+        case OP_ADD: return a + b;
+        case OP_SUB: return a - b;
+        case OP_MUL: return a * b;
+        case OP_DIV: return a / b;
+        case OP_MAX: return fmaxf(a, b);
+        case OP_MIN: return fminf(a, b);
+        default: return powf(a, b);
+    }
+}
+
+// Unary op codes (UnaryOp in gpukit-kernels/src/ops.rs).
+#define U_NEG 0
+#define U_ABS 1
+#define U_EXP 2
+#define U_LOG 3
+#define U_SQRT 4
+#define U_RSQRT 5
+#define U_SIN 6
+#define U_COS 7
+#define U_TANH 8
+#define U_SIGMOID 9
+#define U_RELU 10
+#define U_RELU2 11
+#define U_GELU_ERF 12
+#define U_GELU_TANH 13
+#define U_SILU 14
+#define U_SQUARE 15
+#define U_RECIP 16
+
+__device__ __forceinline__ float unary_f(int op, float x) {
+    switch (op) {
+        case U_NEG: return -x;
+        case U_ABS: return fabsf(x);
+        case U_EXP: return expf(x);
+        case U_LOG: return logf(x);
+        case U_SQRT: return sqrtf(x);
+        case U_RSQRT: return 1.0f / sqrtf(x);
+        case U_SIN: return sinf(x);
+        case U_COS: return cosf(x);
+        case U_TANH: return tanhf(x);
+        case U_SIGMOID: return 1.0f / (1.0f + expf(-x));
+        case U_RELU: return x > 0.0f ? x : 0.0f;
+        case U_RELU2: { float r = x > 0.0f ? x : 0.0f; return r * r; }
+        case U_GELU_ERF: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+        case U_GELU_TANH: {
+            float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+            return 0.5f * x * (1.0f + tanhf(u));
+        }
+        case U_SILU: return x / (1.0f + expf(-x));
+        case U_SQUARE: return x * x;
+        default: return 1.0f / x;
+    }
+}
+
+// Scalar op codes: x op s and s op x (ScalarOp in gpukit-kernels/src/ops.rs).
+#define S_ADD 0
+#define S_MUL 1
+#define S_SUB 2   // x - s
+#define S_RSUB 3  // s - x
+#define S_DIV 4   // x / s
+#define S_RDIV 5  // s / x
+#define S_POW 6   // x ^ s
+#define S_MAX 7
+#define S_MIN 8
+
+__device__ __forceinline__ float scalar_f(int op, float x, float s) {
+    switch (op) {
+        case S_ADD: return x + s;
+        case S_MUL: return x * s;
+        case S_SUB: return x - s;
+        case S_RSUB: return s - x;
+        case S_DIV: return x / s;
+        case S_RDIV: return s / x;
+        case S_POW: return powf(x, s);
+        case S_MAX: return fmaxf(x, s);
+        default: return fminf(x, s);
+    }
+}
+
+#define GRID_STRIDE(i, n) \
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < (n); \
+         i += (unsigned long long)gridDim.x * blockDim.x)
+
+#define ELEMENTWISE_KERNELS(T, NAME)                                                              \
+extern "C" __global__ void binary_##NAME##_contig(int op, const T* __restrict__ a,                 \
+        const T* __restrict__ b, T* __restrict__ out, unsigned long long n) {                      \
+    GRID_STRIDE(i, n) out[i] = from_f32<T>(binary_f(op, to_f32(a[i]), to_f32(b[i])));              \
+}                                                                                                  \
+extern "C" __global__ void binary_##NAME##_strided(int op, const T* __restrict__ a,                \
+        const T* __restrict__ b, T* __restrict__ out, unsigned long long n, StridedIndex ix) {      \
+    GRID_STRIDE(i, n) {                                                                            \
+        long long oa, ob, oo;                                                                      \
+        strided_offsets(ix, i, oa, ob, oo);                                                        \
+        out[oo] = from_f32<T>(binary_f(op, to_f32(a[oa]), to_f32(b[ob])));                         \
+    }                                                                                              \
+}                                                                                                  \
+extern "C" __global__ void unary_##NAME##_contig(int op, const T* __restrict__ x,                  \
+        T* __restrict__ out, unsigned long long n) {                                               \
+    GRID_STRIDE(i, n) out[i] = from_f32<T>(unary_f(op, to_f32(x[i])));                             \
+}                                                                                                  \
+extern "C" __global__ void unary_##NAME##_strided(int op, const T* __restrict__ x,                 \
+        T* __restrict__ out, unsigned long long n, StridedIndex ix) {                               \
+    GRID_STRIDE(i, n) {                                                                            \
+        long long ox, oo, unused;                                                                  \
+        strided_offsets(ix, i, ox, oo, unused);                                                    \
+        out[oo] = from_f32<T>(unary_f(op, to_f32(x[ox])));                                         \
+    }                                                                                              \
+}                                                                                                  \
+extern "C" __global__ void scalar_##NAME##_strided(int op, float s, const T* __restrict__ x,       \
+        T* __restrict__ out, unsigned long long n, StridedIndex ix) {                               \
+    GRID_STRIDE(i, n) {                                                                            \
+        long long ox, oo, unused;                                                                  \
+        strided_offsets(ix, i, ox, oo, unused);                                                    \
+        out[oo] = from_f32<T>(scalar_f(op, to_f32(x[ox]), s));                                     \
+    }                                                                                              \
+}                                                                                                  \
+extern "C" __global__ void clamp_##NAME##_strided(float lo, float hi, const T* __restrict__ x,     \
+        T* __restrict__ out, unsigned long long n, StridedIndex ix) {                               \
+    GRID_STRIDE(i, n) {                                                                            \
+        long long ox, oo, unused;                                                                  \
+        strided_offsets(ix, i, ox, oo, unused);                                                    \
+        out[oo] = from_f32<T>(fminf(fmaxf(to_f32(x[ox]), lo), hi));                                \
+    }                                                                                              \
+}                                                                                                  \
+extern "C" __global__ void where_##NAME##_strided(const u8* __restrict__ cond,                     \
+        const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,                      \
+        unsigned long long n, StridedIndex ix, StridedIndex ix_b) {                                 \
+    GRID_STRIDE(i, n) {                                                                            \
+        long long oc, oa, oo, ob, u1, u2;                                                          \
+        strided_offsets(ix, i, oc, oa, oo);                                                        \
+        strided_offsets(ix_b, i, ob, u1, u2);                                                      \
+        out[oo] = cond[oc] ? a[oa] : b[ob];                                                        \
+    }                                                                                              \
+}                                                                                                  \
+extern "C" __global__ void copy_##NAME##_strided(const T* __restrict__ x, T* __restrict__ out,     \
+        unsigned long long n, StridedIndex ix) {                                                   \
+    GRID_STRIDE(i, n) {                                                                            \
+        long long ox, oo, unused;                                                                  \
+        strided_offsets(ix, i, ox, oo, unused);                                                    \
+        out[oo] = x[ox];                                                                           \
+    }                                                                                              \
+}
+
+ELEMENTWISE_KERNELS(float, f32)
+ELEMENTWISE_KERNELS(f16, f16)
+ELEMENTWISE_KERNELS(bf16, bf16)
+
+// Integer tensors get copies (for views and concat) and casts only.
+#define COPY_ONLY(T, NAME)                                                                         \
+extern "C" __global__ void copy_##NAME##_strided(const T* __restrict__ x, T* __restrict__ out,     \
+        unsigned long long n, StridedIndex ix) {                                                   \
+    GRID_STRIDE(i, n) {                                                                            \
+        long long ox, oo, unused;                                                                  \
+        strided_offsets(ix, i, ox, oo, unused);                                                    \
+        out[oo] = x[ox];                                                                           \
+    }                                                                                              \
+}
+COPY_ONLY(i32, i32)
+COPY_ONLY(i64, i64)
+COPY_ONLY(u8, u8)
+
+// Casts between float dtypes (through f32, rounding to nearest even).
+#define CAST(TI, NI, TO, NO)                                                                       \
+extern "C" __global__ void cast_##NI##_##NO(const TI* __restrict__ x, TO* __restrict__ out,        \
+        unsigned long long n, StridedIndex ix) {                                                   \
+    GRID_STRIDE(i, n) {                                                                            \
+        long long ox, oo, unused;                                                                  \
+        strided_offsets(ix, i, ox, oo, unused);                                                    \
+        out[oo] = from_f32<TO>(to_f32(x[ox]));                                                     \
+    }                                                                                              \
+}
+CAST(float, f32, f16, f16)
+CAST(float, f32, bf16, bf16)
+CAST(f16, f16, float, f32)
+CAST(f16, f16, bf16, bf16)
+CAST(bf16, bf16, float, f32)
+CAST(bf16, bf16, f16, f16)

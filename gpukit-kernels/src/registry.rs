@@ -1,0 +1,542 @@
+//! `KernelRegistry`: typed kernel ids → loaded functions, per device.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use gpukit_driver::{
+    Arch, Device, DeviceProperties, Function, LaunchConfig, Module, ModuleImage, Nvrtc, Output,
+};
+
+use crate::targets::{TARGETS, compile_options};
+use crate::{DType, Error, Result};
+
+include!(concat!(env!("OUT_DIR"), "/prebuilt.rs"));
+
+/// A CUDA source file of `gpukit-kernels/cuda/`: the unit that is compiled and loaded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KernelModule {
+    /// `elementwise.cu`: binary, unary, scalar, clamp, where, copy, cast.
+    Elementwise,
+    /// `reduce.cu`: sum, mean, max, min, argmax, softmax, log-softmax.
+    Reduce,
+    /// `norm.cu`: rms_norm, layer_norm, add_rms_norm.
+    Norm,
+    /// `gather.cu`: index_select (embedding lookup).
+    Gather,
+    /// `gemv.cu`: matrix-vector products for M ≤ 8.
+    Gemv,
+}
+
+impl KernelModule {
+    /// Every module.
+    pub const ALL: [KernelModule; 5] = [
+        KernelModule::Elementwise,
+        KernelModule::Reduce,
+        KernelModule::Norm,
+        KernelModule::Gather,
+        KernelModule::Gemv,
+    ];
+
+    /// The file stem.
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelModule::Elementwise => "elementwise",
+            KernelModule::Reduce => "reduce",
+            KernelModule::Norm => "norm",
+            KernelModule::Gather => "gather",
+            KernelModule::Gemv => "gemv",
+        }
+    }
+
+    /// The CUDA source, embedded for run-time compilation.
+    pub fn source(self) -> &'static str {
+        match self {
+            KernelModule::Elementwise => include_str!("../cuda/elementwise.cu"),
+            KernelModule::Reduce => include_str!("../cuda/reduce.cu"),
+            KernelModule::Norm => include_str!("../cuda/norm.cu"),
+            KernelModule::Gather => include_str!("../cuda/gather.cu"),
+            KernelModule::Gemv => include_str!("../cuda/gemv.cu"),
+        }
+    }
+}
+
+/// Headers the sources include, embedded for run-time compilation.
+const HEADERS: &[(&str, &str)] = &[("common.cuh", include_str!("../cuda/common.cuh"))];
+
+/// A kernel entry point, by what it computes. The entry-point name is derived from it
+/// (`<op>_<dtype>[_<variant>]`), never written by hand at a call site.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kernel {
+    /// `binary_<dt>_contig` / `binary_<dt>_strided`.
+    Binary {
+        /// Element type (float).
+        dtype: DType,
+        /// Dense, same-shape operands.
+        contiguous: bool,
+    },
+    /// `unary_<dt>_contig` / `unary_<dt>_strided`.
+    Unary {
+        /// Element type (float).
+        dtype: DType,
+        /// Dense operands.
+        contiguous: bool,
+    },
+    /// `scalar_<dt>_strided`.
+    Scalar(DType),
+    /// `clamp_<dt>_strided`.
+    Clamp(DType),
+    /// `where_<dt>_strided`.
+    Where(DType),
+    /// `copy_<dt>_strided` (any dtype).
+    Copy(DType),
+    /// `cast_<from>_<to>` (float to float).
+    Cast {
+        /// Source type.
+        from: DType,
+        /// Destination type.
+        to: DType,
+    },
+    /// `reduce_<dt>_rows` (reduction over a contiguous last axis).
+    ReduceRows(DType),
+    /// `reduce_<dt>_cols` (reduction over an inner axis).
+    ReduceCols(DType),
+    /// `argmax_<dt>_rows`.
+    ArgmaxRows(DType),
+    /// `argmax_<dt>_cols`.
+    ArgmaxCols(DType),
+    /// `softmax_<dt>_rows`.
+    SoftmaxRows(DType),
+    /// `softmax_<dt>_cols`.
+    SoftmaxCols(DType),
+    /// `rms_norm_<dt>`.
+    RmsNorm(DType),
+    /// `add_rms_norm_<dt>`.
+    AddRmsNorm(DType),
+    /// `layer_norm_<dt>`.
+    LayerNorm(DType),
+    /// `index_select_<dt>_<index dt>`.
+    IndexSelect {
+        /// Element type.
+        dtype: DType,
+        /// Index type (i32 or i64).
+        index: DType,
+    },
+    /// `gemv_<dt>` / `gemv_<dt>_vec`.
+    Gemv {
+        /// Element type (float).
+        dtype: DType,
+        /// 16-byte vector loads (K a multiple of 16 bytes, rows aligned).
+        vectorized: bool,
+    },
+}
+
+fn float(op: &'static str, dt: DType) -> Result<&'static str> {
+    if dt.is_float() {
+        Ok(dt.name())
+    } else {
+        Err(Error::Unsupported { op, dtype: dt })
+    }
+}
+
+impl Kernel {
+    /// The source module.
+    pub fn module(&self) -> KernelModule {
+        match self {
+            Kernel::Binary { .. }
+            | Kernel::Unary { .. }
+            | Kernel::Scalar(_)
+            | Kernel::Clamp(_)
+            | Kernel::Where(_)
+            | Kernel::Copy(_)
+            | Kernel::Cast { .. } => KernelModule::Elementwise,
+            Kernel::ReduceRows(_)
+            | Kernel::ReduceCols(_)
+            | Kernel::ArgmaxRows(_)
+            | Kernel::ArgmaxCols(_)
+            | Kernel::SoftmaxRows(_)
+            | Kernel::SoftmaxCols(_) => KernelModule::Reduce,
+            Kernel::RmsNorm(_) | Kernel::AddRmsNorm(_) | Kernel::LayerNorm(_) => KernelModule::Norm,
+            Kernel::IndexSelect { .. } => KernelModule::Gather,
+            Kernel::Gemv { .. } => KernelModule::Gemv,
+        }
+    }
+
+    /// The `extern "C"` entry point.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for a dtype the kernel does not exist for.
+    pub fn entry_point(&self) -> Result<String> {
+        let variant = |c: bool| if c { "contig" } else { "strided" };
+        Ok(match *self {
+            Kernel::Binary { dtype, contiguous } => {
+                format!(
+                    "binary_{}_{}",
+                    float("binary op", dtype)?,
+                    variant(contiguous)
+                )
+            }
+            Kernel::Unary { dtype, contiguous } => {
+                format!(
+                    "unary_{}_{}",
+                    float("unary op", dtype)?,
+                    variant(contiguous)
+                )
+            }
+            Kernel::Scalar(dt) => format!("scalar_{}_strided", float("scalar op", dt)?),
+            Kernel::Clamp(dt) => format!("clamp_{}_strided", float("clamp", dt)?),
+            Kernel::Where(dt) => format!("where_{}_strided", float("where", dt)?),
+            Kernel::Copy(dt) => format!("copy_{}_strided", dt.name()),
+            Kernel::Cast { from, to } => {
+                format!("cast_{}_{}", float("cast", from)?, float("cast", to)?)
+            }
+            Kernel::ReduceRows(dt) => format!("reduce_{}_rows", float("reduction", dt)?),
+            Kernel::ReduceCols(dt) => format!("reduce_{}_cols", float("reduction", dt)?),
+            Kernel::ArgmaxRows(dt) => format!("argmax_{}_rows", float("argmax", dt)?),
+            Kernel::ArgmaxCols(dt) => format!("argmax_{}_cols", float("argmax", dt)?),
+            Kernel::SoftmaxRows(dt) => format!("softmax_{}_rows", float("softmax", dt)?),
+            Kernel::SoftmaxCols(dt) => format!("softmax_{}_cols", float("softmax", dt)?),
+            Kernel::RmsNorm(dt) => format!("rms_norm_{}", float("rms_norm", dt)?),
+            Kernel::AddRmsNorm(dt) => format!("add_rms_norm_{}", float("add_rms_norm", dt)?),
+            Kernel::LayerNorm(dt) => format!("layer_norm_{}", float("layer_norm", dt)?),
+            Kernel::IndexSelect { dtype, index } => {
+                if dtype == DType::U8 {
+                    return Err(Error::Unsupported {
+                        op: "index_select",
+                        dtype,
+                    });
+                }
+                if !matches!(index, DType::I32 | DType::I64) {
+                    return Err(Error::Unsupported {
+                        op: "index_select indices",
+                        dtype: index,
+                    });
+                }
+                format!("index_select_{}_{}", dtype.name(), index.name())
+            }
+            Kernel::Gemv { dtype, vectorized } => format!(
+                "gemv_{}{}",
+                float("gemv", dtype)?,
+                if vectorized { "_vec" } else { "" }
+            ),
+        })
+    }
+}
+
+/// The image target for a device: its own cubin where one is built, the PTX fallback for newer
+/// architectures, an error for older ones.
+fn target_for(props: &DeviceProperties) -> Result<(&'static str, Arch, Output)> {
+    let sm = props.compute_capability.sm();
+    let index = match sm {
+        80..=85 => 0,
+        86..=88 => 1,
+        89 => 2,
+        90 => 3,
+        s if s > 90 => 4,
+        _ => {
+            return Err(Error::UnsupportedDevice {
+                device: props.name.clone(),
+                sm,
+            });
+        }
+    };
+    Ok(TARGETS[index])
+}
+
+/// Where a module's image came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImageSource {
+    /// Compiled when gpukit was built and embedded in the binary.
+    Prebuilt,
+    /// Compiled at run time with NVRTC (and cached on disk).
+    Nvrtc,
+}
+
+/// Launch geometry per kernel family, in one place.
+pub mod launch {
+    use super::*;
+
+    /// Threads per block of elementwise and reduction kernels (a power of two: the block
+    /// reductions need it).
+    pub const BLOCK: u32 = 256;
+
+    /// A grid-stride launch over `n` elements: enough blocks to fill the device several times
+    /// over, never more than needed.
+    pub fn elementwise(n: usize, props: &DeviceProperties) -> LaunchConfig {
+        let needed = n.div_ceil(BLOCK as usize).max(1);
+        let cap = props.multiprocessor_count as usize * 16;
+        LaunchConfig::new(needed.min(cap).max(1) as u32, BLOCK)
+    }
+
+    /// One block per row.
+    pub fn rows(rows: usize) -> Result<LaunchConfig> {
+        let grid = u32::try_from(rows.max(1))
+            .map_err(|_| Error::InvalidArgument(format!("{rows} rows exceed the grid limit")))?;
+        Ok(LaunchConfig::new(grid, BLOCK))
+    }
+
+    /// One thread per item.
+    pub fn threads(items: usize) -> Result<LaunchConfig> {
+        Ok(LaunchConfig::for_elements(items, BLOCK)?)
+    }
+
+    /// GEMV: one warp per output column, 8 warps per block.
+    pub fn gemv(n: usize) -> Result<LaunchConfig> {
+        Ok(LaunchConfig::for_elements(n.saturating_mul(32), BLOCK)?)
+    }
+}
+
+/// Loaded kernels for one device. Modules are loaded on first use, once; functions are looked up
+/// once and cached. Get the registry of a device with [`KernelRegistry::for_device`].
+pub struct KernelRegistry {
+    device: Device,
+    target: (&'static str, Arch, Output),
+    modules: Mutex<HashMap<KernelModule, (Module, ImageSource)>>,
+    functions: Mutex<HashMap<Kernel, Function>>,
+}
+
+impl std::fmt::Debug for KernelRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "KernelRegistry({:?}, {})", self.device, self.target.0)
+    }
+}
+
+impl KernelRegistry {
+    /// The registry of `device` (one per device ordinal for the life of the process).
+    ///
+    /// # Errors
+    /// [`Error::UnsupportedDevice`] before sm_80.
+    pub fn for_device(device: &Device) -> Result<Arc<KernelRegistry>> {
+        static REGISTRIES: OnceLock<Mutex<HashMap<usize, Arc<KernelRegistry>>>> = OnceLock::new();
+        let map = REGISTRIES.get_or_init(|| Mutex::new(HashMap::new()));
+        let mut map = map
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(r) = map.get(&device.ordinal()) {
+            return Ok(r.clone());
+        }
+        let reg = Arc::new(KernelRegistry {
+            device: device.clone(),
+            target: target_for(device.properties())?,
+            modules: Mutex::new(HashMap::new()),
+            functions: Mutex::new(HashMap::new()),
+        });
+        map.insert(device.ordinal(), reg.clone());
+        Ok(reg)
+    }
+
+    /// The device.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The image target chosen for this device, e.g. `sm_90a`.
+    pub fn target(&self) -> &'static str {
+        self.target.0
+    }
+
+    /// Whether a prebuilt image exists for `module` on this device.
+    pub fn has_prebuilt(&self, module: KernelModule) -> bool {
+        prebuilt(module.name(), self.target.0).is_some()
+    }
+
+    /// The function for `kernel`, loading its module if needed.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for a dtype without that kernel; [`Error::NoKernelImage`] when the
+    /// module has no prebuilt image and NVRTC is unavailable; driver errors.
+    pub fn function(&self, kernel: Kernel) -> Result<Function> {
+        if let Some(f) = lock(&self.functions).get(&kernel) {
+            return Ok(f.clone());
+        }
+        let name = kernel.entry_point()?;
+        let module = self.module(kernel.module())?;
+        let f = module.function(&name)?;
+        lock(&self.functions).insert(kernel, f.clone());
+        Ok(f)
+    }
+
+    /// Loads `module` (once) and says where its image came from.
+    ///
+    /// # Errors
+    /// As [`KernelRegistry::function`].
+    pub fn load(&self, module: KernelModule) -> Result<ImageSource> {
+        self.module(module)?;
+        Ok(lock(&self.modules)
+            .get(&module)
+            .map(|(_, s)| *s)
+            .unwrap_or(ImageSource::Prebuilt))
+    }
+
+    fn module(&self, module: KernelModule) -> Result<Module> {
+        let mut modules = lock(&self.modules);
+        if let Some((m, _)) = modules.get(&module) {
+            return Ok(m.clone());
+        }
+        let (m, source) = match prebuilt(module.name(), self.target.0) {
+            Some(image) => {
+                let img = match self.target.2 {
+                    Output::Cubin => ModuleImage::Cubin(image),
+                    Output::Ptx => ModuleImage::Ptx(std::str::from_utf8(image).map_err(|e| {
+                        Error::InvalidArgument(format!("prebuilt PTX is not UTF-8: {e}"))
+                    })?),
+                };
+                (self.device.load_module(img)?, ImageSource::Prebuilt)
+            }
+            None => (
+                compile_at_run_time(&self.device, module, self.target)?,
+                ImageSource::Nvrtc,
+            ),
+        };
+        modules.insert(module, (m.clone(), source));
+        Ok(m)
+    }
+}
+
+/// Compiles `module` for `target` with NVRTC (disk-cached) and loads it.
+fn compile_at_run_time(
+    device: &Device,
+    module: KernelModule,
+    target: (&'static str, Arch, Output),
+) -> Result<Module> {
+    let nvrtc = Nvrtc::get().map_err(|e| Error::NoKernelImage {
+        module: module.name(),
+        arch: target.0.into(),
+        why: e.to_string(),
+    })?;
+    let compiled = compile(nvrtc, module, target.1, target.2)?;
+    Ok(device.load_module(compiled.module_image()?)?)
+}
+
+/// Compiles one module for one target with the project's headers and flags (used at run time and
+/// by the kernel check of `cargo xtask test`).
+///
+/// # Errors
+/// [`gpukit_driver::Error::Compile`] with NVRTC's log.
+pub fn compile(
+    nvrtc: &Nvrtc,
+    module: KernelModule,
+    arch: Arch,
+    output: Output,
+) -> Result<gpukit_driver::Compiled> {
+    let opts = compile_options(arch, output, HEADERS.iter().copied());
+    Ok(nvrtc.compile(&format!("{}.cu", module.name()), module.source(), &opts)?)
+}
+
+fn prebuilt(module: &str, target: &str) -> Option<&'static [u8]> {
+    PREBUILT
+        .iter()
+        .find(|(m, t, _)| *m == module && *t == target)
+        .map(|(_, _, img)| *img)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_points_follow_the_naming_convention() {
+        assert_eq!(
+            Kernel::Binary {
+                dtype: DType::BF16,
+                contiguous: true
+            }
+            .entry_point()
+            .unwrap(),
+            "binary_bf16_contig"
+        );
+        assert_eq!(
+            Kernel::Cast {
+                from: DType::F32,
+                to: DType::F16
+            }
+            .entry_point()
+            .unwrap(),
+            "cast_f32_f16"
+        );
+        assert_eq!(
+            Kernel::IndexSelect {
+                dtype: DType::F16,
+                index: DType::I64
+            }
+            .entry_point()
+            .unwrap(),
+            "index_select_f16_i64"
+        );
+        assert!(matches!(
+            Kernel::RmsNorm(DType::I32).entry_point(),
+            Err(Error::Unsupported { .. })
+        ));
+    }
+
+    /// Every module compiles for every target and exports every entry point the registry can
+    /// name. This is the kernel check of CI (NVRTC from `cargo xtask setup-cuda`).
+    #[test]
+    fn every_kernel_compiles_for_every_architecture() {
+        let nvrtc = Nvrtc::get().expect("NVRTC (run `cargo xtask setup-cuda`)");
+        for module in KernelModule::ALL {
+            for (_, arch, output) in TARGETS {
+                compile(nvrtc, module, arch, output).unwrap_or_else(|e| panic!("{e}"));
+            }
+            // PTX text lists every entry point: check the registry's names exist.
+            let ptx = compile(nvrtc, module, Arch::new(90), Output::Ptx).unwrap();
+            let text = String::from_utf8(ptx.image).unwrap();
+            for kernel in all_kernels().into_iter().filter(|k| k.module() == module) {
+                if let Ok(name) = kernel.entry_point() {
+                    assert!(
+                        text.contains(&format!(".entry {name}(")),
+                        "{name} missing from {}.cu",
+                        module.name()
+                    );
+                }
+            }
+        }
+    }
+
+    fn all_kernels() -> Vec<Kernel> {
+        let mut v = Vec::new();
+        for dt in DType::ALL {
+            for c in [true, false] {
+                v.push(Kernel::Binary {
+                    dtype: dt,
+                    contiguous: c,
+                });
+                v.push(Kernel::Unary {
+                    dtype: dt,
+                    contiguous: c,
+                });
+                v.push(Kernel::Gemv {
+                    dtype: dt,
+                    vectorized: c,
+                });
+            }
+            v.extend([
+                Kernel::Scalar(dt),
+                Kernel::Clamp(dt),
+                Kernel::Where(dt),
+                Kernel::Copy(dt),
+                Kernel::ReduceRows(dt),
+                Kernel::ReduceCols(dt),
+                Kernel::ArgmaxRows(dt),
+                Kernel::ArgmaxCols(dt),
+                Kernel::SoftmaxRows(dt),
+                Kernel::SoftmaxCols(dt),
+                Kernel::RmsNorm(dt),
+                Kernel::AddRmsNorm(dt),
+                Kernel::LayerNorm(dt),
+            ]);
+            for to in DType::ALL {
+                if to != dt {
+                    v.push(Kernel::Cast { from: dt, to });
+                }
+            }
+            for index in [DType::I32, DType::I64] {
+                v.push(Kernel::IndexSelect { dtype: dt, index });
+            }
+        }
+        v
+    }
+}
