@@ -300,6 +300,15 @@ impl Device {
         self.inner.ctx.check_err().call("deferred (from a Drop)")
     }
 
+    /// Makes this device's primary context current on the calling thread — for libraries that
+    /// use the current context (cuBLASLt). gpukit's own calls do this themselves.
+    ///
+    /// # Errors
+    /// [`Error::Cuda`] if `cuCtxSetCurrent` fails, or an error a destructor recorded earlier.
+    pub fn make_current(&self) -> Result<()> {
+        self.bind()
+    }
+
     /// Makes this device's primary context current on the calling thread.
     pub(crate) fn bind(&self) -> Result<()> {
         self.inner.ctx.bind_to_thread().call("cuCtxSetCurrent")

@@ -8,11 +8,15 @@
 //!   without NVRTC at build time they are compiled at first use instead.
 //! - [`KernelRegistry`]: typed [`Kernel`] ids → functions, the best image for the device's SM,
 //!   modules loaded lazily once per device, launch geometry in [`registry::launch`].
+//! - [`GemmProvider`]: cuBLASLt GEMM (f32 at full precision unless TF32 is asked for, f16,
+//!   bf16; bias and ReLU/GELU epilogues; strided batches) with a workspace per lane and plans
+//!   cached per shape.
 //! - [`DType`], the op codes the kernels take ([`ops`]) and [`StridedIndex`].
 
 mod args;
 mod dtype;
 mod error;
+pub mod gemm;
 pub mod ops;
 pub mod registry;
 mod targets;
@@ -20,4 +24,5 @@ mod targets;
 pub use args::{MAX_DIMS, StridedIndex};
 pub use dtype::DType;
 pub use error::{Error, Result};
+pub use gemm::{BLayout, Epilogue, F32Precision, GemmProvider, GemmShape};
 pub use registry::{ImageSource, Kernel, KernelModule, KernelRegistry};
