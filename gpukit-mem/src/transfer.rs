@@ -1,5 +1,6 @@
 //! `TransferEngine`: host↔device copies on dedicated streams, queued by priority.
 
+use std::borrow::Borrow;
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::BinaryHeap;
 use std::ops::Range;
@@ -438,32 +439,37 @@ impl TransferEngine {
     }
 
     /// Copies bytes `range` of `src` to host memory, after the work queued on `src`'s stream.
-    /// The buffer comes back with the bytes.
+    /// `src` is anything that holds a buffer (the buffer itself, an `Arc` of it); it comes back
+    /// with the bytes.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] if the range is outside the buffer; the transfer's own errors
     /// come from the handle.
-    pub fn download(
+    pub fn download<B>(
         &self,
-        src: DeviceBuffer,
+        src: B,
         range: Range<usize>,
         priority: Priority,
-    ) -> Result<Transfer<(DeviceBuffer, Vec<u8>)>> {
-        if range.start > range.end || range.end > src.len() {
+    ) -> Result<Transfer<(B, Vec<u8>)>>
+    where
+        B: Borrow<DeviceBuffer> + Send + 'static,
+    {
+        let buf = src.borrow();
+        if range.start > range.end || range.end > buf.len() {
             return Err(Error::InvalidArgument(format!(
                 "bytes {range:?} are outside the {}-byte buffer",
-                src.len()
+                buf.len()
             )));
         }
         let ready = self.device.new_event(false)?;
-        src.stream().record(&ready)?;
+        buf.stream().record(&ready)?;
         let done = Completion::new();
         let d = done.clone();
         self.submit(
             &self.d2h,
             priority,
             Box::new(move |w: &mut Worker| {
-                let outcome = match w.download(&src, range, &ready) {
+                let outcome = match w.download(src.borrow(), range, &ready) {
                     Ok((event, bytes)) => Outcome::Enqueued {
                         event,
                         value: (src, bytes),

@@ -1,9 +1,27 @@
 //! # gpukit-ops
 //!
-//! Tensors and the op set (layer 5, above `gpukit-kernels`).
+//! Tensors and the op set (layer 4, above `gpukit-kernels`).
 //!
-//! What it will own (not written yet): `Tensor` (host or pooled device storage, shape, strides,
-//! offset, dtype), views, host/device copies through the transfer engine; every op in an
-//! allocating form and an `_into` form that writes a preallocated output (so hot loops allocate
-//! nothing and can be captured into a CUDA graph); a CPU implementation of every op, which is the
-//! reference the CUDA kernels are tested against.
+//! - [`Tensor`] = storage (host memory, or a device block from the lane's pool) + [`Layout`]
+//!   (shape, strides, offset) + [`DType`]. Views share storage; host↔device copies go through the
+//!   device's transfer engine.
+//! - [`Device`]: the CPU, or a CUDA [`CudaDevice`] bound to a `gpukit-sched` lane: every launch
+//!   goes on that lane, through the kernel registry.
+//! - [`ops`]: every op in an allocating form and an `_into` form that writes a preallocated
+//!   output (no allocation; capturable with [`CudaDevice::capture`]). Each runs on the CPU (the
+//!   reference) and on CUDA.
+
+mod device;
+mod element;
+mod error;
+mod layout;
+pub mod ops;
+mod tensor;
+
+pub use device::{CudaDevice, Device};
+pub use element::{Element, HostData};
+pub use error::{Error, Result};
+pub use gpukit_kernels::ops::{BinaryOp, ReduceOp, ScalarOp, UnaryOp};
+pub use gpukit_kernels::{DType, F32Precision};
+pub use layout::{Layout, broadcast_shapes, contiguous_strides};
+pub use tensor::Tensor;

@@ -1,0 +1,195 @@
+//! Where tensors live and ops run.
+
+use std::sync::{Arc, Mutex};
+
+use gpukit_driver::{DeviceProperties, DevicePtr, Graph, KernelArgs, LaunchConfig, Stream};
+use gpukit_kernels::{GemmProvider, Kernel, KernelRegistry};
+use gpukit_mem::{DeviceBuffer, DevicePool};
+use gpukit_sched::Lane;
+
+use crate::{Error, Result};
+
+/// A tensor's device: the CPU, or a CUDA lane.
+#[derive(Clone, Debug)]
+pub enum Device {
+    /// Host memory; ops run on the CPU (the reference implementation).
+    Cpu,
+    /// Device memory from the lane's tenant pool; ops run on the lane's stream.
+    Cuda(CudaDevice),
+}
+
+impl Device {
+    /// A CUDA device on `lane`.
+    ///
+    /// # Errors
+    /// As [`CudaDevice::new`].
+    pub fn cuda(lane: &Lane) -> Result<Device> {
+        Ok(Device::Cuda(CudaDevice::new(lane)?))
+    }
+
+    /// Whether two devices are the same (same lane for CUDA).
+    pub fn same(&self, other: &Device) -> bool {
+        match (self, other) {
+            (Device::Cpu, Device::Cpu) => true,
+            (Device::Cuda(a), Device::Cuda(b)) => Arc::ptr_eq(&a.inner, &b.inner),
+            _ => false,
+        }
+    }
+
+    /// A short description, for errors.
+    pub fn describe(&self) -> String {
+        match self {
+            Device::Cpu => "cpu".into(),
+            Device::Cuda(c) => format!("cuda:{}", c.inner.lane.stream().device().ordinal()),
+        }
+    }
+}
+
+pub(crate) struct CudaInner {
+    pub(crate) lane: Lane,
+    pub(crate) kernels: Arc<KernelRegistry>,
+    gemm: Mutex<Option<Arc<GemmProvider>>>,
+    /// Device-side error flag: kernels that find a bad index set bit 0 (see `check_errors`).
+    pub(crate) err: DeviceBuffer,
+}
+
+/// Ops on one CUDA lane: its stream, its tenant's memory pool, the device's kernel registry, a
+/// cuBLASLt provider (created on first matmul) and a device-side error flag.
+#[derive(Clone)]
+pub struct CudaDevice {
+    pub(crate) inner: Arc<CudaInner>,
+}
+
+impl std::fmt::Debug for CudaDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CudaDevice({:?})", self.inner.lane.stream())
+    }
+}
+
+impl CudaDevice {
+    /// Ops on `lane`.
+    ///
+    /// # Errors
+    /// An unsupported GPU (before sm_80); memory errors for the error flag.
+    pub fn new(lane: &Lane) -> Result<Self> {
+        let kernels = KernelRegistry::for_device(lane.stream().device())?;
+        let mut err = lane.alloc(4)?;
+        err.fill_bytes(0)?;
+        Ok(CudaDevice {
+            inner: Arc::new(CudaInner {
+                lane: lane.clone(),
+                kernels,
+                gemm: Mutex::new(None),
+                err,
+            }),
+        })
+    }
+
+    /// The lane.
+    pub fn lane(&self) -> &Lane {
+        &self.inner.lane
+    }
+
+    /// The lane's stream.
+    pub fn stream(&self) -> &Stream {
+        self.inner.lane.stream()
+    }
+
+    /// The pool tensors are allocated from (the lane's tenant's).
+    pub fn pool(&self) -> &DevicePool {
+        self.inner.lane.tenant().pool()
+    }
+
+    /// The kernel registry.
+    pub fn kernels(&self) -> &KernelRegistry {
+        &self.inner.kernels
+    }
+
+    pub(crate) fn props(&self) -> &DeviceProperties {
+        self.stream().device().properties()
+    }
+
+    pub(crate) fn alloc(&self, bytes: usize) -> Result<DeviceBuffer> {
+        Ok(self.inner.lane.alloc(bytes.max(1))?)
+    }
+
+    pub(crate) fn gemm(&self) -> Result<Arc<GemmProvider>> {
+        let mut g = self
+            .inner
+            .gemm
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(p) = &*g {
+            return Ok(p.clone());
+        }
+        let p = Arc::new(GemmProvider::new(self.pool(), self.stream())?);
+        *g = Some(p.clone());
+        Ok(p)
+    }
+
+    /// Launches `kernel` on the lane.
+    ///
+    /// # Safety
+    /// The arguments must match the kernel's parameters and every pointer must address live
+    /// device memory of the sizes the kernel reads and writes.
+    pub(crate) unsafe fn launch(
+        &self,
+        kernel: Kernel,
+        cfg: &LaunchConfig,
+        args: &KernelArgs,
+    ) -> Result<()> {
+        let f = self.inner.kernels.function(kernel)?;
+        // SAFETY: forwarded to the caller.
+        unsafe { f.launch(self.stream(), cfg, args) }?;
+        Ok(())
+    }
+
+    pub(crate) fn err_ptr(&self) -> DevicePtr {
+        self.inner.err.ptr()
+    }
+
+    /// Waits for the lane and reports (once) an out-of-range index a kernel found since the last
+    /// check.
+    ///
+    /// # Errors
+    /// [`Error::Index`]; asynchronous errors of earlier work.
+    pub fn synchronize(&self) -> Result<()> {
+        let mut flag = [0u32];
+        self.inner.err.copy_to_host(&mut flag)?;
+        if flag[0] != 0 {
+            // SAFETY: the flag buffer is 4 bytes, ordered on the lane's stream.
+            unsafe { self.stream().memset_d8_async(self.inner.err.ptr(), 0, 4) }?;
+            return Err(Error::Index {
+                op: "index_select / embedding",
+                detail: "an index was outside the indexed dimension; the rows it selected were \
+                         filled with zeros"
+                    .into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Captures the ops `record` enqueues on this lane into a CUDA graph (nothing runs until the
+    /// graph is launched). Use the `_into` forms on preallocated tensors inside: the graph replays
+    /// with the same device addresses. Host↔device copies cannot be captured.
+    ///
+    /// # Errors
+    /// The error `record` returned, or capture errors.
+    pub fn capture<F>(&self, record: F) -> Result<Graph>
+    where
+        F: FnOnce() -> Result<()>,
+    {
+        let mut inner: Option<Error> = None;
+        let graph = self.stream().capture(|_| {
+            record().map_err(|e| {
+                let msg = e.to_string();
+                inner = Some(e);
+                gpukit_driver::Error::InvalidArgument(msg)
+            })
+        });
+        match (graph, inner) {
+            (_, Some(e)) => Err(e),
+            (g, None) => Ok(g?),
+        }
+    }
+}

@@ -1,0 +1,442 @@
+//! Elementwise ops: binary with broadcasting, unary math, scalar ops, clamp, where, copies, casts.
+
+use gpukit_driver::KernelArgs;
+use gpukit_kernels::ops::{BinaryOp, ScalarOp, UnaryOp};
+use gpukit_kernels::registry::launch;
+use gpukit_kernels::{DType, Kernel};
+
+use super::{check_out, cuda, dptr, same_device, strided};
+use crate::device::Device;
+use crate::layout::broadcast_shapes;
+use crate::tensor::Tensor;
+use crate::{Error, Result};
+
+fn float_only(op: &'static str, t: &Tensor) -> Result<()> {
+    if t.dtype().is_float() {
+        Ok(())
+    } else {
+        Err(Error::dtype(
+            op,
+            format!("needs a float tensor, got {}", t.dtype()),
+        ))
+    }
+}
+
+/// Applies `f` elementwise on the CPU: `out[i] = f(x[i], y[i], z[i])` over `shape`, operands
+/// broadcast, values as f32 (the kernels' compute type) and rounded once to the output dtype.
+fn cpu_map(
+    out: &Tensor,
+    shape: &[usize],
+    inputs: &[&Tensor],
+    f: impl Fn(&[f32]) -> f32,
+) -> Result<()> {
+    let layouts = inputs
+        .iter()
+        .map(|t| t.layout().broadcast_to(shape))
+        .collect::<Result<Vec<_>>>()?;
+    let guards: Vec<_> = inputs.iter().map(|t| t.host()).collect();
+    let datas = guards
+        .iter()
+        .map(|g| {
+            g.as_deref()
+                .ok_or_else(|| Error::shape("cpu", "expected host tensors"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut iters: Vec<_> = layouts.iter().map(|l| l.indices()).collect();
+    let mut od = out
+        .host_mut()
+        .ok_or_else(|| Error::shape("cpu", "expected a host output"))?;
+    let mut vals = vec![0f32; inputs.len()];
+    for io in out.layout().indices() {
+        for (k, it) in iters.iter_mut().enumerate() {
+            let i = it.next().unwrap_or(0);
+            vals[k] = datas[k].get(i) as f32;
+        }
+        od.set(io, f64::from(f(&vals)));
+    }
+    Ok(())
+}
+
+/// `out = a op b` with numpy broadcasting (f32 math, one rounding).
+///
+/// # Errors
+/// [`Error::Shape`] if the shapes do not broadcast or `out` has the wrong shape;
+/// [`Error::DType`] for mismatched or non-float dtypes; [`Error::Device`] across devices.
+pub fn binary_into(op: BinaryOp, a: &Tensor, b: &Tensor, out: &mut Tensor) -> Result<()> {
+    let dev = same_device("binary", &[a, b])?;
+    Error::expect_dtype("binary", b.dtype(), a.dtype())?;
+    float_only("binary", a)?;
+    let shape = broadcast_shapes("binary", a.shape(), b.shape())?;
+    check_out("binary", out, &shape, a.dtype(), &dev, &[a, b])?;
+    let n = out.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    match &dev {
+        Device::Cpu => cpu_map(out, &shape, &[a, b], |v| op.apply(v[0], v[1])),
+        Device::Cuda(_) => {
+            let c = cuda(&dev)?;
+            let contiguous = a.shape() == b.shape()
+                && a.is_contiguous()
+                && b.is_contiguous()
+                && out.is_contiguous();
+            let mut args = KernelArgs::new()
+                .arg(op as i32)
+                .arg(dptr(a)?)
+                .arg(dptr(b)?)
+                .arg(dptr(out)?)
+                .arg(n as u64);
+            if !contiguous {
+                args = args.arg(strided(&shape, &[a, b, out])?);
+            }
+            let kernel = Kernel::Binary {
+                dtype: a.dtype(),
+                contiguous,
+            };
+            // SAFETY: pointers address the operands' storage; the strided index (or contiguity)
+            // keeps every access inside their layouts' spans.
+            unsafe { c.launch(kernel, &launch::elementwise(n, c.props()), &args) }
+        }
+    }
+}
+
+/// `a op b` with broadcasting, allocated.
+///
+/// # Errors
+/// As [`binary_into`].
+pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let shape = broadcast_shapes("binary", a.shape(), b.shape())?;
+    let mut out = Tensor::empty(&shape, a.dtype(), &same_device("binary", &[a, b])?)?;
+    binary_into(op, a, b, &mut out)?;
+    Ok(out)
+}
+
+macro_rules! binary_fns {
+    ($($name:ident, $into:ident, $op:ident, $doc:literal;)*) => { $(
+        #[doc = concat!("`a ", $doc, " b` with broadcasting.\n\n# Errors\nAs [`binary_into`].")]
+        pub fn $name(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+            binary(BinaryOp::$op, a, b)
+        }
+        #[doc = concat!("`out = a ", $doc, " b` with broadcasting.\n\n# Errors\nAs [`binary_into`].")]
+        pub fn $into(a: &Tensor, b: &Tensor, out: &mut Tensor) -> Result<()> {
+            binary_into(BinaryOp::$op, a, b, out)
+        }
+    )* };
+}
+binary_fns! {
+    add, add_into, Add, "+";
+    sub, sub_into, Sub, "-";
+    mul, mul_into, Mul, "*";
+    div, div_into, Div, "/";
+    maximum, maximum_into, Maximum, "max";
+    minimum, minimum_into, Minimum, "min";
+}
+
+/// `out = f(x)` elementwise (f32 math, one rounding).
+///
+/// # Errors
+/// [`Error::DType`] for non-float tensors; shape/device errors for `out`.
+pub fn unary_into(op: UnaryOp, x: &Tensor, out: &mut Tensor) -> Result<()> {
+    let dev = x.device();
+    float_only("unary", x)?;
+    check_out("unary", out, x.shape(), x.dtype(), &dev, &[x])?;
+    let n = out.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    match &dev {
+        Device::Cpu => cpu_map(out, x.shape(), &[x], |v| op.apply(v[0])),
+        Device::Cuda(c) => {
+            let contiguous = x.is_contiguous() && out.is_contiguous();
+            let mut args = KernelArgs::new()
+                .arg(op as i32)
+                .arg(dptr(x)?)
+                .arg(dptr(out)?)
+                .arg(n as u64);
+            if !contiguous {
+                args = args.arg(strided(x.shape(), &[x, out])?);
+            }
+            let kernel = Kernel::Unary {
+                dtype: x.dtype(),
+                contiguous,
+            };
+            // SAFETY: as in `binary_into`.
+            unsafe { c.launch(kernel, &launch::elementwise(n, c.props()), &args) }
+        }
+    }
+}
+
+/// `f(x)` elementwise, allocated.
+///
+/// # Errors
+/// As [`unary_into`].
+pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
+    let mut out = Tensor::empty(x.shape(), x.dtype(), &x.device())?;
+    unary_into(op, x, &mut out)?;
+    Ok(out)
+}
+
+macro_rules! unary_fns {
+    ($($name:ident, $into:ident, $op:ident;)*) => { $(
+        #[doc = concat!("Elementwise `", stringify!($name), "` (see [`UnaryOp::", stringify!($op), "`]).\n\n# Errors\nAs [`unary_into`].")]
+        pub fn $name(x: &Tensor) -> Result<Tensor> {
+            unary(UnaryOp::$op, x)
+        }
+        #[doc = concat!("Elementwise `", stringify!($name), "` into `out`.\n\n# Errors\nAs [`unary_into`].")]
+        pub fn $into(x: &Tensor, out: &mut Tensor) -> Result<()> {
+            unary_into(UnaryOp::$op, x, out)
+        }
+    )* };
+}
+unary_fns! {
+    neg, neg_into, Neg;
+    abs, abs_into, Abs;
+    exp, exp_into, Exp;
+    log, log_into, Log;
+    sqrt, sqrt_into, Sqrt;
+    rsqrt, rsqrt_into, Rsqrt;
+    sin, sin_into, Sin;
+    cos, cos_into, Cos;
+    tanh, tanh_into, Tanh;
+    sigmoid, sigmoid_into, Sigmoid;
+    relu, relu_into, Relu;
+    relu2, relu2_into, Relu2;
+    gelu_erf, gelu_erf_into, GeluErf;
+    gelu_tanh, gelu_tanh_into, GeluTanh;
+    silu, silu_into, Silu;
+}
+
+/// `out = x op s` (or `s op x` for the reversed ops) with a scalar `s`.
+///
+/// # Errors
+/// [`Error::DType`] for non-float tensors; shape/device errors for `out`.
+pub fn scalar_into(op: ScalarOp, x: &Tensor, s: f32, out: &mut Tensor) -> Result<()> {
+    let dev = x.device();
+    float_only("scalar", x)?;
+    check_out("scalar", out, x.shape(), x.dtype(), &dev, &[x])?;
+    let n = out.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    match &dev {
+        Device::Cpu => cpu_map(out, x.shape(), &[x], |v| op.apply(v[0], s)),
+        Device::Cuda(c) => {
+            let args = KernelArgs::new()
+                .arg(op as i32)
+                .arg(s)
+                .arg(dptr(x)?)
+                .arg(dptr(out)?)
+                .arg(n as u64)
+                .arg(strided(x.shape(), &[x, out])?);
+            // SAFETY: as in `binary_into`.
+            unsafe {
+                c.launch(
+                    Kernel::Scalar(x.dtype()),
+                    &launch::elementwise(n, c.props()),
+                    &args,
+                )
+            }
+        }
+    }
+}
+
+/// `x op s`, allocated.
+///
+/// # Errors
+/// As [`scalar_into`].
+pub fn scalar(op: ScalarOp, x: &Tensor, s: f32) -> Result<Tensor> {
+    let mut out = Tensor::empty(x.shape(), x.dtype(), &x.device())?;
+    scalar_into(op, x, s, &mut out)?;
+    Ok(out)
+}
+
+/// `out = min(max(x, lo), hi)`.
+///
+/// # Errors
+/// As [`scalar_into`].
+pub fn clamp_into(x: &Tensor, lo: f32, hi: f32, out: &mut Tensor) -> Result<()> {
+    let dev = x.device();
+    float_only("clamp", x)?;
+    check_out("clamp", out, x.shape(), x.dtype(), &dev, &[x])?;
+    let n = out.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    match &dev {
+        Device::Cpu => cpu_map(out, x.shape(), &[x], |v| v[0].max(lo).min(hi)),
+        Device::Cuda(c) => {
+            let args = KernelArgs::new()
+                .arg(lo)
+                .arg(hi)
+                .arg(dptr(x)?)
+                .arg(dptr(out)?)
+                .arg(n as u64)
+                .arg(strided(x.shape(), &[x, out])?);
+            // SAFETY: as in `binary_into`.
+            unsafe {
+                c.launch(
+                    Kernel::Clamp(x.dtype()),
+                    &launch::elementwise(n, c.props()),
+                    &args,
+                )
+            }
+        }
+    }
+}
+
+/// `min(max(x, lo), hi)`, allocated.
+///
+/// # Errors
+/// As [`scalar_into`].
+pub fn clamp(x: &Tensor, lo: f32, hi: f32) -> Result<Tensor> {
+    let mut out = Tensor::empty(x.shape(), x.dtype(), &x.device())?;
+    clamp_into(x, lo, hi, &mut out)?;
+    Ok(out)
+}
+
+/// `out = cond ? a : b` elementwise with broadcasting; `cond` is u8 (nonzero is true).
+///
+/// # Errors
+/// [`Error::DType`] unless `cond` is u8 and `a`, `b` share a float dtype; shape/device errors.
+pub fn where_into(cond: &Tensor, a: &Tensor, b: &Tensor, out: &mut Tensor) -> Result<()> {
+    let dev = same_device("where", &[cond, a, b])?;
+    Error::expect_dtype("where (condition)", cond.dtype(), DType::U8)?;
+    Error::expect_dtype("where", b.dtype(), a.dtype())?;
+    float_only("where", a)?;
+    let shape = broadcast_shapes("where", cond.shape(), a.shape())?;
+    let shape = broadcast_shapes("where", &shape, b.shape())?;
+    check_out("where", out, &shape, a.dtype(), &dev, &[cond, a, b])?;
+    let n = out.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    match &dev {
+        Device::Cpu => cpu_map(out, &shape, &[cond, a, b], |v| {
+            if v[0] != 0.0 { v[1] } else { v[2] }
+        }),
+        Device::Cuda(c) => {
+            let args = KernelArgs::new()
+                .arg(dptr(cond)?)
+                .arg(dptr(a)?)
+                .arg(dptr(b)?)
+                .arg(dptr(out)?)
+                .arg(n as u64)
+                .arg(strided(&shape, &[cond, a, out])?)
+                .arg(strided(&shape, &[b])?);
+            // SAFETY: as in `binary_into`.
+            unsafe {
+                c.launch(
+                    Kernel::Where(a.dtype()),
+                    &launch::elementwise(n, c.props()),
+                    &args,
+                )
+            }
+        }
+    }
+}
+
+/// `cond ? a : b`, allocated.
+///
+/// # Errors
+/// As [`where_into`].
+pub fn where_cond(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let shape = broadcast_shapes("where", cond.shape(), a.shape())?;
+    let shape = broadcast_shapes("where", &shape, b.shape())?;
+    let mut out = Tensor::empty(&shape, a.dtype(), &same_device("where", &[cond, a, b])?)?;
+    where_into(cond, a, b, &mut out)?;
+    Ok(out)
+}
+
+/// Copies `x` into `out` (same shape and dtype, any layouts): transposes and permutations made
+/// dense, and writes into views (e.g. a `narrow` of a larger tensor, for concatenation).
+///
+/// # Errors
+/// Shape, dtype and device errors.
+pub fn copy_into(x: &Tensor, out: &mut Tensor) -> Result<()> {
+    let dev = x.device();
+    check_out("copy", out, x.shape(), x.dtype(), &dev, &[x])?;
+    let n = out.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    match &dev {
+        Device::Cpu => {
+            let src = x.host().ok_or_else(|| Error::shape("copy", "host"))?;
+            let mut dst = out.host_mut().ok_or_else(|| Error::shape("copy", "host"))?;
+            for (i, o) in x.layout().indices().zip(out.layout().indices()) {
+                dst.copy_elem(o, &src, i);
+            }
+            Ok(())
+        }
+        Device::Cuda(c) => {
+            let args = KernelArgs::new()
+                .arg(dptr(x)?)
+                .arg(dptr(out)?)
+                .arg(n as u64)
+                .arg(strided(x.shape(), &[x, out])?);
+            // SAFETY: as in `binary_into`.
+            unsafe {
+                c.launch(
+                    Kernel::Copy(x.dtype()),
+                    &launch::elementwise(n, c.props()),
+                    &args,
+                )
+            }
+        }
+    }
+}
+
+/// A contiguous copy of `x`.
+///
+/// # Errors
+/// Memory errors.
+pub fn copy(x: &Tensor) -> Result<Tensor> {
+    let mut out = Tensor::empty(x.shape(), x.dtype(), &x.device())?;
+    copy_into(x, &mut out)?;
+    Ok(out)
+}
+
+/// `out = x` converted to `out`'s float dtype (round to nearest even).
+///
+/// # Errors
+/// [`Error::DType`] unless both are float; shape/device errors.
+pub fn cast_into(x: &Tensor, out: &mut Tensor) -> Result<()> {
+    let dev = x.device();
+    float_only("cast", x)?;
+    float_only("cast", out)?;
+    let to = out.dtype();
+    check_out("cast", out, x.shape(), to, &dev, &[x])?;
+    if to == x.dtype() {
+        return copy_into(x, out);
+    }
+    let n = out.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    match &dev {
+        Device::Cpu => cpu_map(out, x.shape(), &[x], |v| v[0]),
+        Device::Cuda(c) => {
+            let args = KernelArgs::new()
+                .arg(dptr(x)?)
+                .arg(dptr(out)?)
+                .arg(n as u64)
+                .arg(strided(x.shape(), &[x, out])?);
+            let kernel = Kernel::Cast {
+                from: x.dtype(),
+                to,
+            };
+            // SAFETY: as in `binary_into`.
+            unsafe { c.launch(kernel, &launch::elementwise(n, c.props()), &args) }
+        }
+    }
+}
+
+/// `x` converted to `dtype`.
+///
+/// # Errors
+/// As [`cast_into`].
+pub fn to_dtype(x: &Tensor, dtype: DType) -> Result<Tensor> {
+    let mut out = Tensor::empty(x.shape(), dtype, &x.device())?;
+    cast_into(x, &mut out)?;
+    Ok(out)
+}

@@ -1,0 +1,187 @@
+//! index_select (embedding lookup) and concatenation.
+
+use gpukit_driver::KernelArgs;
+use gpukit_kernels::registry::launch;
+use gpukit_kernels::{DType, Kernel};
+
+use super::{check_out, copy_into, dptr, same_device, u32_dim};
+use crate::device::Device;
+use crate::tensor::Tensor;
+use crate::{Error, Result};
+
+fn select_shape(x: &Tensor, axis: usize, n: usize) -> Result<Vec<usize>> {
+    if axis >= x.rank() {
+        return Err(Error::shape(
+            "index_select",
+            format!("axis {axis} of a {}-d tensor {:?}", x.rank(), x.shape()),
+        ));
+    }
+    let mut s = x.shape().to_vec();
+    s[axis] = n;
+    Ok(s)
+}
+
+/// `out = x` with dimension `axis` replaced by the rows `ids` selects (`ids` is 1-D, i32 or
+/// i64). An embedding lookup is `index_select(table, 0, ids)`.
+///
+/// Ids outside `0..x.shape()[axis]` are never read from: on the CPU they are an error at once; on
+/// CUDA their rows are zero-filled and the error is reported by the next synchronising call
+/// (`to_vec`, `CudaDevice::synchronize`).
+///
+/// # Errors
+/// [`Error::Index`] (CPU) for an id out of range; shape/dtype/device errors.
+pub fn index_select_into(x: &Tensor, axis: usize, ids: &Tensor, out: &mut Tensor) -> Result<()> {
+    let dev = same_device("index_select", &[x, ids])?;
+    if !matches!(ids.dtype(), DType::I32 | DType::I64) || ids.rank() != 1 {
+        return Err(Error::dtype(
+            "index_select",
+            format!(
+                "ids must be a 1-D i32 or i64 tensor, got {:?} {}",
+                ids.shape(),
+                ids.dtype()
+            ),
+        ));
+    }
+    let n = ids.shape()[0];
+    let shape = select_shape(x, axis, n)?;
+    check_out("index_select", out, &shape, x.dtype(), &dev, &[x, ids])?;
+    if out.numel() == 0 {
+        return Ok(());
+    }
+    let len = x.shape()[axis];
+    let outer: usize = x.shape()[..axis].iter().product();
+    let inner: usize = x.shape()[axis + 1..].iter().product();
+    match &dev {
+        Device::Cpu => {
+            let idv = ids.to_vec_f64()?;
+            if let Some(bad) = idv.iter().find(|&&i| i < 0.0 || i >= len as f64) {
+                return Err(Error::Index {
+                    op: "index_select",
+                    detail: format!("id {bad} for a dimension of size {len}"),
+                });
+            }
+            let xl = x.layout();
+            let src = x.host().ok_or_else(|| Error::shape("cpu", "host"))?;
+            let mut dst = out.host_mut().ok_or_else(|| Error::shape("cpu", "host"))?;
+            let xi: Vec<usize> = xl.indices().collect();
+            for (t, o) in out.layout().indices().enumerate() {
+                let (r, i) = (t / inner, t % inner);
+                let (j, oo) = (r % n, r / n);
+                let row = idv[j] as usize;
+                dst.copy_elem(o, &src, xi[(oo * len + row) * inner + i]);
+            }
+            Ok(())
+        }
+        Device::Cuda(c) => {
+            let x = x.contiguous()?;
+            let ids = ids.contiguous()?;
+            super::need_contiguous("index_select", out, "the output")?;
+            let args = KernelArgs::new()
+                .arg(dptr(&x)?)
+                .arg(dptr(&ids)?)
+                .arg(dptr(out)?)
+                .arg(u32_dim("index_select", outer)?)
+                .arg(u32_dim("index_select", len)?)
+                .arg(u32_dim("index_select", inner)?)
+                .arg(u32_dim("index_select", n)?)
+                .arg(c.err_ptr());
+            let kernel = Kernel::IndexSelect {
+                dtype: x.dtype(),
+                index: ids.dtype(),
+            };
+            // SAFETY: x holds outer·len·inner elements, ids n, out outer·n·inner; every id is
+            // bounds-checked in the kernel; the error flag is 4 bytes.
+            unsafe { c.launch(kernel, &launch::elementwise(out.numel(), c.props()), &args) }
+        }
+    }
+}
+
+/// [`index_select_into`], allocated.
+///
+/// # Errors
+/// As [`index_select_into`].
+pub fn index_select(x: &Tensor, axis: usize, ids: &Tensor) -> Result<Tensor> {
+    let n = ids.shape().first().copied().unwrap_or(0);
+    let mut out = Tensor::empty(&select_shape(x, axis, n)?, x.dtype(), &x.device())?;
+    index_select_into(x, axis, ids, &mut out)?;
+    Ok(out)
+}
+
+/// Embedding lookup: rows `ids` of `table [vocab, hidden]` → `[n, hidden]`.
+///
+/// # Errors
+/// As [`index_select_into`].
+pub fn embedding(table: &Tensor, ids: &Tensor) -> Result<Tensor> {
+    index_select(table, 0, ids)
+}
+
+/// Concatenates `tensors` (same dtype, device and shape but along `axis`) into `out`.
+///
+/// # Errors
+/// [`Error::Shape`] for mismatched shapes or an empty list; dtype/device errors.
+pub fn concat_into(tensors: &[&Tensor], axis: usize, out: &mut Tensor) -> Result<()> {
+    let first = tensors
+        .first()
+        .ok_or_else(|| Error::shape("concat", "no tensors to concatenate"))?;
+    let dev = same_device("concat", tensors)?;
+    let shape = concat_shape(tensors, axis)?;
+    check_out("concat", out, &shape, first.dtype(), &dev, tensors)?;
+    let mut start = 0;
+    for t in tensors {
+        let len = t.shape()[axis];
+        let mut view = out.narrow(axis, start, len)?;
+        copy_into(t, &mut view)?;
+        start += len;
+    }
+    Ok(())
+}
+
+fn concat_shape(tensors: &[&Tensor], axis: usize) -> Result<Vec<usize>> {
+    let first = tensors[0];
+    if axis >= first.rank() {
+        return Err(Error::shape(
+            "concat",
+            format!("axis {axis} of {:?}", first.shape()),
+        ));
+    }
+    let mut shape = first.shape().to_vec();
+    shape[axis] = 0;
+    for t in tensors {
+        Error::expect_dtype("concat", t.dtype(), first.dtype())?;
+        let ok = t.rank() == first.rank()
+            && t.shape()
+                .iter()
+                .zip(first.shape())
+                .enumerate()
+                .all(|(d, (a, b))| d == axis || a == b);
+        if !ok {
+            return Err(Error::shape(
+                "concat",
+                format!(
+                    "{:?} and {:?} differ outside axis {axis}",
+                    first.shape(),
+                    t.shape()
+                ),
+            ));
+        }
+        shape[axis] += t.shape()[axis];
+    }
+    Ok(shape)
+}
+
+/// Concatenation along `axis`, allocated.
+///
+/// # Errors
+/// As [`concat_into`].
+pub fn concat(tensors: &[&Tensor], axis: usize) -> Result<Tensor> {
+    let first = tensors
+        .first()
+        .ok_or_else(|| Error::shape("concat", "no tensors to concatenate"))?;
+    let mut out = Tensor::empty(
+        &concat_shape(tensors, axis)?,
+        first.dtype(),
+        &first.device(),
+    )?;
+    concat_into(tensors, axis, &mut out)?;
+    Ok(out)
+}

@@ -1,0 +1,378 @@
+//! Matrix products: `matmul` (batched) and `linear` (`x · Wᵀ + b`, weights stored `[n, k]`).
+//!
+//! CUDA: cuBLASLt through the lane's [`GemmProvider`](gpukit_kernels::GemmProvider), except
+//! `linear` with at most [`GEMV_MAX_M`] rows and no activation, which uses gpukit's own GEMV
+//! kernel (the decode path: memory-bound, one pass over the weights). The CPU reference uses the
+//! `gemm` crate in f32 (f16/bf16 operands converted, result rounded once).
+
+use gpukit_driver::KernelArgs;
+use gpukit_kernels::registry::launch;
+use gpukit_kernels::{BLayout, Epilogue, F32Precision, GemmShape, Kernel};
+
+use super::{check_out, dptr, need_contiguous, same_device, u32_dim};
+use crate::device::Device;
+use crate::tensor::Tensor;
+use crate::{Error, Result};
+
+/// Rows up to which `linear` uses the GEMV kernel on CUDA.
+pub const GEMV_MAX_M: usize = 8;
+
+/// An activation fused into `linear`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Activation {
+    /// None.
+    #[default]
+    None,
+    /// max(x, 0).
+    Relu,
+    /// GELU, tanh approximation.
+    GeluTanh,
+}
+
+fn float_only(op: &'static str, t: &Tensor) -> Result<()> {
+    if t.dtype().is_float() {
+        Ok(())
+    } else {
+        Err(Error::dtype(
+            op,
+            format!("needs float operands, got {}", t.dtype()),
+        ))
+    }
+}
+
+struct Dims {
+    out: Vec<usize>,
+    batch: usize,
+    m: usize,
+    k: usize,
+    n: usize,
+    shared_b: bool,
+}
+
+fn matmul_dims(a: &Tensor, b: &Tensor) -> Result<Dims> {
+    let (ra, rb) = (a.rank(), b.rank());
+    let bad = || {
+        Error::shape(
+            "matmul",
+            format!(
+                "{:?} · {:?}: needs a [.., m, k] and b [k, n] or [.., k, n] with a's batch dims",
+                a.shape(),
+                b.shape()
+            ),
+        )
+    };
+    if ra < 2 || rb < 2 {
+        return Err(bad());
+    }
+    let (m, k) = (a.shape()[ra - 2], a.shape()[ra - 1]);
+    let (kb, n) = (b.shape()[rb - 2], b.shape()[rb - 1]);
+    let shared_b = rb == 2;
+    if kb != k || (!shared_b && (rb != ra || a.shape()[..ra - 2] != b.shape()[..rb - 2])) {
+        return Err(bad());
+    }
+    let mut out = a.shape()[..ra - 2].to_vec();
+    out.extend([m, n]);
+    Ok(Dims {
+        batch: a.shape()[..ra - 2].iter().product(),
+        out,
+        m,
+        k,
+        n,
+        shared_b,
+    })
+}
+
+/// f32 values of a contiguous copy.
+fn f32_values(t: &Tensor) -> Result<Vec<f32>> {
+    Ok(t.to_vec_f64()?.into_iter().map(|v| v as f32).collect())
+}
+
+/// Row-major `c[m, n] = a[m, k] · b` on the CPU, `b` `[k, n]` (or `[n, k]` with `b_nk`).
+fn cpu_gemm(a: &[f32], b: &[f32], c: &mut [f32], m: usize, k: usize, n: usize, b_nk: bool) {
+    let (b_cs, b_rs) = if b_nk {
+        (k as isize, 1)
+    } else {
+        (1, n as isize)
+    };
+    // SAFETY: the slices hold m·k, k·n and m·n elements and the strides address exactly those
+    // row-major layouts; `c` is exclusively borrowed.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            c.as_mut_ptr(),
+            1,
+            n as isize,
+            false,
+            a.as_ptr(),
+            1,
+            k as isize,
+            b.as_ptr(),
+            b_cs,
+            b_rs,
+            0.0,
+            1.0,
+            false,
+            false,
+            false,
+            gemm::Parallelism::Rayon(0),
+        );
+    }
+}
+
+fn write_out(out: &Tensor, v: impl Iterator<Item = f64>) -> Result<()> {
+    let mut d = out
+        .host_mut()
+        .ok_or_else(|| Error::shape("cpu", "host output"))?;
+    for (i, x) in out.layout().indices().zip(v) {
+        d.set(i, x);
+    }
+    Ok(())
+}
+
+/// `out = a · b` (batched over a's leading dimensions; `b` either `[k, n]` shared by every batch
+/// or with a's batch dimensions), f32 accumulation. f32 operands use full f32 precision unless
+/// `precision` asks for TF32.
+///
+/// # Errors
+/// [`Error::Shape`] for incompatible shapes; dtype/device errors; cuBLASLt errors.
+pub fn matmul_into_with(
+    a: &Tensor,
+    b: &Tensor,
+    out: &mut Tensor,
+    precision: F32Precision,
+) -> Result<()> {
+    let dev = same_device("matmul", &[a, b])?;
+    float_only("matmul", a)?;
+    Error::expect_dtype("matmul", b.dtype(), a.dtype())?;
+    let d = matmul_dims(a, b)?;
+    check_out("matmul", out, &d.out, a.dtype(), &dev, &[a, b])?;
+    if out.numel() == 0 {
+        return Ok(());
+    }
+    if d.k == 0 {
+        return super::copy_into(&Tensor::zeros(&d.out, a.dtype(), &dev)?, out);
+    }
+    match &dev {
+        Device::Cpu => {
+            let (av, bv) = (f32_values(a)?, f32_values(b)?);
+            let mut c = vec![0f32; d.batch * d.m * d.n];
+            for i in 0..d.batch {
+                let bi = if d.shared_b { 0 } else { i };
+                cpu_gemm(
+                    &av[i * d.m * d.k..][..d.m * d.k],
+                    &bv[bi * d.k * d.n..][..d.k * d.n],
+                    &mut c[i * d.m * d.n..][..d.m * d.n],
+                    d.m,
+                    d.k,
+                    d.n,
+                    false,
+                );
+            }
+            write_out(out, c.into_iter().map(f64::from))
+        }
+        Device::Cuda(c) => {
+            let (a, b) = (a.contiguous()?, b.contiguous()?);
+            need_contiguous("matmul", out, "the output")?;
+            // A shared B folds the batch into the rows: one larger product.
+            let (m, batch) = if d.shared_b {
+                (d.m * d.batch, 1)
+            } else {
+                (d.m, d.batch)
+            };
+            let shape = GemmShape {
+                m,
+                n: d.n,
+                k: d.k,
+                batch,
+                b_layout: BLayout::KN,
+                shared_b: false,
+            };
+            let gemm = c.gemm()?;
+            // SAFETY: a, b and out are contiguous device tensors of the sizes `shape` implies,
+            // on the lane whose stream the provider uses.
+            unsafe {
+                gemm.matmul(
+                    dptr(&a)?,
+                    dptr(&b)?,
+                    dptr(out)?,
+                    None,
+                    shape,
+                    a.dtype(),
+                    Epilogue::None,
+                    precision,
+                )
+            }?;
+            Ok(())
+        }
+    }
+}
+
+/// `out = a · b` at full f32 precision.
+///
+/// # Errors
+/// As [`matmul_into_with`].
+pub fn matmul_into(a: &Tensor, b: &Tensor, out: &mut Tensor) -> Result<()> {
+    matmul_into_with(a, b, out, F32Precision::Full)
+}
+
+/// `a · b`, allocated, full f32 precision.
+///
+/// # Errors
+/// As [`matmul_into_with`].
+pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let d = matmul_dims(a, b)?;
+    let mut out = Tensor::empty(&d.out, a.dtype(), &same_device("matmul", &[a, b])?)?;
+    matmul_into(a, b, &mut out)?;
+    Ok(out)
+}
+
+fn linear_shape(
+    x: &Tensor,
+    w: &Tensor,
+    bias: Option<&Tensor>,
+) -> Result<(Vec<usize>, usize, usize, usize)> {
+    let k = *x
+        .shape()
+        .last()
+        .ok_or_else(|| Error::shape("linear", "x must have at least one dimension"))?;
+    if w.rank() != 2 || w.shape()[1] != k {
+        return Err(Error::shape(
+            "linear",
+            format!(
+                "weight {:?} must be [n, {k}] for x {:?}",
+                w.shape(),
+                x.shape()
+            ),
+        ));
+    }
+    let n = w.shape()[0];
+    if let Some(b) = bias
+        && b.shape() != [n]
+    {
+        return Err(Error::shape(
+            "linear",
+            format!("bias {:?} must be [{n}]", b.shape()),
+        ));
+    }
+    let mut out = x.shape().to_vec();
+    if let Some(last) = out.last_mut() {
+        *last = n;
+    }
+    Ok((out, x.numel() / k.max(1), k, n))
+}
+
+/// `out = act(x · Wᵀ + bias)`: `x [.., k]`, `w [n, k]` (a linear layer's weight), `bias [n]`.
+/// On CUDA, at most [`GEMV_MAX_M`] rows without activation run gpukit's GEMV kernel; the rest
+/// cuBLASLt with a fused bias/activation epilogue.
+///
+/// # Errors
+/// [`Error::Shape`] for mismatched shapes; dtype/device errors; cuBLASLt errors.
+pub fn linear_into(
+    x: &Tensor,
+    w: &Tensor,
+    bias: Option<&Tensor>,
+    act: Activation,
+    out: &mut Tensor,
+) -> Result<()> {
+    let mut inputs = vec![x, w];
+    inputs.extend(bias);
+    let dev = same_device("linear", &inputs)?;
+    float_only("linear", x)?;
+    for t in &inputs[1..] {
+        Error::expect_dtype("linear", t.dtype(), x.dtype())?;
+    }
+    let (shape, m, k, n) = linear_shape(x, w, bias)?;
+    check_out("linear", out, &shape, x.dtype(), &dev, &inputs)?;
+    if out.numel() == 0 {
+        return Ok(());
+    }
+    match &dev {
+        Device::Cpu => {
+            let (xv, wv) = (f32_values(x)?, f32_values(w)?);
+            let bv = bias.map(f32_values).transpose()?;
+            let mut c = vec![0f32; m * n];
+            cpu_gemm(&xv, &wv, &mut c, m, k, n, true);
+            let vals = c.iter().enumerate().map(|(i, &v)| {
+                let y = f64::from(v) + bv.as_ref().map_or(0.0, |b| f64::from(b[i % n]));
+                match act {
+                    Activation::None => y,
+                    Activation::Relu => y.max(0.0),
+                    Activation::GeluTanh => {
+                        let u = (2.0 / std::f64::consts::PI).sqrt() * (y + 0.044715 * y * y * y);
+                        0.5 * y * (1.0 + u.tanh())
+                    }
+                }
+            });
+            write_out(out, vals.collect::<Vec<_>>().into_iter())
+        }
+        Device::Cuda(c) => {
+            let (x, w) = (x.contiguous()?, w.contiguous()?);
+            let bias = bias.map(Tensor::contiguous).transpose()?;
+            need_contiguous("linear", out, "the output")?;
+            let bias_ptr = bias.as_ref().map(dptr).transpose()?;
+            if m <= GEMV_MAX_M && act == Activation::None {
+                let dt = x.dtype();
+                let per16 = 16 / dt.size_in_bytes();
+                let aligned = [dptr(&x)?, dptr(&w)?].iter().all(|p| p.0 % 16 == 0);
+                let vectorized = k % per16 == 0 && aligned;
+                let args = KernelArgs::new()
+                    .arg(dptr(&x)?)
+                    .arg(dptr(&w)?)
+                    .arg(bias_ptr.unwrap_or(gpukit_driver::DevicePtr(0)))
+                    .arg(dptr(out)?)
+                    .arg(u32_dim("linear", m)?)
+                    .arg(u32_dim("linear", n)?)
+                    .arg(u32_dim("linear", k)?);
+                let kernel = Kernel::Gemv {
+                    dtype: dt,
+                    vectorized,
+                };
+                // SAFETY: x holds m·k, w n·k, out m·n elements, bias n (or null, unread);
+                // the vector variant only when k is a multiple of the 16-byte width and rows
+                // are 16-byte aligned.
+                return unsafe { c.launch(kernel, &launch::gemv(n)?, &args) };
+            }
+            let epilogue = match act {
+                Activation::None => Epilogue::None,
+                Activation::Relu => Epilogue::Relu,
+                Activation::GeluTanh => Epilogue::GeluTanh,
+            };
+            let shape = GemmShape {
+                m,
+                n,
+                k,
+                batch: 1,
+                b_layout: BLayout::NK,
+                shared_b: false,
+            };
+            let gemm = c.gemm()?;
+            // SAFETY: contiguous device tensors of the sizes `shape` implies, on this lane.
+            unsafe {
+                gemm.matmul(
+                    dptr(&x)?,
+                    dptr(&w)?,
+                    dptr(out)?,
+                    bias_ptr,
+                    shape,
+                    x.dtype(),
+                    epilogue,
+                    F32Precision::Full,
+                )
+            }?;
+            Ok(())
+        }
+    }
+}
+
+/// `act(x · Wᵀ + bias)`, allocated.
+///
+/// # Errors
+/// As [`linear_into`].
+pub fn linear(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, act: Activation) -> Result<Tensor> {
+    let (shape, ..) = linear_shape(x, w, bias)?;
+    let mut out = Tensor::empty(&shape, x.dtype(), &x.device())?;
+    linear_into(x, w, bias, act, &mut out)?;
+    Ok(out)
+}

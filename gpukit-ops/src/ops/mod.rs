@@ -1,0 +1,114 @@
+//! The op set. Every op has an allocating form (`add(&a, &b)`) and a form that writes a
+//! preallocated output (`add_into(&a, &b, &mut out)`), which allocates nothing and can be
+//! captured into a CUDA graph. Every op runs on the CPU (the reference implementation) and on
+//! CUDA, on the lane of its operands' device.
+
+mod elementwise;
+mod index;
+mod matmul;
+mod norm;
+mod reduce;
+
+pub use elementwise::*;
+pub use index::*;
+pub use matmul::*;
+pub use norm::*;
+pub use reduce::*;
+
+use gpukit_kernels::{DType, StridedIndex};
+
+use crate::device::{CudaDevice, Device};
+use crate::tensor::Tensor;
+use crate::{Error, Result};
+
+/// The common device of `tensors`.
+pub(crate) fn same_device(op: &'static str, tensors: &[&Tensor]) -> Result<Device> {
+    let first = tensors[0].device();
+    for t in &tensors[1..] {
+        let d = t.device();
+        if !d.same(&first) {
+            return Err(Error::Device {
+                op,
+                a: first.describe(),
+                b: d.describe(),
+            });
+        }
+    }
+    Ok(first)
+}
+
+/// Checks that an output has the shape, dtype and device expected and aliases no input.
+pub(crate) fn check_out(
+    op: &'static str,
+    out: &Tensor,
+    shape: &[usize],
+    dtype: DType,
+    device: &Device,
+    inputs: &[&Tensor],
+) -> Result<()> {
+    if out.shape() != shape {
+        return Err(Error::shape(
+            op,
+            format!("output has shape {:?}, expected {shape:?}", out.shape()),
+        ));
+    }
+    Error::expect_dtype(op, out.dtype(), dtype)?;
+    if !out.device().same(device) {
+        return Err(Error::Device {
+            op,
+            a: device.describe(),
+            b: out.device().describe(),
+        });
+    }
+    if inputs.iter().any(|t| t.shares_storage(out)) {
+        return Err(Error::shape(
+            op,
+            "the output shares storage with an input; write to a separate tensor",
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that a tensor is contiguous (ops that need it say so).
+pub(crate) fn need_contiguous(op: &'static str, t: &Tensor, what: &str) -> Result<()> {
+    if t.is_contiguous() {
+        Ok(())
+    } else {
+        Err(Error::shape(
+            op,
+            format!(
+                "{what} {:?} must be contiguous (call contiguous() first)",
+                t.shape()
+            ),
+        ))
+    }
+}
+
+/// The CUDA device, or an internal error if the dispatch was wrong.
+pub(crate) fn cuda(device: &Device) -> Result<&CudaDevice> {
+    match device {
+        Device::Cuda(c) => Ok(c),
+        Device::Cpu => Err(Error::shape("dispatch", "expected a CUDA device")),
+    }
+}
+
+/// A strided index for CUDA over `shape` with the operands' layouts (broadcast to `shape`).
+pub(crate) fn strided(shape: &[usize], operands: &[&Tensor]) -> Result<StridedIndex> {
+    let layouts = operands
+        .iter()
+        .map(|t| t.layout().broadcast_to(shape))
+        .collect::<Result<Vec<_>>>()?;
+    let strides: Vec<&[isize]> = layouts.iter().map(|l| l.strides()).collect();
+    Ok(StridedIndex::new(shape, &strides)?)
+}
+
+/// A tensor's device pointer (CUDA dispatch only).
+pub(crate) fn dptr(t: &Tensor) -> Result<gpukit_driver::DevicePtr> {
+    t.ptr()
+        .ok_or_else(|| Error::shape("dispatch", "expected a CUDA tensor"))
+}
+
+/// A dimension that must fit the kernels' 32-bit sizes.
+pub(crate) fn u32_dim(op: &'static str, n: usize) -> Result<u32> {
+    u32::try_from(n).map_err(|_| Error::shape(op, format!("dimension {n} exceeds 2^32 - 1")))
+}

@@ -1,0 +1,281 @@
+//! Normalisations over the last axis: rms_norm, layer_norm and the fused residual-add + rms_norm.
+
+use gpukit_driver::KernelArgs;
+use gpukit_kernels::Kernel;
+use gpukit_kernels::registry::launch;
+
+use super::{check_out, dptr, need_contiguous, same_device, u32_dim};
+use crate::device::Device;
+use crate::tensor::Tensor;
+use crate::{Error, Result};
+
+/// `(rows, hidden)` of `x` for a weight of `hidden` elements, with dtype checks.
+fn rows_hidden(op: &'static str, x: &Tensor, w: &Tensor) -> Result<(usize, usize)> {
+    if !x.dtype().is_float() {
+        return Err(Error::dtype(
+            op,
+            format!("needs a float tensor, got {}", x.dtype()),
+        ));
+    }
+    Error::expect_dtype(op, w.dtype(), x.dtype())?;
+    let hidden = *x
+        .shape()
+        .last()
+        .ok_or_else(|| Error::shape(op, "x must have at least one dimension"))?;
+    if w.shape() != [hidden] {
+        return Err(Error::shape(
+            op,
+            format!(
+                "weight {:?} must be [{hidden}] for x {:?}",
+                w.shape(),
+                x.shape()
+            ),
+        ));
+    }
+    Ok((x.numel() / hidden.max(1), hidden))
+}
+
+fn host_rows(x: &Tensor) -> Result<Vec<f64>> {
+    let d = x.host().ok_or_else(|| Error::shape("cpu", "host tensor"))?;
+    Ok(x.layout().indices().map(|i| d.get(i)).collect())
+}
+
+fn write_rows(out: &Tensor, v: &[f64]) -> Result<()> {
+    let mut d = out
+        .host_mut()
+        .ok_or_else(|| Error::shape("cpu", "host output"))?;
+    for (i, &x) in out.layout().indices().zip(v) {
+        d.set(i, x);
+    }
+    Ok(())
+}
+
+/// `out = x / sqrt(mean(x², last axis) + eps) · w` (RMSNorm, Zhang & Sennrich 2019), f32 math on
+/// CUDA, f64 on the CPU, rounded once.
+///
+/// # Errors
+/// [`Error::Shape`] if `w` is not `[hidden]`; dtype/device errors.
+pub fn rms_norm_into(x: &Tensor, w: &Tensor, eps: f32, out: &mut Tensor) -> Result<()> {
+    let dev = same_device("rms_norm", &[x, w])?;
+    let (rows, hidden) = rows_hidden("rms_norm", x, w)?;
+    check_out("rms_norm", out, x.shape(), x.dtype(), &dev, &[x, w])?;
+    if out.numel() == 0 {
+        return Ok(());
+    }
+    match &dev {
+        Device::Cpu => {
+            let (v, wv) = (host_rows(x)?, host_rows(w)?);
+            let mut r = vec![0f64; v.len()];
+            for row in 0..rows {
+                let xs = &v[row * hidden..(row + 1) * hidden];
+                let ms = xs.iter().map(|a| a * a).sum::<f64>() / hidden as f64;
+                let inv = 1.0 / (ms + f64::from(eps)).sqrt();
+                for j in 0..hidden {
+                    r[row * hidden + j] = xs[j] * inv * wv[j];
+                }
+            }
+            write_rows(out, &r)
+        }
+        Device::Cuda(c) => {
+            let (x, w) = (x.contiguous()?, w.contiguous()?);
+            need_contiguous("rms_norm", out, "the output")?;
+            let args = KernelArgs::new()
+                .arg(dptr(&x)?)
+                .arg(dptr(&w)?)
+                .arg(dptr(out)?)
+                .arg(u32_dim("rms_norm", hidden)?)
+                .arg(eps);
+            // SAFETY: x and out hold rows·hidden elements, w hidden.
+            unsafe { c.launch(Kernel::RmsNorm(x.dtype()), &launch::rows(rows)?, &args) }
+        }
+    }
+}
+
+/// RMSNorm, allocated.
+///
+/// # Errors
+/// As [`rms_norm_into`].
+pub fn rms_norm(x: &Tensor, w: &Tensor, eps: f32) -> Result<Tensor> {
+    let mut out = Tensor::empty(x.shape(), x.dtype(), &x.device())?;
+    rms_norm_into(x, w, eps, &mut out)?;
+    Ok(out)
+}
+
+/// The fused pre-norm residual step: `h = x + residual` (rounded to the dtype, as a model stores
+/// it), `residual_out = h`, `out = rms_norm(h, w, eps)`.
+///
+/// # Errors
+/// As [`rms_norm_into`]; `residual` must have `x`'s shape.
+pub fn add_rms_norm_into(
+    x: &Tensor,
+    residual: &Tensor,
+    w: &Tensor,
+    eps: f32,
+    out: &mut Tensor,
+    residual_out: &mut Tensor,
+) -> Result<()> {
+    let dev = same_device("add_rms_norm", &[x, residual, w])?;
+    let (rows, hidden) = rows_hidden("add_rms_norm", x, w)?;
+    Error::expect_dtype("add_rms_norm", residual.dtype(), x.dtype())?;
+    if residual.shape() != x.shape() {
+        return Err(Error::shape(
+            "add_rms_norm",
+            format!(
+                "residual {:?} must match x {:?}",
+                residual.shape(),
+                x.shape()
+            ),
+        ));
+    }
+    check_out(
+        "add_rms_norm",
+        out,
+        x.shape(),
+        x.dtype(),
+        &dev,
+        &[x, residual, w],
+    )?;
+    check_out(
+        "add_rms_norm",
+        residual_out,
+        x.shape(),
+        x.dtype(),
+        &dev,
+        &[x, residual, w],
+    )?;
+    if out.shares_storage(residual_out) {
+        return Err(Error::shape(
+            "add_rms_norm",
+            "out and residual_out must be separate",
+        ));
+    }
+    if out.numel() == 0 {
+        return Ok(());
+    }
+    match &dev {
+        Device::Cpu => {
+            let (v, rv, wv) = (host_rows(x)?, host_rows(residual)?, host_rows(w)?);
+            // h rounded to the dtype first, exactly as stored.
+            let dtype = x.dtype();
+            let mut h = crate::element::HostData::zeros(dtype, v.len());
+            for i in 0..v.len() {
+                h.set(i, f64::from((v[i] as f32) + (rv[i] as f32)));
+            }
+            let hv: Vec<f64> = (0..v.len()).map(|i| h.get(i)).collect();
+            write_rows(residual_out, &hv)?;
+            let mut r = vec![0f64; v.len()];
+            for row in 0..rows {
+                let xs = &hv[row * hidden..(row + 1) * hidden];
+                let ms = xs.iter().map(|a| a * a).sum::<f64>() / hidden as f64;
+                let inv = 1.0 / (ms + f64::from(eps)).sqrt();
+                for j in 0..hidden {
+                    r[row * hidden + j] = xs[j] * inv * wv[j];
+                }
+            }
+            write_rows(out, &r)
+        }
+        Device::Cuda(c) => {
+            let (x, residual, w) = (x.contiguous()?, residual.contiguous()?, w.contiguous()?);
+            need_contiguous("add_rms_norm", out, "the output")?;
+            need_contiguous("add_rms_norm", residual_out, "residual_out")?;
+            let args = KernelArgs::new()
+                .arg(dptr(&x)?)
+                .arg(dptr(&residual)?)
+                .arg(dptr(&w)?)
+                .arg(dptr(out)?)
+                .arg(dptr(residual_out)?)
+                .arg(u32_dim("add_rms_norm", hidden)?)
+                .arg(eps);
+            // SAFETY: x, residual, out and residual_out hold rows·hidden elements, w hidden.
+            unsafe { c.launch(Kernel::AddRmsNorm(x.dtype()), &launch::rows(rows)?, &args) }
+        }
+    }
+}
+
+/// The fused residual-add + RMSNorm, allocated: returns `(out, residual_out)`.
+///
+/// # Errors
+/// As [`add_rms_norm_into`].
+pub fn add_rms_norm(
+    x: &Tensor,
+    residual: &Tensor,
+    w: &Tensor,
+    eps: f32,
+) -> Result<(Tensor, Tensor)> {
+    let mut out = Tensor::empty(x.shape(), x.dtype(), &x.device())?;
+    let mut res = Tensor::empty(x.shape(), x.dtype(), &x.device())?;
+    add_rms_norm_into(x, residual, w, eps, &mut out, &mut res)?;
+    Ok((out, res))
+}
+
+/// `out = (x - mean) / sqrt(var + eps) · w (+ b)` over the last axis (LayerNorm, Ba et al.
+/// 2016; biased variance, like torch).
+///
+/// # Errors
+/// As [`rms_norm_into`]; `b`, if given, must be `[hidden]`.
+pub fn layer_norm_into(
+    x: &Tensor,
+    w: &Tensor,
+    b: Option<&Tensor>,
+    eps: f32,
+    out: &mut Tensor,
+) -> Result<()> {
+    let mut inputs = vec![x, w];
+    inputs.extend(b);
+    let dev = same_device("layer_norm", &inputs)?;
+    let (rows, hidden) = rows_hidden("layer_norm", x, w)?;
+    if let Some(b) = b {
+        rows_hidden("layer_norm (bias)", x, b)?;
+    }
+    check_out("layer_norm", out, x.shape(), x.dtype(), &dev, &inputs)?;
+    if out.numel() == 0 {
+        return Ok(());
+    }
+    match &dev {
+        Device::Cpu => {
+            let (v, wv) = (host_rows(x)?, host_rows(w)?);
+            let bv = b.map(host_rows).transpose()?;
+            let mut r = vec![0f64; v.len()];
+            for row in 0..rows {
+                let xs = &v[row * hidden..(row + 1) * hidden];
+                let mean = xs.iter().sum::<f64>() / hidden as f64;
+                let var = xs.iter().map(|a| (a - mean) * (a - mean)).sum::<f64>() / hidden as f64;
+                let inv = 1.0 / (var + f64::from(eps)).sqrt();
+                for j in 0..hidden {
+                    let bias = bv.as_ref().map_or(0.0, |b| b[j]);
+                    r[row * hidden + j] = (xs[j] - mean) * inv * wv[j] + bias;
+                }
+            }
+            write_rows(out, &r)
+        }
+        Device::Cuda(c) => {
+            let (x, w) = (x.contiguous()?, w.contiguous()?);
+            let b = b.map(Tensor::contiguous).transpose()?;
+            need_contiguous("layer_norm", out, "the output")?;
+            let bias_ptr = match &b {
+                Some(b) => dptr(b)?,
+                None => dptr(&w)?, // unread when has_bias is 0
+            };
+            let args = KernelArgs::new()
+                .arg(dptr(&x)?)
+                .arg(dptr(&w)?)
+                .arg(bias_ptr)
+                .arg(dptr(out)?)
+                .arg(u32_dim("layer_norm", hidden)?)
+                .arg(eps)
+                .arg(i32::from(b.is_some()));
+            // SAFETY: x and out hold rows·hidden elements, w and b hidden.
+            unsafe { c.launch(Kernel::LayerNorm(x.dtype()), &launch::rows(rows)?, &args) }
+        }
+    }
+}
+
+/// LayerNorm, allocated.
+///
+/// # Errors
+/// As [`layer_norm_into`].
+pub fn layer_norm(x: &Tensor, w: &Tensor, b: Option<&Tensor>, eps: f32) -> Result<Tensor> {
+    let mut out = Tensor::empty(x.shape(), x.dtype(), &x.device())?;
+    layer_norm_into(x, w, b, eps, &mut out)?;
+    Ok(out)
+}

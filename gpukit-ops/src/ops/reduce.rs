@@ -1,0 +1,352 @@
+//! Reductions and softmax along an axis, in a fixed order (deterministic on every device).
+//!
+//! The tensor is viewed as `[outer, len, inner]` around the axis. CUDA: one block per row when
+//! the axis is last (`inner == 1`), else one thread per `(outer, inner)` walking the axis. The
+//! CPU reference accumulates in f64.
+
+use gpukit_driver::KernelArgs;
+use gpukit_kernels::ops::ReduceOp;
+use gpukit_kernels::registry::launch;
+use gpukit_kernels::{DType, Kernel};
+
+use super::{check_out, need_contiguous, u32_dim};
+use crate::device::Device;
+use crate::tensor::Tensor;
+use crate::{Error, Result};
+
+fn split(op: &'static str, shape: &[usize], axis: usize) -> Result<(usize, usize, usize)> {
+    if axis >= shape.len() {
+        return Err(Error::shape(
+            op,
+            format!("axis {axis} of a {}-d tensor {shape:?}", shape.len()),
+        ));
+    }
+    let outer = shape[..axis].iter().product();
+    let inner = shape[axis + 1..].iter().product();
+    Ok((outer, shape[axis], inner))
+}
+
+/// `f(a, b)`, or NaN if either is NaN (max and min propagate NaN, like torch).
+fn nan_or(a: f64, b: f64, f: fn(f64, f64) -> f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        f(a, b)
+    }
+}
+
+fn reduced_shape(shape: &[usize], axis: usize) -> Vec<usize> {
+    let mut s = shape.to_vec();
+    s.remove(axis);
+    s
+}
+
+fn float_only(op: &'static str, t: &Tensor) -> Result<()> {
+    if t.dtype().is_float() {
+        Ok(())
+    } else {
+        Err(Error::dtype(
+            op,
+            format!("needs a float tensor, got {}", t.dtype()),
+        ))
+    }
+}
+
+/// The input's values as f64 in row-major order of a contiguous copy (CPU path).
+fn host_values(x: &Tensor) -> Result<Vec<f64>> {
+    let d = x
+        .host()
+        .ok_or_else(|| Error::shape("cpu", "expected a host tensor"))?;
+    Ok(x.layout().indices().map(|i| d.get(i)).collect())
+}
+
+fn write_host(out: &Tensor, values: impl Iterator<Item = f64>) -> Result<()> {
+    let mut d = out
+        .host_mut()
+        .ok_or_else(|| Error::shape("cpu", "expected a host output"))?;
+    for (i, v) in out.layout().indices().zip(values) {
+        d.set(i, v);
+    }
+    Ok(())
+}
+
+/// `out = reduce(x, axis)` (the axis removed from the shape). Sum and mean accumulate in f32 on
+/// CUDA (f64 on the CPU); max and min propagate NaN.
+///
+/// # Errors
+/// [`Error::Shape`] for an axis out of range or a wrong `out`; [`Error::DType`] for non-floats.
+pub fn reduce_into(op: ReduceOp, x: &Tensor, axis: usize, out: &mut Tensor) -> Result<()> {
+    let dev = x.device();
+    float_only("reduce", x)?;
+    let (outer, len, inner) = split("reduce", x.shape(), axis)?;
+    check_out(
+        "reduce",
+        out,
+        &reduced_shape(x.shape(), axis),
+        x.dtype(),
+        &dev,
+        &[x],
+    )?;
+    if out.numel() == 0 {
+        return Ok(());
+    }
+    match &dev {
+        Device::Cpu => {
+            let v = host_values(x)?;
+            let res = (0..outer * inner).map(|t| {
+                let (o, i) = (t / inner, t % inner);
+                let items = (0..len).map(|j| v[(o * len + j) * inner + i]);
+                match op {
+                    ReduceOp::Sum => items.sum::<f64>(),
+                    ReduceOp::Mean => items.sum::<f64>() / len as f64,
+                    ReduceOp::Max => items.fold(f64::NEG_INFINITY, |a, b| nan_or(a, b, f64::max)),
+                    ReduceOp::Min => items.fold(f64::INFINITY, |a, b| nan_or(a, b, f64::min)),
+                }
+            });
+            write_host(out, res.collect::<Vec<_>>().into_iter())
+        }
+        Device::Cuda(c) => {
+            let x = x.contiguous()?;
+            need_contiguous("reduce", out, "the output")?;
+            let (xp, op_) = (super::dptr(&x)?, op as i32);
+            if inner == 1 {
+                let args = KernelArgs::new()
+                    .arg(op_)
+                    .arg(xp)
+                    .arg(super::dptr(out)?)
+                    .arg(u32_dim("reduce", len)?);
+                // SAFETY: x holds outer·len elements, out holds outer.
+                unsafe { c.launch(Kernel::ReduceRows(x.dtype()), &launch::rows(outer)?, &args) }
+            } else {
+                let args = KernelArgs::new()
+                    .arg(op_)
+                    .arg(xp)
+                    .arg(super::dptr(out)?)
+                    .arg(u32_dim("reduce", outer)?)
+                    .arg(u32_dim("reduce", len)?)
+                    .arg(u32_dim("reduce", inner)?);
+                // SAFETY: x holds outer·len·inner elements, out holds outer·inner.
+                unsafe {
+                    c.launch(
+                        Kernel::ReduceCols(x.dtype()),
+                        &launch::threads(outer * inner)?,
+                        &args,
+                    )
+                }
+            }
+        }
+    }
+}
+
+/// `reduce(x, axis)`, allocated.
+///
+/// # Errors
+/// As [`reduce_into`].
+pub fn reduce(op: ReduceOp, x: &Tensor, axis: usize) -> Result<Tensor> {
+    split("reduce", x.shape(), axis)?;
+    let mut out = Tensor::empty(&reduced_shape(x.shape(), axis), x.dtype(), &x.device())?;
+    reduce_into(op, x, axis, &mut out)?;
+    Ok(out)
+}
+
+/// Sum along `axis`.
+///
+/// # Errors
+/// As [`reduce_into`].
+pub fn sum(x: &Tensor, axis: usize) -> Result<Tensor> {
+    reduce(ReduceOp::Sum, x, axis)
+}
+
+/// Mean along `axis`.
+///
+/// # Errors
+/// As [`reduce_into`].
+pub fn mean(x: &Tensor, axis: usize) -> Result<Tensor> {
+    reduce(ReduceOp::Mean, x, axis)
+}
+
+/// Maximum along `axis`.
+///
+/// # Errors
+/// As [`reduce_into`].
+pub fn max(x: &Tensor, axis: usize) -> Result<Tensor> {
+    reduce(ReduceOp::Max, x, axis)
+}
+
+/// Minimum along `axis`.
+///
+/// # Errors
+/// As [`reduce_into`].
+pub fn min(x: &Tensor, axis: usize) -> Result<Tensor> {
+    reduce(ReduceOp::Min, x, axis)
+}
+
+/// Reduction of every element: a tensor of shape `[]`.
+///
+/// # Errors
+/// As [`reduce_into`].
+pub fn reduce_all(op: ReduceOp, x: &Tensor) -> Result<Tensor> {
+    let flat = x.reshape(&[1, x.numel()])?;
+    reduce(op, &flat, 1)?.reshape(&[])
+}
+
+/// `out[..] = index of the maximum along axis` (i64; the first one on ties; NaN counts as the
+/// maximum, like torch.argmax).
+///
+/// # Errors
+/// As [`reduce_into`]; `out` must be i64.
+pub fn argmax_into(x: &Tensor, axis: usize, out: &mut Tensor) -> Result<()> {
+    let dev = x.device();
+    float_only("argmax", x)?;
+    let (outer, len, inner) = split("argmax", x.shape(), axis)?;
+    check_out(
+        "argmax",
+        out,
+        &reduced_shape(x.shape(), axis),
+        DType::I64,
+        &dev,
+        &[x],
+    )?;
+    if out.numel() == 0 {
+        return Ok(());
+    }
+    if len == 0 {
+        return Err(Error::shape("argmax", "the axis is empty"));
+    }
+    match &dev {
+        Device::Cpu => {
+            let v = host_values(x)?;
+            let res = (0..outer * inner).map(|t| {
+                let (o, i) = (t / inner, t % inner);
+                let mut best = (v[o * len * inner + i], 0usize);
+                for j in 1..len {
+                    let val = v[(o * len + j) * inner + i];
+                    if (val.is_nan() && !best.0.is_nan()) || val > best.0 {
+                        best = (val, j);
+                    }
+                }
+                best.1 as f64
+            });
+            write_host(out, res.collect::<Vec<_>>().into_iter())
+        }
+        Device::Cuda(c) => {
+            let x = x.contiguous()?;
+            need_contiguous("argmax", out, "the output")?;
+            if inner == 1 {
+                let args = KernelArgs::new()
+                    .arg(super::dptr(&x)?)
+                    .arg(super::dptr(out)?)
+                    .arg(u32_dim("argmax", len)?);
+                // SAFETY: x holds outer·len elements, out outer i64.
+                unsafe { c.launch(Kernel::ArgmaxRows(x.dtype()), &launch::rows(outer)?, &args) }
+            } else {
+                let args = KernelArgs::new()
+                    .arg(super::dptr(&x)?)
+                    .arg(super::dptr(out)?)
+                    .arg(u32_dim("argmax", outer)?)
+                    .arg(u32_dim("argmax", len)?)
+                    .arg(u32_dim("argmax", inner)?);
+                // SAFETY: x holds outer·len·inner elements, out outer·inner i64.
+                unsafe {
+                    c.launch(
+                        Kernel::ArgmaxCols(x.dtype()),
+                        &launch::threads(outer * inner)?,
+                        &args,
+                    )
+                }
+            }
+        }
+    }
+}
+
+/// Index of the maximum along `axis` (i64).
+///
+/// # Errors
+/// As [`argmax_into`].
+pub fn argmax(x: &Tensor, axis: usize) -> Result<Tensor> {
+    split("argmax", x.shape(), axis)?;
+    let mut out = Tensor::empty(&reduced_shape(x.shape(), axis), DType::I64, &x.device())?;
+    argmax_into(x, axis, &mut out)?;
+    Ok(out)
+}
+
+/// `out = softmax(x)` along `axis` (or log-softmax with `log`), max-subtracted.
+///
+/// # Errors
+/// As [`reduce_into`]; `out` has `x`'s shape.
+pub fn softmax_into(x: &Tensor, axis: usize, log: bool, out: &mut Tensor) -> Result<()> {
+    let dev = x.device();
+    float_only("softmax", x)?;
+    let (outer, len, inner) = split("softmax", x.shape(), axis)?;
+    check_out("softmax", out, x.shape(), x.dtype(), &dev, &[x])?;
+    if out.numel() == 0 {
+        return Ok(());
+    }
+    match &dev {
+        Device::Cpu => {
+            let v = host_values(x)?;
+            let mut res = vec![0f64; v.len()];
+            for t in 0..outer * inner {
+                let (o, i) = (t / inner, t % inner);
+                let at = |j: usize| (o * len + j) * inner + i;
+                let m = (0..len).map(|j| v[at(j)]).fold(f64::NEG_INFINITY, f64::max);
+                let s: f64 = (0..len).map(|j| (v[at(j)] - m).exp()).sum();
+                for j in 0..len {
+                    let d = v[at(j)] - m;
+                    res[at(j)] = if log { d - s.ln() } else { d.exp() / s };
+                }
+            }
+            write_host(out, res.into_iter())
+        }
+        Device::Cuda(c) => {
+            let x = x.contiguous()?;
+            need_contiguous("softmax", out, "the output")?;
+            let log = i32::from(log);
+            if inner == 1 {
+                let args = KernelArgs::new()
+                    .arg(super::dptr(&x)?)
+                    .arg(super::dptr(out)?)
+                    .arg(u32_dim("softmax", len)?)
+                    .arg(log);
+                // SAFETY: x and out hold outer·len elements.
+                unsafe { c.launch(Kernel::SoftmaxRows(x.dtype()), &launch::rows(outer)?, &args) }
+            } else {
+                let args = KernelArgs::new()
+                    .arg(super::dptr(&x)?)
+                    .arg(super::dptr(out)?)
+                    .arg(u32_dim("softmax", outer)?)
+                    .arg(u32_dim("softmax", len)?)
+                    .arg(u32_dim("softmax", inner)?)
+                    .arg(log);
+                // SAFETY: x and out hold outer·len·inner elements.
+                unsafe {
+                    c.launch(
+                        Kernel::SoftmaxCols(x.dtype()),
+                        &launch::threads(outer * inner)?,
+                        &args,
+                    )
+                }
+            }
+        }
+    }
+}
+
+/// softmax along `axis`.
+///
+/// # Errors
+/// As [`softmax_into`].
+pub fn softmax(x: &Tensor, axis: usize) -> Result<Tensor> {
+    let mut out = Tensor::empty(x.shape(), x.dtype(), &x.device())?;
+    softmax_into(x, axis, false, &mut out)?;
+    Ok(out)
+}
+
+/// log-softmax along `axis`.
+///
+/// # Errors
+/// As [`softmax_into`].
+pub fn log_softmax(x: &Tensor, axis: usize) -> Result<Tensor> {
+    let mut out = Tensor::empty(x.shape(), x.dtype(), &x.device())?;
+    softmax_into(x, axis, true, &mut out)?;
+    Ok(out)
+}

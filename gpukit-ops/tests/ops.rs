@@ -1,0 +1,688 @@
+//! Every op, one test body run on the CPU (always) and on CUDA (`#[ignore]`d without a device;
+//! run by `cargo xtask test-gpu` or the GPU bundle). Each compares with an independent f64
+//! reference computed here, on fresh random inputs (the seed is printed), with odd shapes and
+//! outputs poisoned with NaN first. CUDA runs also compare with the CPU implementation.
+//!
+//! Tolerances on ‖out − ref‖ / ‖ref‖: f32 1e-5, f16 2e-3, bf16 1e-2 (matmul f32: 1e-5 at full
+//! precision).
+
+// Test code: a failed expectation is a test failure, helpers included.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Reference loops index several arrays by the same position: clearer as ranges.
+#![allow(clippy::needless_range_loop)]
+
+use std::sync::OnceLock;
+
+use gpukit_ops::ops::{self, Activation};
+use gpukit_ops::{BinaryOp, DType, Device, ReduceOp, ScalarOp, Tensor, UnaryOp};
+use gpukit_sched::{LanePriority, Runtime};
+
+fn runtime() -> &'static Runtime {
+    static RT: OnceLock<Runtime> = OnceLock::new();
+    RT.get_or_init(|| Runtime::with_devices(&[0]).expect("GPU tests need a CUDA device"))
+}
+
+fn cuda() -> Device {
+    let lane = runtime()
+        .device(0)
+        .unwrap()
+        .default_tenant()
+        .lane(LanePriority::Normal)
+        .unwrap();
+    Device::cuda(&lane).unwrap()
+}
+
+fn seed() -> u64 {
+    let s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    println!("seed {s}");
+    s
+}
+
+fn tol(dt: DType) -> f64 {
+    match dt {
+        DType::F32 => 1e-5,
+        DType::F16 => 2e-3,
+        _ => 1e-2,
+    }
+}
+
+const FLOATS: [DType; 3] = [DType::F32, DType::F16, DType::BF16];
+
+/// ‖got − want‖ / ‖want‖ ≤ tol, no NaN unless the reference has one there.
+fn assert_close(what: &str, got: &[f64], want: &[f64], tol: f64) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    let (mut num, mut den) = (0.0, 0.0);
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        if w.is_nan() {
+            assert!(g.is_nan(), "{what}: element {i} is {g}, reference NaN");
+            continue;
+        }
+        assert!(
+            !g.is_nan(),
+            "{what}: element {i} is NaN (unwritten or wrong), reference {w}"
+        );
+        if w.is_infinite() {
+            assert_eq!(g, w, "{what}: element {i}");
+            continue;
+        }
+        num += (g - w) * (g - w);
+        den += w * w;
+    }
+    let rel = if den == 0.0 {
+        num.sqrt()
+    } else {
+        (num / den).sqrt()
+    };
+    assert!(rel <= tol, "{what}: relative error {rel:e} > {tol:e}");
+}
+
+/// A NaN-filled output tensor (so unwritten elements cannot pass).
+fn poisoned(shape: &[usize], dt: DType, dev: &Device) -> Tensor {
+    Tensor::full(shape, f64::NAN, dt, dev).unwrap()
+}
+
+/// Random input on `dev` and its exact values (after rounding to `dt`).
+fn input(
+    shape: &[usize],
+    dt: DType,
+    lo: f64,
+    hi: f64,
+    seed: u64,
+    dev: &Device,
+) -> (Tensor, Vec<f64>) {
+    let host = Tensor::rand(shape, lo, hi, dt, seed, &Device::Cpu).unwrap();
+    let vals = host.to_vec_f64().unwrap();
+    (host.to_device(dev).unwrap(), vals)
+}
+
+/// On CUDA, the same op on the CPU must agree too.
+fn also_cpu(dev: &Device, got: &[f64], cpu: impl FnOnce() -> Vec<f64>, tol: f64, what: &str) {
+    if matches!(dev, Device::Cuda(_)) {
+        assert_close(&format!("{what} (CUDA vs CPU op)"), got, &cpu(), tol);
+    }
+}
+
+macro_rules! op_test {
+    ($name:ident, $body:expr) => {
+        mod $name {
+            use super::*;
+
+            #[test]
+            fn cpu() {
+                ($body)(&Device::Cpu);
+            }
+
+            #[test]
+            #[ignore = "needs a CUDA device"]
+            fn cuda() {
+                ($body)(&super::cuda());
+            }
+        }
+    };
+}
+
+/// Index of each element of `out_shape` in an operand broadcast to it (row-major).
+fn bcast_index(out_shape: &[usize], shape: &[usize], mut i: usize) -> usize {
+    let mut idx = 0;
+    let mut stride = 1;
+    let lead = out_shape.len() - shape.len();
+    for d in (0..out_shape.len()).rev() {
+        let c = i % out_shape[d];
+        i /= out_shape[d];
+        if d >= lead {
+            let n = shape[d - lead];
+            if n != 1 {
+                idx += c * stride;
+            }
+            stride *= n;
+        }
+    }
+    idx
+}
+
+op_test!(binary_broadcasting, |dev: &Device| {
+    let s = seed();
+    for dt in FLOATS {
+        for (sa, sb) in [
+            (vec![7, 13], vec![7, 13]),
+            (vec![3, 1, 5], vec![4, 1]),
+            (vec![1], vec![1001]),
+            (vec![2, 3, 65], vec![65]),
+        ] {
+            let (a, av) = input(&sa, dt, -3.0, 3.0, s, dev);
+            let (b, bv) = input(&sb, dt, 0.5, 3.0, s + 1, dev);
+            let out_shape = gpukit_ops::broadcast_shapes("t", &sa, &sb).unwrap();
+            for op in [
+                BinaryOp::Add,
+                BinaryOp::Sub,
+                BinaryOp::Mul,
+                BinaryOp::Div,
+                BinaryOp::Maximum,
+            ] {
+                let mut out = poisoned(&out_shape, dt, dev);
+                ops::binary_into(op, &a, &b, &mut out).unwrap();
+                let n: usize = out_shape.iter().product();
+                let want: Vec<f64> = (0..n)
+                    .map(|i| {
+                        let x = av[bcast_index(&out_shape, &sa, i)] as f32;
+                        let y = bv[bcast_index(&out_shape, &sb, i)] as f32;
+                        f64::from(op.apply(x, y))
+                    })
+                    .collect();
+                let got = out.to_vec_f64().unwrap();
+                assert_close(&format!("{op:?} {dt} {sa:?}x{sb:?}"), &got, &want, tol(dt));
+                also_cpu(
+                    dev,
+                    &got,
+                    || {
+                        let (a, b) = (
+                            a.to_device(&Device::Cpu).unwrap(),
+                            b.to_device(&Device::Cpu).unwrap(),
+                        );
+                        ops::binary(op, &a, &b).unwrap().to_vec_f64().unwrap()
+                    },
+                    0.0,
+                    &format!("{op:?} {dt}"),
+                );
+            }
+        }
+    }
+    // Errors name the op and the shapes.
+    let (a, _) = input(&[2, 3], DType::F32, 0.0, 1.0, s, dev);
+    let (b, _) = input(&[4], DType::F32, 0.0, 1.0, s, dev);
+    let e = ops::add(&a, &b).unwrap_err().to_string();
+    assert!(
+        e.contains("binary") && e.contains("[2, 3]") && e.contains("[4]"),
+        "{e}"
+    );
+    let (h, _) = input(&[2, 3], DType::F16, 0.0, 1.0, s, dev);
+    assert!(ops::add(&a, &h).is_err());
+});
+
+op_test!(unary_math, |dev: &Device| {
+    let s = seed();
+    let all = [
+        UnaryOp::Neg,
+        UnaryOp::Abs,
+        UnaryOp::Exp,
+        UnaryOp::Sin,
+        UnaryOp::Cos,
+        UnaryOp::Tanh,
+        UnaryOp::Sigmoid,
+        UnaryOp::Relu,
+        UnaryOp::Relu2,
+        UnaryOp::GeluErf,
+        UnaryOp::GeluTanh,
+        UnaryOp::Silu,
+        UnaryOp::Square,
+    ];
+    let positive = [UnaryOp::Log, UnaryOp::Sqrt, UnaryOp::Rsqrt, UnaryOp::Recip];
+    for dt in FLOATS {
+        for shape in [vec![1], vec![17, 31], vec![2, 3, 1031]] {
+            let (x, xv) = input(&shape, dt, -4.0, 4.0, s, dev);
+            let (p, pv) = input(&shape, dt, 0.1, 8.0, s + 7, dev);
+            for (ops_list, t, tv) in [(&all[..], &x, &xv), (&positive[..], &p, &pv)] {
+                for &op in ops_list {
+                    let mut out = poisoned(&shape, dt, dev);
+                    ops::unary_into(op, t, &mut out).unwrap();
+                    let want: Vec<f64> =
+                        tv.iter().map(|&v| f64::from(op.apply(v as f32))).collect();
+                    // Kernels use f32 intrinsics (a few ulp); f32 tolerance is relative 1e-5.
+                    assert_close(
+                        &format!("{op:?} {dt} {shape:?}"),
+                        &out.to_vec_f64().unwrap(),
+                        &want,
+                        tol(dt),
+                    );
+                }
+            }
+        }
+    }
+    // Views: a transposed input goes through the strided kernel.
+    let (x, xv) = input(&[5, 7], DType::F32, -2.0, 2.0, s, dev);
+    let t = x.transpose(0, 1).unwrap();
+    let got = ops::exp(&t).unwrap().to_vec_f64().unwrap();
+    let want: Vec<f64> = (0..35).map(|i| (xv[(i % 5) * 7 + i / 5]).exp()).collect();
+    assert_close("exp of a transpose", &got, &want, 1e-5);
+    assert!(ops::exp(&Tensor::zeros(&[3], DType::I32, dev).unwrap()).is_err());
+});
+
+op_test!(scalar_clamp_where_cast, |dev: &Device| {
+    let s = seed();
+    for dt in FLOATS {
+        let shape = [9, 37];
+        let (x, xv) = input(&shape, dt, -3.0, 3.0, s, dev);
+        for op in [
+            ScalarOp::Add,
+            ScalarOp::Mul,
+            ScalarOp::Sub,
+            ScalarOp::RSub,
+            ScalarOp::Div,
+            ScalarOp::Maximum,
+        ] {
+            let got = ops::scalar(op, &x, 1.75).unwrap().to_vec_f64().unwrap();
+            let want: Vec<f64> = xv
+                .iter()
+                .map(|&v| f64::from(op.apply(v as f32, 1.75)))
+                .collect();
+            assert_close(&format!("{op:?} {dt}"), &got, &want, tol(dt));
+        }
+        let got = ops::clamp(&x, -1.0, 0.5).unwrap().to_vec_f64().unwrap();
+        let want: Vec<f64> = xv.iter().map(|&v| v.clamp(-1.0, 0.5)).collect();
+        assert_close(&format!("clamp {dt}"), &got, &want, 0.0);
+        let (y, yv) = input(&shape, dt, -3.0, 3.0, s + 3, dev);
+        let cond_v: Vec<u8> = xv.iter().map(|&v| u8::from(v > 0.0)).collect();
+        let cond = Tensor::from_slice(&cond_v, &shape, dev).unwrap();
+        let got = ops::where_cond(&cond, &x, &y)
+            .unwrap()
+            .to_vec_f64()
+            .unwrap();
+        let want: Vec<f64> = (0..xv.len())
+            .map(|i| if cond_v[i] != 0 { xv[i] } else { yv[i] })
+            .collect();
+        assert_close(&format!("where {dt}"), &got, &want, 0.0);
+        for to in FLOATS {
+            let got = ops::to_dtype(&x, to).unwrap();
+            assert_eq!(got.dtype(), to);
+            let want: Vec<f64> = Tensor::from_slice(
+                &xv.iter().map(|&v| v as f32).collect::<Vec<_>>(),
+                &shape,
+                &Device::Cpu,
+            )
+            .unwrap()
+            .to_vec_f64()
+            .unwrap();
+            // Casting up is exact; casting down rounds once.
+            assert_close(
+                &format!("cast {dt}->{to}"),
+                &got.to_vec_f64().unwrap(),
+                &want,
+                tol(to),
+            );
+        }
+    }
+});
+
+op_test!(copies_views_concat, |dev: &Device| {
+    let s = seed();
+    for dt in [DType::F32, DType::BF16, DType::I32, DType::I64, DType::U8] {
+        let (x, xv) = input(&[3, 4, 5], dt, 0.0, 100.0, s, dev);
+        let p = x.permute(&[2, 0, 1]).unwrap();
+        let c = p.contiguous().unwrap();
+        assert!(c.is_contiguous());
+        let got = c.to_vec_f64().unwrap();
+        let want: Vec<f64> = (0..60)
+            .map(|i| {
+                let (k, r) = (i / 12, i % 12);
+                let (ii, jj) = (r / 4, r % 4);
+                xv[(ii * 4 + jj) * 5 + k]
+            })
+            .collect();
+        assert_eq!(got, want, "permute copy {dt}");
+        let (y, yv) = input(&[3, 2, 5], dt, 0.0, 100.0, s + 1, dev);
+        let cat = ops::concat(&[&x, &y], 1).unwrap();
+        assert_eq!(cat.shape(), &[3, 6, 5]);
+        let got = cat.to_vec_f64().unwrap();
+        for i in 0..3 {
+            for j in 0..6 {
+                for k in 0..5 {
+                    let w = if j < 4 {
+                        xv[(i * 4 + j) * 5 + k]
+                    } else {
+                        yv[(i * 2 + j - 4) * 5 + k]
+                    };
+                    assert_eq!(got[(i * 6 + j) * 5 + k], w, "concat {dt}");
+                }
+            }
+        }
+        let n = x.narrow(2, 1, 3).unwrap();
+        assert_eq!(n.to_vec_f64().unwrap().len(), 36);
+    }
+    let (x, _) = input(&[2, 3], DType::F32, 0.0, 1.0, s, dev);
+    let (y, _) = input(&[3, 3], DType::F32, 0.0, 1.0, s, dev);
+    assert!(ops::concat(&[&x, &y], 1).is_err());
+    assert!(x.reshape(&[4]).is_err());
+});
+
+op_test!(reductions_and_softmax, |dev: &Device| {
+    let s = seed();
+    for dt in FLOATS {
+        for (shape, axis) in [
+            (vec![5, 1000], 1),
+            (vec![4, 7, 33], 1),
+            (vec![3, 257], 0),
+            (vec![1, 1], 1),
+            (vec![6, 5, 3], 2),
+        ] {
+            let (x, xv) = input(&shape, dt, -2.0, 2.0, s, dev);
+            let outer: usize = shape[..axis].iter().product();
+            let len = shape[axis];
+            let inner: usize = shape[axis + 1..].iter().product();
+            let at = |o: usize, j: usize, i: usize| xv[(o * len + j) * inner + i];
+            let mut out_shape = shape.clone();
+            out_shape.remove(axis);
+            for op in [ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min] {
+                let mut out = poisoned(&out_shape, dt, dev);
+                ops::reduce_into(op, &x, axis, &mut out).unwrap();
+                let want: Vec<f64> = (0..outer * inner)
+                    .map(|t| {
+                        let it = (0..len).map(|j| at(t / inner, j, t % inner));
+                        match op {
+                            ReduceOp::Sum => it.sum(),
+                            ReduceOp::Mean => it.sum::<f64>() / len as f64,
+                            ReduceOp::Max => it.fold(f64::MIN, f64::max),
+                            ReduceOp::Min => it.fold(f64::MAX, f64::min),
+                        }
+                    })
+                    .collect();
+                // Sums of many values accumulate rounding; allow a bit more than one op.
+                assert_close(
+                    &format!("{op:?} {dt} {shape:?} axis {axis}"),
+                    &out.to_vec_f64().unwrap(),
+                    &want,
+                    tol(dt) * 4.0,
+                );
+            }
+            let am = ops::argmax(&x, axis).unwrap();
+            assert_eq!(am.dtype(), DType::I64);
+            let got = am.to_vec_f64().unwrap();
+            for t in 0..outer * inner {
+                let (o, i) = (t / inner, t % inner);
+                let best = (0..len).map(|j| at(o, j, i)).fold(f64::MIN, f64::max);
+                let first = (0..len).find(|&j| at(o, j, i) == best).unwrap();
+                assert_eq!(got[t] as usize, first, "argmax {dt} {shape:?} at {t}");
+            }
+            for log in [false, true] {
+                let mut out = poisoned(&shape, dt, dev);
+                ops::softmax_into(&x, axis, log, &mut out).unwrap();
+                let mut want = vec![0f64; xv.len()];
+                for t in 0..outer * inner {
+                    let (o, i) = (t / inner, t % inner);
+                    let m = (0..len).map(|j| at(o, j, i)).fold(f64::MIN, f64::max);
+                    let z: f64 = (0..len).map(|j| (at(o, j, i) - m).exp()).sum();
+                    for j in 0..len {
+                        let d = at(o, j, i) - m;
+                        want[(o * len + j) * inner + i] =
+                            if log { d - z.ln() } else { d.exp() / z };
+                    }
+                }
+                assert_close(
+                    &format!("softmax(log={log}) {dt} {shape:?}"),
+                    &out.to_vec_f64().unwrap(),
+                    &want,
+                    tol(dt) * 2.0,
+                );
+            }
+        }
+    }
+    let all = ops::reduce_all(
+        ReduceOp::Sum,
+        &Tensor::ones(&[3, 5], DType::F32, dev).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(all.shape(), &[] as &[usize]);
+    assert_eq!(all.to_vec_f64().unwrap(), vec![15.0]);
+    assert!(ops::sum(&all, 0).is_err());
+});
+
+op_test!(norms, |dev: &Device| {
+    let s = seed();
+    for dt in FLOATS {
+        for (rows, hidden) in [(1, 1), (3, 576), (5, 4097), (17, 64)] {
+            let (x, xv) = input(&[rows, hidden], dt, -2.0, 2.0, s, dev);
+            let (r, rv) = input(&[rows, hidden], dt, -2.0, 2.0, s + 1, dev);
+            let (w, wv) = input(&[hidden], dt, 0.5, 1.5, s + 2, dev);
+            let (b, bv) = input(&[hidden], dt, -0.5, 0.5, s + 3, dev);
+            let eps = 1e-5f32;
+            let rms = |v: &[f64]| -> Vec<f64> {
+                let mut o = vec![0.0; v.len()];
+                for row in 0..rows {
+                    let xs = &v[row * hidden..][..hidden];
+                    let inv = 1.0
+                        / (xs.iter().map(|a| a * a).sum::<f64>() / hidden as f64 + f64::from(eps))
+                            .sqrt();
+                    for j in 0..hidden {
+                        o[row * hidden + j] = xs[j] * inv * wv[j];
+                    }
+                }
+                o
+            };
+            let mut out = poisoned(&[rows, hidden], dt, dev);
+            ops::rms_norm_into(&x, &w, eps, &mut out).unwrap();
+            let got = out.to_vec_f64().unwrap();
+            assert_close(
+                &format!("rms_norm {dt} {rows}x{hidden}"),
+                &got,
+                &rms(&xv),
+                tol(dt),
+            );
+            also_cpu(
+                dev,
+                &got,
+                || {
+                    ops::rms_norm(
+                        &x.to_device(&Device::Cpu).unwrap(),
+                        &w.to_device(&Device::Cpu).unwrap(),
+                        eps,
+                    )
+                    .unwrap()
+                    .to_vec_f64()
+                    .unwrap()
+                },
+                tol(dt),
+                "rms_norm",
+            );
+
+            // Fused residual add: h rounded to the dtype, then normalised.
+            let h: Vec<f64> = {
+                let hv: Vec<f32> = xv
+                    .iter()
+                    .zip(&rv)
+                    .map(|(a, b)| *a as f32 + *b as f32)
+                    .collect();
+                Tensor::from_slice(&hv, &[rows, hidden], &Device::Cpu)
+                    .and_then(|t| ops::to_dtype(&t, dt))
+                    .unwrap()
+                    .to_vec_f64()
+                    .unwrap()
+            };
+            let (mut o, mut ro) = (
+                poisoned(&[rows, hidden], dt, dev),
+                poisoned(&[rows, hidden], dt, dev),
+            );
+            ops::add_rms_norm_into(&x, &r, &w, eps, &mut o, &mut ro).unwrap();
+            assert_eq!(ro.to_vec_f64().unwrap(), h, "add_rms_norm residual {dt}");
+            assert_close(
+                &format!("add_rms_norm {dt}"),
+                &o.to_vec_f64().unwrap(),
+                &rms(&h),
+                tol(dt),
+            );
+
+            for bias in [false, true] {
+                let mut out = poisoned(&[rows, hidden], dt, dev);
+                ops::layer_norm_into(&x, &w, bias.then_some(&b), eps, &mut out).unwrap();
+                let mut want = vec![0.0; xv.len()];
+                for row in 0..rows {
+                    let xs = &xv[row * hidden..][..hidden];
+                    let mean = xs.iter().sum::<f64>() / hidden as f64;
+                    let var =
+                        xs.iter().map(|a| (a - mean) * (a - mean)).sum::<f64>() / hidden as f64;
+                    for j in 0..hidden {
+                        want[row * hidden + j] = (xs[j] - mean) / (var + f64::from(eps)).sqrt()
+                            * wv[j]
+                            + if bias { bv[j] } else { 0.0 };
+                    }
+                }
+                // A single element normalises to 0 (+bias): compare absolutely there.
+                let t = if hidden == 1 { tol(dt) * 10.0 } else { tol(dt) };
+                assert_close(
+                    &format!("layer_norm {dt} bias={bias} {rows}x{hidden}"),
+                    &out.to_vec_f64().unwrap(),
+                    &want,
+                    t,
+                );
+            }
+        }
+    }
+    let (x, _) = input(&[2, 8], DType::F32, 0.0, 1.0, s, dev);
+    let (w, _) = input(&[7], DType::F32, 0.0, 1.0, s, dev);
+    let e = ops::rms_norm(&x, &w, 1e-5).unwrap_err().to_string();
+    assert!(e.contains("rms_norm") && e.contains("[7]"), "{e}");
+});
+
+op_test!(embedding_and_index_select, |dev: &Device| {
+    let s = seed();
+    for dt in [DType::F32, DType::BF16, DType::I64] {
+        let (vocab, hidden) = (1000, 77);
+        let (table, tv) = input(&[vocab, hidden], dt, -1.0, 1.0, s, dev);
+        let idv: Vec<i32> = (0..19)
+            .map(|i| ((i * 7919 + s as usize) % vocab) as i32)
+            .collect();
+        let ids = Tensor::from_slice(&idv, &[19], dev).unwrap();
+        let got = ops::embedding(&table, &ids).unwrap().to_vec_f64().unwrap();
+        for (r, &id) in idv.iter().enumerate() {
+            assert_eq!(
+                &got[r * hidden..][..hidden],
+                &tv[id as usize * hidden..][..hidden],
+                "{dt} row {r}"
+            );
+        }
+        // index_select along a middle axis with i64 ids.
+        let (x, xv) = input(&[3, 10, 4], dt, -1.0, 1.0, s + 1, dev);
+        let sel = Tensor::from_slice(&[9i64, 0, 9, 4], &[4], dev).unwrap();
+        let got = ops::index_select(&x, 1, &sel)
+            .unwrap()
+            .to_vec_f64()
+            .unwrap();
+        for o in 0..3 {
+            for (j, &id) in [9usize, 0, 9, 4].iter().enumerate() {
+                for i in 0..4 {
+                    assert_eq!(got[(o * 4 + j) * 4 + i], xv[(o * 10 + id) * 4 + i]);
+                }
+            }
+        }
+    }
+    // An id out of range is an error, never an out-of-bounds read.
+    let (table, _) = input(&[10, 4], DType::F32, -1.0, 1.0, s, dev);
+    let bad = Tensor::from_slice(&[3i32, 10], &[2], dev).unwrap();
+    let r = ops::embedding(&table, &bad).and_then(|t| t.to_vec_f64());
+    let e = r.unwrap_err().to_string();
+    assert!(e.contains("out of range"), "{e}");
+    // The device is usable afterwards and the error is reported once.
+    let ok = Tensor::from_slice(&[1i32], &[1], dev).unwrap();
+    assert_eq!(
+        ops::embedding(&table, &ok)
+            .unwrap()
+            .to_vec_f64()
+            .unwrap()
+            .len(),
+        4
+    );
+});
+
+op_test!(matmul_and_linear, |dev: &Device| {
+    let s = seed();
+    for dt in FLOATS {
+        let t = match dt {
+            DType::F32 => 1e-5,
+            DType::F16 => 2e-3,
+            _ => 1e-2,
+        };
+        // Batched with its own B, and with a shared B; odd sizes.
+        for (sa, sb) in [
+            (vec![2, 33, 70], vec![2, 70, 17]),
+            (vec![3, 5, 64], vec![64, 129]),
+            (vec![1, 1], vec![1, 1]),
+            (vec![65, 300], vec![300, 127]),
+        ] {
+            let (a, av) = input(&sa, dt, -1.0, 1.0, s, dev);
+            let (b, bv) = input(&sb, dt, -1.0, 1.0, s + 1, dev);
+            let (m, k) = (sa[sa.len() - 2], sa[sa.len() - 1]);
+            let n = sb[sb.len() - 1];
+            let batch: usize = sa[..sa.len() - 2].iter().product();
+            let shared = sb.len() == 2;
+            let mut out_shape = sa[..sa.len() - 2].to_vec();
+            out_shape.extend([m, n]);
+            let mut out = poisoned(&out_shape, dt, dev);
+            ops::matmul_into(&a, &b, &mut out).unwrap();
+            let mut want = vec![0.0; batch * m * n];
+            for bi in 0..batch {
+                let boff = if shared { 0 } else { bi * k * n };
+                for i in 0..m {
+                    for j in 0..n {
+                        want[(bi * m + i) * n + j] = (0..k)
+                            .map(|p| av[(bi * m + i) * k + p] * bv[boff + p * n + j])
+                            .sum();
+                    }
+                }
+            }
+            assert_close(
+                &format!("matmul {dt} {sa:?}x{sb:?}"),
+                &out.to_vec_f64().unwrap(),
+                &want,
+                t,
+            );
+        }
+        // linear: GEMV rows (1, 3, 8) and GEMM rows (9, 40), with and without bias/activation.
+        for (m, k, n) in [
+            (1, 576, 1536),
+            (3, 100, 33),
+            (8, 1024, 77),
+            (9, 64, 40),
+            (40, 256, 300),
+        ] {
+            let (x, xv) = input(&[m, k], dt, -1.0, 1.0, s + 2, dev);
+            let (w, wv) = input(&[n, k], dt, -1.0, 1.0, s + 3, dev);
+            let (b, bv) = input(&[n], dt, -1.0, 1.0, s + 4, dev);
+            for (bias, act) in [
+                (false, Activation::None),
+                (true, Activation::None),
+                (true, Activation::Relu),
+                (false, Activation::GeluTanh),
+            ] {
+                let mut out = poisoned(&[m, n], dt, dev);
+                ops::linear_into(&x, &w, bias.then_some(&b), act, &mut out).unwrap();
+                let want: Vec<f64> = (0..m * n)
+                    .map(|t| {
+                        let (i, j) = (t / n, t % n);
+                        let y = (0..k).map(|p| xv[i * k + p] * wv[j * k + p]).sum::<f64>()
+                            + if bias { bv[j] } else { 0.0 };
+                        match act {
+                            Activation::None => y,
+                            Activation::Relu => y.max(0.0),
+                            Activation::GeluTanh => {
+                                0.5 * y
+                                    * (1.0
+                                        + ((2.0 / std::f64::consts::PI).sqrt()
+                                            * (y + 0.044715 * y * y * y))
+                                            .tanh())
+                            }
+                        }
+                    })
+                    .collect();
+                assert_close(
+                    &format!("linear {dt} {m}x{k}x{n} bias={bias} {act:?}"),
+                    &out.to_vec_f64().unwrap(),
+                    &want,
+                    t * 2.0,
+                );
+            }
+        }
+    }
+    let (a, _) = input(&[3, 4], DType::F32, 0.0, 1.0, s, dev);
+    let e = ops::matmul(&a, &a).unwrap_err().to_string();
+    assert!(e.contains("matmul") && e.contains("[3, 4]"), "{e}");
+});
+
+op_test!(empty_and_scalar_tensors, |dev: &Device| {
+    let e = Tensor::zeros(&[0, 5], DType::F32, dev).unwrap();
+    assert_eq!(ops::exp(&e).unwrap().numel(), 0);
+    assert_eq!(ops::add(&e, &e).unwrap().shape(), &[0, 5]);
+    let sc = Tensor::full(&[], 2.0, DType::F32, dev).unwrap();
+    assert_eq!(ops::mul(&sc, &sc).unwrap().to_vec_f64().unwrap(), vec![4.0]);
+    assert!(Tensor::from_slice(&[1.0f32, 2.0], &[3], dev).is_err());
+});
