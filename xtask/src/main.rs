@@ -34,6 +34,10 @@ enum Task {
     /// results go to target/bench. Fails without a CUDA device: on a GPU-less machine, build the
     /// bundle and run `run.sh bench` on the GPU machine.
     Bench,
+    /// Runs every test, GPU tests included, under compute-sanitizer memcheck and then racecheck
+    /// (needs a CUDA device and compute-sanitizer on PATH; on the GPU machine without Rust use
+    /// `run.sh sanitize` from the bundle).
+    Sanitize,
     /// Installs NVRTC 13.0.88 and the CUDA 13.0.96 headers from PyPI into the gpukit cache
     /// (`<cache>/cuda`), once; later runs find them there.
     SetupCuda,
@@ -49,6 +53,7 @@ fn main() -> Result<()> {
         Task::TestGpu => test_gpu(&root),
         Task::GpuBundle => bundle::build(&root),
         Task::Bench => bench(&root),
+        Task::Sanitize => sanitize(&root),
         Task::SetupCuda => cuda::setup().map(|_| ()),
         Task::Layering => layering(),
     }
@@ -131,6 +136,32 @@ fn bench(root: &Path) -> Result<()> {
     cuda::setup()?;
     require_gpu("bench")?;
     run(root, &cargo(), &["bench", "--workspace"])
+}
+
+fn sanitize(root: &Path) -> Result<()> {
+    cuda::setup()?;
+    require_gpu("sanitize")?;
+    for tool in ["memcheck", "racecheck"] {
+        let runner =
+            format!("compute-sanitizer --tool {tool} --report-api-errors no --error-exitcode 9");
+        eprintln!("$ CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER='{runner}' cargo test ...");
+        let status = Command::new(cargo())
+            .args([
+                "test",
+                "--workspace",
+                "--",
+                "--include-ignored",
+                "--test-threads=1",
+            ])
+            .env("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER", &runner)
+            .current_dir(root)
+            .status()
+            .context("starting cargo test under compute-sanitizer")?;
+        if !status.success() {
+            bail!("compute-sanitizer {tool} reported errors ({status})");
+        }
+    }
+    Ok(())
 }
 
 fn test_gpu(root: &Path) -> Result<()> {

@@ -59,6 +59,14 @@ if [ "$mode" = bench ] || [ "$mode" = all ]; then
     "$b" --bench 2>&1 | tee "$out/bench-$name.log" | tail -n 40
     [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "   bench $name FAILED"; broken=$((broken + 1)); }
   done
+  # Peers (torch) timed on the same cases, in the same run: bench/*.py of the checkout.
+  repo="$(cd "$here/../.." && pwd)"
+  for py in "$repo"/bench/*.py; do
+    [ -f "$py" ] || continue
+    echo "== peer $(basename "$py")"
+    python3 "$py" "$out" 2>&1 | tee "$out/peer-$(basename "$py" .py).log" | tail -n 40
+    [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "   peer $(basename "$py") FAILED"; broken=$((broken + 1)); }
+  done
 fi
 
 if [ "$mode" = sanitize ]; then

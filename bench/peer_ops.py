@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Peer side of gpukit's ops benchmark.
+
+Reads bench-ops.json (written by gpukit-ops/benches/ops.rs in the same run), times torch on the
+same cases the same way (CUDA events, median, same rotation of weights larger than L2), measures
+the ceilings (1 GiB device-to-device copy counting read + write; torch bf16 8192^3 matmul), then
+prints the table and writes bench-ops-table.json and bench-ops.png next to the input.
+
+Usage: python3 bench/peer_ops.py RESULTS_DIR
+"""
+import json
+import os
+import statistics
+import sys
+
+import torch
+import torch.nn.functional as F
+
+
+def time_ms(fn, reps, warm):
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    for i in range(warm):
+        fn(i)
+    times = []
+    for i in range(reps):
+        start.record()
+        fn(i)
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def rand(*shape):
+    return torch.empty(*shape, dtype=torch.bfloat16, device="cuda").uniform_(-1, 1)
+
+
+def peer(case):
+    k, p = case["kind"], case["params"]
+    if k == "matmul":
+        a, b = rand(p["m"], p["k"]), rand(p["k"], p["n"])
+        o = torch.empty(p["m"], p["n"], dtype=torch.bfloat16, device="cuda")
+        return time_ms(lambda i: torch.matmul(a, b, out=o), 20, 5)
+    if k == "linear":
+        x, w = rand(p["m"], p["k"]), rand(p["n"], p["k"])
+        return time_ms(lambda i: F.linear(x, w), 20, 5)
+    if k == "gemv":
+        ws = [rand(p["n"], p["k"]) for _ in range(p["copies"])]
+        x = rand(1, p["k"])
+        return time_ms(lambda i: F.linear(x, ws[i % len(ws)]), 100, 10)
+    if k == "rms_norm":
+        x, w = rand(p["rows"], p["hidden"]), rand(p["hidden"])
+        return time_ms(lambda i: F.rms_norm(x, (p["hidden"],), w, eps=1e-5), 50, 5)
+    if k == "add":
+        a, b = rand(p["n"]), rand(p["n"])
+        o = torch.empty_like(a)
+        return time_ms(lambda i: torch.add(a, b, out=o), 50, 5)
+    if k == "copy":
+        a = rand(p["n"])
+        o = torch.empty_like(a)
+        return time_ms(lambda i: o.copy_(a), 20, 3)
+    raise ValueError(f"unknown case kind {k}")
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else "target/bench"
+    path = os.path.join(out, "bench-ops.json")
+    if not os.path.exists(path):
+        print(f"peer_ops: {path} not found (run the gpukit-ops bench first)")
+        return 1
+    data = json.load(open(path))
+    n = 1 << 29
+    a = rand(n)
+    b = torch.empty_like(a)
+    copy_gbs = 2 * n * 2 / (time_ms(lambda i: b.copy_(a), 20, 3) * 1e-3) / 1e9
+    m = 8192
+    x, y = rand(m, m), rand(m, m)
+    gemm_tflops = 2 * m**3 / (time_ms(lambda i: torch.matmul(x, y), 10, 3) * 1e-3) / 1e12
+    del a, b, x, y
+    rows = []
+    for c in data["cases"]:
+        t = peer(c)
+        compute = c["flops"] > 0 and c["kind"] in ("matmul", "linear")
+        if compute:
+            ours_rate = c["flops"] / (c["ms"] * 1e-3) / 1e12
+            torch_rate = c["flops"] / (t * 1e-3) / 1e12
+            pct = 100 * ours_rate / gemm_tflops
+            unit = "TFLOP/s"
+        else:
+            ours_rate = c["bytes"] / (c["ms"] * 1e-3) / 1e9
+            torch_rate = c["bytes"] / (t * 1e-3) / 1e9
+            pct = 100 * ours_rate / copy_gbs
+            unit = "GB/s"
+        rows.append(dict(name=c["name"], ours_ms=c["ms"], torch_ms=t, ratio=t / c["ms"],
+                         ours_rate=ours_rate, torch_rate=torch_rate, unit=unit, pct_ceiling=pct))
+        torch.cuda.empty_cache()
+    print(f"device: {data['device']}; torch {torch.__version__}; ceilings: copy {copy_gbs:.0f} GB/s "
+          f"(read+write), bf16 GEMM {gemm_tflops:.0f} TFLOP/s (torch 8192^3)")
+    print(f"{'op':<38} {'ours ms':>9} {'torch ms':>9} {'speed-up':>8} {'ours':>9} {'torch':>9} {'unit':>8} {'% ceil':>7}")
+    for r in rows:
+        print(f"{r['name']:<38} {r['ours_ms']:>9.4f} {r['torch_ms']:>9.4f} {r['ratio']:>7.2f}x "
+              f"{r['ours_rate']:>9.1f} {r['torch_rate']:>9.1f} {r['unit']:>8} {r['pct_ceiling']:>6.1f}%")
+    json.dump(dict(device=data["device"], torch=torch.__version__, copy_gbs=copy_gbs,
+                   gemm_tflops=gemm_tflops, rows=rows),
+              open(os.path.join(out, "bench-ops-table.json"), "w"), indent=1)
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(figsize=(10, 0.45 * len(rows) + 1.5))
+        names = [r["name"] for r in rows]
+        ax.barh(names, [r["ratio"] for r in rows], color=["#2a7" if r["ratio"] >= 1 else "#c54" for r in rows])
+        ax.axvline(1.0, color="k", lw=0.8)
+        ax.set_xlabel("speed-up over torch (torch time / gpukit time)")
+        ax.set_title(f"gpukit ops vs torch {torch.__version__} on {data['device']}")
+        ax.invert_yaxis()
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "bench-ops.png"), dpi=110)
+    except ImportError:
+        print("matplotlib not available: no PNG chart")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,209 @@
+//! gpukit-ops benchmark (GPU machine). Times our ops with CUDA events (median over many
+//! repetitions after warm-up, inputs rotated across buffers larger than L2 where the op is
+//! memory-bound), measures the device-to-device copy ceiling, and writes `bench-ops.json` to
+//! `$GPUKIT_BENCH_OUT`. `bench/peer_ops.py` then times torch on the same cases in the same run
+//! and prints the table (ours, torch, ratio, % of ceiling) with a PNG chart.
+
+use gpukit_driver::Event;
+use gpukit_ops::ops::{self, Activation};
+use gpukit_ops::{BinaryOp, DType, Device, Tensor};
+use gpukit_sched::{LanePriority, Runtime};
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Median milliseconds of `f(i)` over `reps` runs (each between two events), after `warm` runs.
+fn time_ms(
+    dev: &Device,
+    reps: usize,
+    warm: usize,
+    mut f: impl FnMut(usize) -> Res<()>,
+) -> Res<f64> {
+    let Device::Cuda(c) = dev else {
+        return Err("CUDA device expected".into());
+    };
+    let d = c.stream().device();
+    let (start, end) = (d.new_event(true)?, d.new_event(true)?);
+    for i in 0..warm {
+        f(i)?;
+    }
+    let mut t = Vec::with_capacity(reps);
+    for i in 0..reps {
+        c.stream().record(&start)?;
+        f(i)?;
+        c.stream().record(&end)?;
+        t.push(f64::from(Event::elapsed_ms(&start, &end)?));
+    }
+    Ok(median(t))
+}
+
+/// Enough copies of a `bytes`-sized input to exceed the 60 MB L2 at least twice over.
+fn rotation(bytes: usize) -> usize {
+    (160usize << 20).div_ceil(bytes.max(1)).clamp(1, 16)
+}
+
+struct Case {
+    name: String,
+    kind: &'static str,
+    params: String,
+    ms: f64,
+    bytes: f64,
+    flops: f64,
+}
+
+fn main() -> Res<()> {
+    let rt = Runtime::with_devices(&[0])?;
+    let dr = rt.device(0)?;
+    let lane = dr.default_tenant().lane(LanePriority::Normal)?;
+    let dev = Device::cuda(&lane)?;
+    let bf = DType::BF16;
+    let mut cases: Vec<Case> = Vec::new();
+
+    // Our strided copy kernel over 1 GiB (the ceiling itself, a plain device copy, is measured
+    // by the peer script with torch in the same run).
+    {
+        let n = 1usize << 29;
+        let a = Tensor::rand(&[n], -1.0, 1.0, bf, 1, &dev)?;
+        let mut b = Tensor::empty(&[n], bf, &dev)?;
+        let ms = time_ms(&dev, 20, 3, |_| Ok(ops::copy_into(&a, &mut b)?))?;
+        cases.push(Case {
+            name: format!("copy bf16 n={n}"),
+            kind: "copy",
+            params: format!("{{\"n\":{n}}}"),
+            ms,
+            bytes: (2 * n * 2) as f64,
+            flops: 0.0,
+        });
+    }
+
+    // bf16 GEMM: square products (torch.matmul) and LLM prefill shapes (linear, weights [n, k]).
+    for (m, k, n) in [(4096usize, 4096usize, 4096usize), (8192, 8192, 8192)] {
+        let a = Tensor::rand(&[m, k], -1.0, 1.0, bf, 2, &dev)?;
+        let b = Tensor::rand(&[k, n], -1.0, 1.0, bf, 3, &dev)?;
+        let mut out = Tensor::empty(&[m, n], bf, &dev)?;
+        let ms = time_ms(&dev, 20, 5, |_| Ok(ops::matmul_into(&a, &b, &mut out)?))?;
+        cases.push(Case {
+            name: format!("gemm bf16 {m}x{k}x{n}"),
+            kind: "matmul",
+            params: format!("{{\"m\":{m},\"k\":{k},\"n\":{n}}}"),
+            ms,
+            bytes: ((m * k + k * n + m * n) * 2) as f64,
+            flops: 2.0 * (m * k * n) as f64,
+        });
+    }
+    for (m, k, n) in [
+        (512usize, 2048usize, 8192usize),
+        (512, 8192, 2048),
+        (2048, 4096, 14336),
+        (2048, 14336, 4096),
+    ] {
+        let x = Tensor::rand(&[m, k], -1.0, 1.0, bf, 4, &dev)?;
+        let w = Tensor::rand(&[n, k], -1.0, 1.0, bf, 5, &dev)?;
+        let mut out = Tensor::empty(&[m, n], bf, &dev)?;
+        let ms = time_ms(&dev, 20, 5, |_| {
+            Ok(ops::linear_into(&x, &w, None, Activation::None, &mut out)?)
+        })?;
+        cases.push(Case {
+            name: format!("linear bf16 prefill {m}x{k}->{n}"),
+            kind: "linear",
+            params: format!("{{\"m\":{m},\"k\":{k},\"n\":{n}}}"),
+            ms,
+            bytes: ((m * k + k * n + m * n) * 2) as f64,
+            flops: 2.0 * (m * k * n) as f64,
+        });
+    }
+
+    // GEMV, M = 1, weights [n, k] rotated so they come from HBM.
+    for (k, n) in [
+        (2048usize, 8192usize),
+        (8192, 2048),
+        (4096, 14336),
+        (14336, 4096),
+        (896, 4864),
+    ] {
+        let wbytes = n * k * 2;
+        let copies = rotation(wbytes);
+        let ws = (0..copies)
+            .map(|i| Tensor::rand(&[n, k], -1.0, 1.0, bf, 10 + i as u64, &dev))
+            .collect::<Result<Vec<_>, _>>()?;
+        let x = Tensor::rand(&[1, k], -1.0, 1.0, bf, 6, &dev)?;
+        let mut out = Tensor::empty(&[1, n], bf, &dev)?;
+        let ms = time_ms(&dev, 100, 10, |i| {
+            Ok(ops::linear_into(
+                &x,
+                &ws[i % copies],
+                None,
+                Activation::None,
+                &mut out,
+            )?)
+        })?;
+        cases.push(Case {
+            name: format!("gemv bf16 M=1 k={k} n={n}"),
+            kind: "gemv",
+            params: format!("{{\"m\":1,\"k\":{k},\"n\":{n},\"copies\":{copies}}}"),
+            ms,
+            bytes: (wbytes + (k + n) * 2) as f64,
+            flops: 2.0 * (k * n) as f64,
+        });
+    }
+
+    // rms_norm and elementwise add, bf16, large enough to stream from HBM.
+    for (rows, hidden) in [(16384usize, 4096usize), (8192, 2048)] {
+        let x = Tensor::rand(&[rows, hidden], -1.0, 1.0, bf, 7, &dev)?;
+        let w = Tensor::rand(&[hidden], 0.5, 1.5, bf, 8, &dev)?;
+        let mut out = Tensor::empty(&[rows, hidden], bf, &dev)?;
+        let ms = time_ms(&dev, 50, 5, |_| {
+            Ok(ops::rms_norm_into(&x, &w, 1e-5, &mut out)?)
+        })?;
+        cases.push(Case {
+            name: format!("rms_norm bf16 {rows}x{hidden}"),
+            kind: "rms_norm",
+            params: format!("{{\"rows\":{rows},\"hidden\":{hidden}}}"),
+            ms,
+            bytes: (2 * rows * hidden * 2) as f64,
+            flops: 0.0,
+        });
+    }
+    for n in [1usize << 26, 1 << 24] {
+        let a = Tensor::rand(&[n], -1.0, 1.0, bf, 9, &dev)?;
+        let b = Tensor::rand(&[n], -1.0, 1.0, bf, 10, &dev)?;
+        let mut out = Tensor::empty(&[n], bf, &dev)?;
+        let ms = time_ms(&dev, 50, 5, |_| {
+            Ok(ops::binary_into(BinaryOp::Add, &a, &b, &mut out)?)
+        })?;
+        cases.push(Case {
+            name: format!("add bf16 n={n}"),
+            kind: "add",
+            params: format!("{{\"n\":{n}}}"),
+            ms,
+            bytes: (3 * n * 2) as f64,
+            flops: 0.0,
+        });
+    }
+
+    println!("{:<44} {:>10} {:>10}", "case", "ms", "GB/s");
+    let rows: Vec<String> = cases
+        .iter()
+        .map(|c| {
+            println!("{:<44} {:>10.4} {:>10.1}", c.name, c.ms, c.bytes / (c.ms * 1e-3) / 1e9);
+            format!(
+                "{{\"name\":\"{}\",\"kind\":\"{}\",\"params\":{},\"ms\":{:.6},\"bytes\":{},\"flops\":{}}}",
+                c.name, c.kind, c.params, c.ms, c.bytes, c.flops
+            )
+        })
+        .collect();
+    let out = std::env::var_os("GPUKIT_BENCH_OUT")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| "target/bench".into());
+    std::fs::create_dir_all(&out)?;
+    let name = dr.device().properties().name.clone();
+    std::fs::write(
+        out.join("bench-ops.json"),
+        format!("{{\"device\":\"{name}\",\"cases\":[{}]}}\n", rows.join(",")),
+    )?;
+    Ok(())
+}
