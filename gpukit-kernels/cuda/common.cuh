@@ -54,7 +54,7 @@ __device__ __forceinline__ void strided_offsets(const StridedIndex& ix, unsigned
 
 // Deterministic block sum: each thread's partial goes to shared memory, then a fixed-order tree.
 // `scratch` holds blockDim.x floats; blockDim.x must be a power of two.
-__device__ __forceinline__ float block_sum(float v, float* scratch) {
+__device__ __forceinline__ float block_sum_tree(float v, float* scratch) {
     scratch[threadIdx.x] = v;
     __syncthreads();
     for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
@@ -78,8 +78,37 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
     return r;
 }
 
+// Elements of T per 16-byte vector.
+template <typename T> struct Vec16 { static const int N = 16 / sizeof(T); };
+
+// Loads/stores 16 bytes as a vector of 16/sizeof(T) elements (pointer 16-byte aligned).
+template <typename T> struct Pack {
+    T v[16 / sizeof(T)];
+};
+template <typename T> __device__ __forceinline__ Pack<T> load16(const T* p) {
+    uint4 raw = *reinterpret_cast<const uint4*>(p);
+    return *reinterpret_cast<Pack<T>*>(&raw);
+}
+template <typename T> __device__ __forceinline__ void store16(T* p, const Pack<T>& x) {
+    *reinterpret_cast<uint4*>(p) = *reinterpret_cast<const uint4*>(&x);
+}
+
 // Warp sum in a fixed butterfly order (deterministic).
 __device__ __forceinline__ float warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
+}
+
+// Deterministic block sum via warp butterflies: each warp reduces in a fixed order, warp results
+// go to shared memory and warp 0 reduces those in a fixed order. `scratch` holds 32 floats.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+    v = warp_sum(v);
+    const unsigned int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    const unsigned int warps = (blockDim.x + 31) >> 5;
+    float r = lane < warps ? scratch[lane] : 0.0f;
+    r = warp_sum(r);
+    __syncthreads();
+    return r;
 }

@@ -100,9 +100,21 @@ __device__ __forceinline__ float scalar_f(int op, float x, float s) {
          i += (unsigned long long)gridDim.x * blockDim.x)
 
 #define ELEMENTWISE_KERNELS(T, NAME)                                                              \
+/* Contiguous: 16-byte vectors (pointers 16-byte aligned; the host checks), scalar tail. */      \
 extern "C" __global__ void binary_##NAME##_contig(int op, const T* __restrict__ a,                 \
         const T* __restrict__ b, T* __restrict__ out, unsigned long long n) {                      \
-    GRID_STRIDE(i, n) out[i] = from_f32<T>(binary_f(op, to_f32(a[i]), to_f32(b[i])));              \
+    const int V = Vec16<T>::N;                                                                     \
+    unsigned long long nv = n / V;                                                                 \
+    GRID_STRIDE(i, nv) {                                                                           \
+        Pack<T> x = load16(a + i * V), y = load16(b + i * V), r;                                   \
+        _Pragma("unroll") for (int j = 0; j < V; ++j)                                              \
+            r.v[j] = from_f32<T>(binary_f(op, to_f32(x.v[j]), to_f32(y.v[j])));                    \
+        store16(out + i * V, r);                                                                   \
+    }                                                                                              \
+    GRID_STRIDE(t, n - nv * V) {                                                                   \
+        unsigned long long i = nv * V + t;                                                         \
+        out[i] = from_f32<T>(binary_f(op, to_f32(a[i]), to_f32(b[i])));                            \
+    }                                                                                              \
 }                                                                                                  \
 extern "C" __global__ void binary_##NAME##_strided(int op, const T* __restrict__ a,                \
         const T* __restrict__ b, T* __restrict__ out, unsigned long long n, StridedIndex ix) {      \
@@ -114,7 +126,18 @@ extern "C" __global__ void binary_##NAME##_strided(int op, const T* __restrict__
 }                                                                                                  \
 extern "C" __global__ void unary_##NAME##_contig(int op, const T* __restrict__ x,                  \
         T* __restrict__ out, unsigned long long n) {                                               \
-    GRID_STRIDE(i, n) out[i] = from_f32<T>(unary_f(op, to_f32(x[i])));                             \
+    const int V = Vec16<T>::N;                                                                     \
+    unsigned long long nv = n / V;                                                                 \
+    GRID_STRIDE(i, nv) {                                                                           \
+        Pack<T> v = load16(x + i * V), r;                                                          \
+        _Pragma("unroll") for (int j = 0; j < V; ++j)                                              \
+            r.v[j] = from_f32<T>(unary_f(op, to_f32(v.v[j])));                                     \
+        store16(out + i * V, r);                                                                   \
+    }                                                                                              \
+    GRID_STRIDE(t, n - nv * V) {                                                                   \
+        unsigned long long i = nv * V + t;                                                         \
+        out[i] = from_f32<T>(unary_f(op, to_f32(x[i])));                                           \
+    }                                                                                              \
 }                                                                                                  \
 extern "C" __global__ void unary_##NAME##_strided(int op, const T* __restrict__ x,                 \
         T* __restrict__ out, unsigned long long n, StridedIndex ix) {                               \

@@ -10,11 +10,8 @@
 #include "common.cuh"
 
 #define GEMV_MAX_M 8
-
-template <typename T> struct Vec16;
-template <> struct Vec16<float> { static const int N = 4; };
-template <> struct Vec16<f16> { static const int N = 8; };
-template <> struct Vec16<bf16> { static const int N = 8; };
+// 16-byte weight loads each lane issues before using any of them (memory-level parallelism).
+#define GEMV_UNROLL 4
 
 template <typename T, bool VEC>
 __device__ __forceinline__ void gemv_impl(const T* __restrict__ x, const T* __restrict__ w,
@@ -29,19 +26,28 @@ __device__ __forceinline__ void gemv_impl(const T* __restrict__ x, const T* __re
     for (int m = 0; m < GEMV_MAX_M; ++m) acc[m] = 0.0f;
     if (VEC) {
         const int V = Vec16<T>::N;
-#pragma unroll 4
-        for (unsigned int k = lane * V; k < K; k += 32 * V) {
-            uint4 wv = *reinterpret_cast<const uint4*>(wr + k);
-            const T* wt = reinterpret_cast<const T*>(&wv);
+        const unsigned int step = 32 * V;
+        for (unsigned int k0 = lane * V; k0 < K; k0 += step * GEMV_UNROLL) {
+            Pack<T> wv[GEMV_UNROLL];
 #pragma unroll
-            for (int m = 0; m < GEMV_MAX_M; ++m) {
-                if (m < (int)M) {
-                    uint4 xv = *reinterpret_cast<const uint4*>(x + (unsigned long long)m * K + k);
-                    const T* xt = reinterpret_cast<const T*>(&xv);
-                    float s = 0.0f;
+            for (int u = 0; u < GEMV_UNROLL; ++u) {
+                const unsigned int k = k0 + u * step;
+                if (k < K) wv[u] = load16(wr + k);
+            }
 #pragma unroll
-                    for (int j = 0; j < V; ++j) s = fmaf(to_f32(xt[j]), to_f32(wt[j]), s);
-                    acc[m] += s;
+            for (int u = 0; u < GEMV_UNROLL; ++u) {
+                const unsigned int k = k0 + u * step;
+                if (k < K) {
+#pragma unroll
+                    for (int m = 0; m < GEMV_MAX_M; ++m) {
+                        if (m < (int)M) {
+                            Pack<T> xv = load16(x + (unsigned long long)m * K + k);
+                            float s = 0.0f;
+#pragma unroll
+                            for (int j = 0; j < V; ++j) s = fmaf(to_f32(xv.v[j]), to_f32(wv[u].v[j]), s);
+                            acc[m] += s;
+                        }
+                    }
                 }
             }
         }

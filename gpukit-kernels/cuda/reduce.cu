@@ -103,7 +103,7 @@ extern "C" __global__ void softmax_##NAME##_rows(const T* __restrict__ x, T* __r
     m = block_reduce(R_MAX, m, scratch);                                                           \
     float s = 0.0f;                                                                                \
     for (unsigned int i = threadIdx.x; i < len; i += blockDim.x) s += expf(to_f32(x[base + i]) - m); \
-    s = block_sum(s, scratch);                                                                     \
+    s = block_sum_tree(s, scratch);                                                                     \
     float ls = logf(s), inv = 1.0f / s;                                                            \
     for (unsigned int i = threadIdx.x; i < len; i += blockDim.x) {                                 \
         float v = to_f32(x[base + i]) - m;                                                         \

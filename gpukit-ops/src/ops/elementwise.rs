@@ -11,6 +11,32 @@ use crate::layout::broadcast_shapes;
 use crate::tensor::Tensor;
 use crate::{Error, Result};
 
+/// Whether the `_contig` kernels (16-byte vector loads) apply: every operand dense and 16-byte
+/// aligned.
+fn vectorizable(ts: &[&Tensor]) -> Result<bool> {
+    for t in ts {
+        if !t.is_contiguous() || dptr(t)?.0 % 16 != 0 {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Grid for `n` elements; the contiguous kernels handle 16 bytes per thread and step.
+fn elementwise_config(
+    n: usize,
+    contiguous: bool,
+    dtype: DType,
+    c: &crate::device::CudaDevice,
+) -> gpukit_driver::LaunchConfig {
+    let per_thread = if contiguous {
+        16 / dtype.size_in_bytes()
+    } else {
+        1
+    };
+    launch::elementwise(n.div_ceil(per_thread), c.props())
+}
+
 fn float_only(op: &'static str, t: &Tensor) -> Result<()> {
     if t.dtype().is_float() {
         Ok(())
@@ -76,10 +102,7 @@ pub fn binary_into(op: BinaryOp, a: &Tensor, b: &Tensor, out: &mut Tensor) -> Re
         Device::Cpu => cpu_map(out, &shape, &[a, b], |v| op.apply(v[0], v[1])),
         Device::Cuda(_) => {
             let c = cuda(&dev)?;
-            let contiguous = a.shape() == b.shape()
-                && a.is_contiguous()
-                && b.is_contiguous()
-                && out.is_contiguous();
+            let contiguous = a.shape() == b.shape() && vectorizable(&[a, b, out])?;
             let mut args = KernelArgs::new()
                 .arg(op as i32)
                 .arg(dptr(a)?)
@@ -95,7 +118,13 @@ pub fn binary_into(op: BinaryOp, a: &Tensor, b: &Tensor, out: &mut Tensor) -> Re
             };
             // SAFETY: pointers address the operands' storage; the strided index (or contiguity)
             // keeps every access inside their layouts' spans.
-            unsafe { c.launch(kernel, &launch::elementwise(n, c.props()), &args) }
+            unsafe {
+                c.launch(
+                    kernel,
+                    &elementwise_config(n, contiguous, a.dtype(), c),
+                    &args,
+                )
+            }
         }
     }
 }
@@ -147,7 +176,7 @@ pub fn unary_into(op: UnaryOp, x: &Tensor, out: &mut Tensor) -> Result<()> {
     match &dev {
         Device::Cpu => cpu_map(out, x.shape(), &[x], |v| op.apply(v[0])),
         Device::Cuda(c) => {
-            let contiguous = x.is_contiguous() && out.is_contiguous();
+            let contiguous = vectorizable(&[x, out])?;
             let mut args = KernelArgs::new()
                 .arg(op as i32)
                 .arg(dptr(x)?)
@@ -161,7 +190,13 @@ pub fn unary_into(op: UnaryOp, x: &Tensor, out: &mut Tensor) -> Result<()> {
                 contiguous,
             };
             // SAFETY: as in `binary_into`.
-            unsafe { c.launch(kernel, &launch::elementwise(n, c.props()), &args) }
+            unsafe {
+                c.launch(
+                    kernel,
+                    &elementwise_config(n, contiguous, x.dtype(), c),
+                    &args,
+                )
+            }
         }
     }
 }
@@ -369,6 +404,17 @@ pub fn copy_into(x: &Tensor, out: &mut Tensor) -> Result<()> {
             Ok(())
         }
         Device::Cuda(c) => {
+            if x.is_contiguous() && out.is_contiguous() {
+                // SAFETY: both ranges are n elements of their tensors' storage on the lane's
+                // device, and do not overlap (`check_out` refused shared storage).
+                return Ok(unsafe {
+                    c.stream().memcpy_dtod_async(
+                        dptr(out)?,
+                        dptr(x)?,
+                        n * x.dtype().size_in_bytes(),
+                    )
+                }?);
+            }
             let args = KernelArgs::new()
                 .arg(dptr(x)?)
                 .arg(dptr(out)?)
