@@ -59,10 +59,12 @@ __device__ __forceinline__ float unary_f(int op, float x) {
         case U_SIGMOID: return 1.0f / (1.0f + expf(-x));
         case U_RELU: return x > 0.0f ? x : 0.0f;
         case U_RELU2: { float r = x > 0.0f ? x : 0.0f; return r * r; }
-        case U_GELU_ERF: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+        // Written without 1 + (-1 + tiny) cancellation for negative x:
+        // 0.5·x·(1 + erf(x/√2)) = 0.5·x·erfc(-x/√2) and 0.5·x·(1 + tanh u) = x·sigmoid(2u).
+        case U_GELU_ERF: return 0.5f * x * erfcf(-x * 0.70710678118654752f);
         case U_GELU_TANH: {
             float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
-            return 0.5f * x * (1.0f + tanhf(u));
+            return x / (1.0f + expf(-2.0f * u));
         }
         case U_SILU: return x / (1.0f + expf(-x));
         case U_SQUARE: return x * x;

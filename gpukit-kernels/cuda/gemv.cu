@@ -1,12 +1,13 @@
 // GEMV for the decode path: out[m, n] = sum_k x[m, k] * w[n, k] (+ bias[n]) for M <= 8 rows of
 // x, weights stored [N, K] (a linear layer's natural layout).
 //
-// Memory-bound: every weight byte is read once. One warp per output column n: each lane reads
-// VEC consecutive weights per step as one 16-byte load (8 bf16/f16 or 4 f32), the warp covers
-// 32 * VEC weights per step, and the loop is unrolled so several loads are in flight. x (M x K,
-// small) is read through L1/L2. Partial sums are combined with a fixed butterfly (warp_sum), so
-// the result is deterministic. `_vec` needs K % VEC == 0 and 16-byte aligned rows; the plain
-// variant handles any K.
+// Memory-bound: every weight byte is read once. A 256-thread block computes R output columns,
+// each by W = 8 / R warps that split K between them (R is chosen on the host so every SM is
+// full). Each lane issues GEMV_UNROLL 16-byte weight loads (8 bf16/f16 or 4 f32) before using
+// any, so many loads are in flight. x (M x K, small) is read through L1. Per-warp partial sums
+// are combined with a fixed butterfly (warp_sum) and then across the row's warps in a fixed
+// order, so the result is deterministic for a given R. `_vec` needs K % VEC == 0 and 16-byte
+// aligned rows; the plain variant handles any K.
 #include "common.cuh"
 
 #define GEMV_MAX_M 8
@@ -16,71 +17,80 @@
 template <typename T, bool VEC>
 __device__ __forceinline__ void gemv_impl(const T* __restrict__ x, const T* __restrict__ w,
                                           const T* __restrict__ bias, T* __restrict__ out,
-                                          unsigned int M, unsigned int N, unsigned int K) {
-    const unsigned int lane = threadIdx.x & 31;
-    const unsigned long long n = (blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x) >> 5;
-    if (n >= N) return;
-    const T* wr = w + n * K;
+                                          unsigned int M, unsigned int N, unsigned int K,
+                                          unsigned int R) {
+    __shared__ float part[8][GEMV_MAX_M];
+    const unsigned int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const unsigned int W = 8 / R;
+    const unsigned int r = warp / W, wi = warp % W;
+    const unsigned long long n = (unsigned long long)blockIdx.x * R + r;
     float acc[GEMV_MAX_M];
 #pragma unroll
     for (int m = 0; m < GEMV_MAX_M; ++m) acc[m] = 0.0f;
-    if (VEC) {
-        const int V = Vec16<T>::N;
-        const unsigned int step = 32 * V;
-        for (unsigned int k0 = lane * V; k0 < K; k0 += step * GEMV_UNROLL) {
-            Pack<T> wv[GEMV_UNROLL];
+    if (n < N) {
+        const T* wr = w + n * K;
+        if (VEC) {
+            const int V = Vec16<T>::N;
+            const unsigned int step = W * 32 * V;
+            for (unsigned int k0 = (wi * 32 + lane) * V; k0 < K; k0 += step * GEMV_UNROLL) {
+                Pack<T> wv[GEMV_UNROLL];
 #pragma unroll
-            for (int u = 0; u < GEMV_UNROLL; ++u) {
-                const unsigned int k = k0 + u * step;
-                if (k < K) wv[u] = load16(wr + k);
-            }
+                for (int u = 0; u < GEMV_UNROLL; ++u) {
+                    const unsigned int k = k0 + u * step;
+                    if (k < K) wv[u] = load16(wr + k);
+                }
 #pragma unroll
-            for (int u = 0; u < GEMV_UNROLL; ++u) {
-                const unsigned int k = k0 + u * step;
-                if (k < K) {
+                for (int u = 0; u < GEMV_UNROLL; ++u) {
+                    const unsigned int k = k0 + u * step;
+                    if (k < K) {
 #pragma unroll
-                    for (int m = 0; m < GEMV_MAX_M; ++m) {
-                        if (m < (int)M) {
-                            Pack<T> xv = load16(x + (unsigned long long)m * K + k);
-                            float s = 0.0f;
+                        for (int m = 0; m < GEMV_MAX_M; ++m) {
+                            if (m < (int)M) {
+                                Pack<T> xv = load16(x + (unsigned long long)m * K + k);
+                                float s = 0.0f;
 #pragma unroll
-                            for (int j = 0; j < V; ++j) s = fmaf(to_f32(xv.v[j]), to_f32(wv[u].v[j]), s);
-                            acc[m] += s;
+                                for (int j = 0; j < V; ++j) s = fmaf(to_f32(xv.v[j]), to_f32(wv[u].v[j]), s);
+                                acc[m] += s;
+                            }
                         }
                     }
                 }
             }
-        }
-    } else {
-        for (unsigned int k = lane; k < K; k += 32) {
-            float wk = to_f32(wr[k]);
+        } else {
+            for (unsigned int k = wi * 32 + lane; k < K; k += W * 32) {
+                float wk = to_f32(wr[k]);
 #pragma unroll
-            for (int m = 0; m < GEMV_MAX_M; ++m)
-                if (m < (int)M) acc[m] = fmaf(to_f32(x[(unsigned long long)m * K + k]), wk, acc[m]);
+                for (int m = 0; m < GEMV_MAX_M; ++m)
+                    if (m < (int)M) acc[m] = fmaf(to_f32(x[(unsigned long long)m * K + k]), wk, acc[m]);
+            }
         }
     }
 #pragma unroll
     for (int m = 0; m < GEMV_MAX_M; ++m) {
         if (m < (int)M) {
             float s = warp_sum(acc[m]);
-            if (lane == 0) {
-                if (bias) s += to_f32(bias[n]);
-                out[(unsigned long long)m * N + n] = from_f32<T>(s);
-            }
+            if (lane == 0) part[warp][m] = s;
         }
+    }
+    __syncthreads();
+    if (wi == 0 && lane < M && n < N) {
+        float s = 0.0f;
+        for (unsigned int j = 0; j < W; ++j) s += part[r * W + j][lane];
+        if (bias) s += to_f32(bias[n]);
+        out[(unsigned long long)lane * N + n] = from_f32<T>(s);
     }
 }
 
 #define GEMV_KERNELS(T, NAME)                                                                      \
 extern "C" __global__ void gemv_##NAME(const T* __restrict__ x, const T* __restrict__ w,           \
         const T* __restrict__ bias, T* __restrict__ out, unsigned int M, unsigned int N,           \
-        unsigned int K) {                                                                          \
-    gemv_impl<T, false>(x, w, bias, out, M, N, K);                                                 \
+        unsigned int K, unsigned int R) {                                                          \
+    gemv_impl<T, false>(x, w, bias, out, M, N, K, R);                                              \
 }                                                                                                  \
 extern "C" __global__ void gemv_##NAME##_vec(const T* __restrict__ x, const T* __restrict__ w,     \
         const T* __restrict__ bias, T* __restrict__ out, unsigned int M, unsigned int N,           \
-        unsigned int K) {                                                                          \
-    gemv_impl<T, true>(x, w, bias, out, M, N, K);                                                  \
+        unsigned int K, unsigned int R) {                                                          \
+    gemv_impl<T, true>(x, w, bias, out, M, N, K, R);                                               \
 }
 
 GEMV_KERNELS(float, f32)

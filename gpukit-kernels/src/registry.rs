@@ -274,14 +274,37 @@ pub mod launch {
         Ok(LaunchConfig::new(grid, BLOCK))
     }
 
+    /// rms_norm rows: one block per row, with just enough threads (a power of two, 32 to 256)
+    /// for each to hold at most four 16-byte vectors of the row, so short rows make short,
+    /// numerous blocks instead of mostly idle wide ones.
+    pub fn norm_rows(rows: usize, hidden: usize, elem_bytes: usize) -> Result<LaunchConfig> {
+        let nvec = hidden.div_ceil(16 / elem_bytes.max(1));
+        let threads = nvec
+            .div_ceil(4)
+            .next_power_of_two()
+            .clamp(32, BLOCK as usize) as u32;
+        let grid = u32::try_from(rows.max(1))
+            .map_err(|_| Error::InvalidArgument(format!("{rows} rows exceed the grid limit")))?;
+        Ok(LaunchConfig::new(grid, threads))
+    }
+
     /// One thread per item.
     pub fn threads(items: usize) -> Result<LaunchConfig> {
         Ok(LaunchConfig::for_elements(items, BLOCK)?)
     }
 
-    /// GEMV: one warp per output column, 8 warps per block.
-    pub fn gemv(n: usize) -> Result<LaunchConfig> {
-        Ok(LaunchConfig::for_elements(n.saturating_mul(32), BLOCK)?)
+    /// GEMV: 256-thread blocks of `rows` output columns each (`8 / rows` warps per column,
+    /// splitting K). `rows` is the largest of 8, 4, 2, 1 that still gives every SM a full load of
+    /// blocks, so short outputs spread over the whole GPU. Returns the launch and `rows`.
+    pub fn gemv(n: usize, props: &DeviceProperties) -> Result<(LaunchConfig, u32)> {
+        let full = props.multiprocessor_count as usize * (2048 / BLOCK as usize);
+        let rows = [8u32, 4, 2, 1]
+            .into_iter()
+            .find(|&r| n.div_ceil(r as usize) >= full)
+            .unwrap_or(1);
+        let grid = u32::try_from(n.div_ceil(rows as usize).max(1))
+            .map_err(|_| Error::InvalidArgument(format!("{n} GEMV outputs exceed the grid")))?;
+        Ok((LaunchConfig::new(grid, BLOCK), rows))
     }
 }
 

@@ -317,6 +317,7 @@ pub fn linear_into(
                 let per16 = 16 / dt.size_in_bytes();
                 let aligned = [dptr(&x)?, dptr(&w)?].iter().all(|p| p.0 % 16 == 0);
                 let vectorized = k % per16 == 0 && aligned;
+                let (cfg, rows) = launch::gemv(n, c.props())?;
                 let args = KernelArgs::new()
                     .arg(dptr(&x)?)
                     .arg(dptr(&w)?)
@@ -324,7 +325,8 @@ pub fn linear_into(
                     .arg(dptr(out)?)
                     .arg(u32_dim("linear", m)?)
                     .arg(u32_dim("linear", n)?)
-                    .arg(u32_dim("linear", k)?);
+                    .arg(u32_dim("linear", k)?)
+                    .arg(rows);
                 let kernel = Kernel::Gemv {
                     dtype: dt,
                     vectorized,
@@ -332,7 +334,7 @@ pub fn linear_into(
                 // SAFETY: x holds m·k, w n·k, out m·n elements, bias n (or null, unread);
                 // the vector variant only when k is a multiple of the 16-byte width and rows
                 // are 16-byte aligned.
-                return unsafe { c.launch(kernel, &launch::gemv(n)?, &args) };
+                return unsafe { c.launch(kernel, &cfg, &args) };
             }
             let epilogue = match act {
                 Activation::None => Epilogue::None,

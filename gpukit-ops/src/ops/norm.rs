@@ -86,7 +86,13 @@ pub fn rms_norm_into(x: &Tensor, w: &Tensor, eps: f32, out: &mut Tensor) -> Resu
                 .arg(u32_dim("rms_norm", hidden)?)
                 .arg(eps);
             // SAFETY: x and out hold rows·hidden elements, w hidden.
-            unsafe { c.launch(Kernel::RmsNorm(x.dtype()), &launch::rows(rows)?, &args) }
+            unsafe {
+                c.launch(
+                    Kernel::RmsNorm(x.dtype()),
+                    &launch::norm_rows(rows, hidden, x.dtype().size_in_bytes())?,
+                    &args,
+                )
+            }
         }
     }
 }
@@ -187,7 +193,13 @@ pub fn add_rms_norm_into(
                 .arg(u32_dim("add_rms_norm", hidden)?)
                 .arg(eps);
             // SAFETY: x, residual, out and residual_out hold rows·hidden elements, w hidden.
-            unsafe { c.launch(Kernel::AddRmsNorm(x.dtype()), &launch::rows(rows)?, &args) }
+            unsafe {
+                c.launch(
+                    Kernel::AddRmsNorm(x.dtype()),
+                    &launch::norm_rows(rows, hidden, x.dtype().size_in_bytes())?,
+                    &args,
+                )
+            }
         }
     }
 }
