@@ -17,18 +17,23 @@ import torch
 import torch.nn.functional as F
 
 
-def time_ms(fn, reps, warm):
+def time_ms(fn, trials, batch, warm):
+    """Milliseconds per call: `batch` calls back to back between two events, median over
+    `trials` batches (the same method as the Rust side)."""
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
     for i in range(warm):
         fn(i)
     times = []
-    for i in range(reps):
+    i = warm
+    for _ in range(trials):
         start.record()
-        fn(i)
+        for _ in range(batch):
+            fn(i)
+            i += 1
         end.record()
         end.synchronize()
-        times.append(start.elapsed_time(end))
+        times.append(start.elapsed_time(end) / batch)
     return statistics.median(times)
 
 
@@ -41,25 +46,25 @@ def peer(case):
     if k == "matmul":
         a, b = rand(p["m"], p["k"]), rand(p["k"], p["n"])
         o = torch.empty(p["m"], p["n"], dtype=torch.bfloat16, device="cuda")
-        return time_ms(lambda i: torch.matmul(a, b, out=o), 20, 5)
+        return time_ms(lambda i: torch.matmul(a, b, out=o), 10, 10, 5)
     if k == "linear":
         x, w = rand(p["m"], p["k"]), rand(p["n"], p["k"])
-        return time_ms(lambda i: F.linear(x, w), 20, 5)
+        return time_ms(lambda i: F.linear(x, w), 10, 10, 5)
     if k == "gemv":
         ws = [rand(p["n"], p["k"]) for _ in range(p["copies"])]
         x = rand(1, p["k"])
-        return time_ms(lambda i: F.linear(x, ws[i % len(ws)]), 100, 10)
+        return time_ms(lambda i: F.linear(x, ws[i % len(ws)]), 20, 50, 10)
     if k == "rms_norm":
         x, w = rand(p["rows"], p["hidden"]), rand(p["hidden"])
-        return time_ms(lambda i: F.rms_norm(x, (p["hidden"],), w, eps=1e-5), 50, 5)
+        return time_ms(lambda i: F.rms_norm(x, (p["hidden"],), w, eps=1e-5), 20, 20, 5)
     if k == "add":
         a, b = rand(p["n"]), rand(p["n"])
         o = torch.empty_like(a)
-        return time_ms(lambda i: torch.add(a, b, out=o), 50, 5)
+        return time_ms(lambda i: torch.add(a, b, out=o), 20, 20, 5)
     if k == "copy":
         a = rand(p["n"])
         o = torch.empty_like(a)
-        return time_ms(lambda i: o.copy_(a), 20, 3)
+        return time_ms(lambda i: o.copy_(a), 10, 5, 3)
     raise ValueError(f"unknown case kind {k}")
 
 
@@ -73,10 +78,10 @@ def main():
     n = 1 << 29
     a = rand(n)
     b = torch.empty_like(a)
-    copy_gbs = 2 * n * 2 / (time_ms(lambda i: b.copy_(a), 20, 3) * 1e-3) / 1e9
+    copy_gbs = 2 * n * 2 / (time_ms(lambda i: b.copy_(a), 10, 5, 3) * 1e-3) / 1e9
     m = 8192
     x, y = rand(m, m), rand(m, m)
-    gemm_tflops = 2 * m**3 / (time_ms(lambda i: torch.matmul(x, y), 10, 3) * 1e-3) / 1e12
+    gemm_tflops = 2 * m**3 / (time_ms(lambda i: torch.matmul(x, y), 5, 5, 3) * 1e-3) / 1e12
     del a, b, x, y
     rows = []
     for c in data["cases"]:

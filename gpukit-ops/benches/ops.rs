@@ -16,10 +16,13 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Median milliseconds of `f(i)` over `reps` runs (each between two events), after `warm` runs.
+/// Milliseconds per call of `f(i)`: `batch` calls back to back between two events (so the GPU
+/// stays busy and host launch cost is hidden as it is in a real pipeline), median over `trials`
+/// batches, after `warm` calls. `i` counts every call, for rotating inputs.
 fn time_ms(
     dev: &Device,
-    reps: usize,
+    trials: usize,
+    batch: usize,
     warm: usize,
     mut f: impl FnMut(usize) -> Res<()>,
 ) -> Res<f64> {
@@ -31,12 +34,16 @@ fn time_ms(
     for i in 0..warm {
         f(i)?;
     }
-    let mut t = Vec::with_capacity(reps);
-    for i in 0..reps {
+    let mut t = Vec::with_capacity(trials);
+    let mut i = warm;
+    for _ in 0..trials {
         c.stream().record(&start)?;
-        f(i)?;
+        for _ in 0..batch {
+            f(i)?;
+            i += 1;
+        }
         c.stream().record(&end)?;
-        t.push(f64::from(Event::elapsed_ms(&start, &end)?));
+        t.push(f64::from(Event::elapsed_ms(&start, &end)?) / batch as f64);
     }
     Ok(median(t))
 }
@@ -69,7 +76,7 @@ fn main() -> Res<()> {
         let n = 1usize << 29;
         let a = Tensor::rand(&[n], -1.0, 1.0, bf, 1, &dev)?;
         let mut b = Tensor::empty(&[n], bf, &dev)?;
-        let ms = time_ms(&dev, 20, 3, |_| Ok(ops::copy_into(&a, &mut b)?))?;
+        let ms = time_ms(&dev, 10, 5, 3, |_| Ok(ops::copy_into(&a, &mut b)?))?;
         cases.push(Case {
             name: format!("copy bf16 n={n}"),
             kind: "copy",
@@ -85,7 +92,7 @@ fn main() -> Res<()> {
         let a = Tensor::rand(&[m, k], -1.0, 1.0, bf, 2, &dev)?;
         let b = Tensor::rand(&[k, n], -1.0, 1.0, bf, 3, &dev)?;
         let mut out = Tensor::empty(&[m, n], bf, &dev)?;
-        let ms = time_ms(&dev, 20, 5, |_| Ok(ops::matmul_into(&a, &b, &mut out)?))?;
+        let ms = time_ms(&dev, 10, 10, 5, |_| Ok(ops::matmul_into(&a, &b, &mut out)?))?;
         cases.push(Case {
             name: format!("gemm bf16 {m}x{k}x{n}"),
             kind: "matmul",
@@ -104,7 +111,7 @@ fn main() -> Res<()> {
         let x = Tensor::rand(&[m, k], -1.0, 1.0, bf, 4, &dev)?;
         let w = Tensor::rand(&[n, k], -1.0, 1.0, bf, 5, &dev)?;
         let mut out = Tensor::empty(&[m, n], bf, &dev)?;
-        let ms = time_ms(&dev, 20, 5, |_| {
+        let ms = time_ms(&dev, 10, 10, 5, |_| {
             Ok(ops::linear_into(&x, &w, None, Activation::None, &mut out)?)
         })?;
         cases.push(Case {
@@ -132,7 +139,7 @@ fn main() -> Res<()> {
             .collect::<Result<Vec<_>, _>>()?;
         let x = Tensor::rand(&[1, k], -1.0, 1.0, bf, 6, &dev)?;
         let mut out = Tensor::empty(&[1, n], bf, &dev)?;
-        let ms = time_ms(&dev, 100, 10, |i| {
+        let ms = time_ms(&dev, 20, 50, 10, |i| {
             Ok(ops::linear_into(
                 &x,
                 &ws[i % copies],
@@ -156,7 +163,7 @@ fn main() -> Res<()> {
         let x = Tensor::rand(&[rows, hidden], -1.0, 1.0, bf, 7, &dev)?;
         let w = Tensor::rand(&[hidden], 0.5, 1.5, bf, 8, &dev)?;
         let mut out = Tensor::empty(&[rows, hidden], bf, &dev)?;
-        let ms = time_ms(&dev, 50, 5, |_| {
+        let ms = time_ms(&dev, 20, 20, 5, |_| {
             Ok(ops::rms_norm_into(&x, &w, 1e-5, &mut out)?)
         })?;
         cases.push(Case {
@@ -172,7 +179,7 @@ fn main() -> Res<()> {
         let a = Tensor::rand(&[n], -1.0, 1.0, bf, 9, &dev)?;
         let b = Tensor::rand(&[n], -1.0, 1.0, bf, 10, &dev)?;
         let mut out = Tensor::empty(&[n], bf, &dev)?;
-        let ms = time_ms(&dev, 50, 5, |_| {
+        let ms = time_ms(&dev, 20, 20, 5, |_| {
             Ok(ops::binary_into(BinaryOp::Add, &a, &b, &mut out)?)
         })?;
         cases.push(Case {
