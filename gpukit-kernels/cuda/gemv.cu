@@ -11,10 +11,19 @@
 #include "common.cuh"
 
 #define GEMV_MAX_M 8
-// 16-byte weight loads each lane issues before using any of them (memory-level parallelism).
-#define GEMV_UNROLL 4
 
-template <typename T, bool VEC>
+// A 16-byte weight load marked streaming (evict-first): weights are read once per step.
+template <typename T> __device__ __forceinline__ Pack<T> load16_stream(const T* p) {
+    uint4 r;
+    asm("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+    return *reinterpret_cast<Pack<T>*>(&r);
+}
+
+// MAXM: rows of x handled (1 for the decode fast path, GEMV_MAX_M otherwise); UNROLL: 16-byte
+// weight loads each lane issues before using any of them (memory-level parallelism; fewer
+// accumulators for MAXM = 1 leave registers for more loads in flight).
+template <typename T, bool VEC, int MAXM, int UNROLL>
 __device__ __forceinline__ void gemv_impl(const T* __restrict__ x, const T* __restrict__ w,
                                           const T* __restrict__ bias, T* __restrict__ out,
                                           unsigned int M, unsigned int N, unsigned int K,
@@ -24,27 +33,27 @@ __device__ __forceinline__ void gemv_impl(const T* __restrict__ x, const T* __re
     const unsigned int W = 8 / R;
     const unsigned int r = warp / W, wi = warp % W;
     const unsigned long long n = (unsigned long long)blockIdx.x * R + r;
-    float acc[GEMV_MAX_M];
+    float acc[MAXM];
 #pragma unroll
-    for (int m = 0; m < GEMV_MAX_M; ++m) acc[m] = 0.0f;
+    for (int m = 0; m < MAXM; ++m) acc[m] = 0.0f;
     if (n < N) {
         const T* wr = w + n * K;
         if (VEC) {
             const int V = Vec16<T>::N;
             const unsigned int step = W * 32 * V;
-            for (unsigned int k0 = (wi * 32 + lane) * V; k0 < K; k0 += step * GEMV_UNROLL) {
-                Pack<T> wv[GEMV_UNROLL];
+            for (unsigned int k0 = (wi * 32 + lane) * V; k0 < K; k0 += step * UNROLL) {
+                Pack<T> wv[UNROLL];
 #pragma unroll
-                for (int u = 0; u < GEMV_UNROLL; ++u) {
+                for (int u = 0; u < UNROLL; ++u) {
                     const unsigned int k = k0 + u * step;
-                    if (k < K) wv[u] = load16(wr + k);
+                    if (k < K) wv[u] = load16_stream(wr + k);
                 }
 #pragma unroll
-                for (int u = 0; u < GEMV_UNROLL; ++u) {
+                for (int u = 0; u < UNROLL; ++u) {
                     const unsigned int k = k0 + u * step;
                     if (k < K) {
 #pragma unroll
-                        for (int m = 0; m < GEMV_MAX_M; ++m) {
+                        for (int m = 0; m < MAXM; ++m) {
                             if (m < (int)M) {
                                 Pack<T> xv = load16(x + (unsigned long long)m * K + k);
                                 float s = 0.0f;
@@ -60,13 +69,13 @@ __device__ __forceinline__ void gemv_impl(const T* __restrict__ x, const T* __re
             for (unsigned int k = wi * 32 + lane; k < K; k += W * 32) {
                 float wk = to_f32(wr[k]);
 #pragma unroll
-                for (int m = 0; m < GEMV_MAX_M; ++m)
+                for (int m = 0; m < MAXM; ++m)
                     if (m < (int)M) acc[m] = fmaf(to_f32(x[(unsigned long long)m * K + k]), wk, acc[m]);
             }
         }
     }
 #pragma unroll
-    for (int m = 0; m < GEMV_MAX_M; ++m) {
+    for (int m = 0; m < MAXM; ++m) {
         if (m < (int)M) {
             float s = warp_sum(acc[m]);
             if (lane == 0) part[warp][m] = s;
@@ -85,12 +94,18 @@ __device__ __forceinline__ void gemv_impl(const T* __restrict__ x, const T* __re
 extern "C" __global__ void gemv_##NAME(const T* __restrict__ x, const T* __restrict__ w,           \
         const T* __restrict__ bias, T* __restrict__ out, unsigned int M, unsigned int N,           \
         unsigned int K, unsigned int R) {                                                          \
-    gemv_impl<T, false>(x, w, bias, out, M, N, K, R);                                              \
+    gemv_impl<T, false, GEMV_MAX_M, 1>(x, w, bias, out, M, N, K, R);                               \
 }                                                                                                  \
 extern "C" __global__ void gemv_##NAME##_vec(const T* __restrict__ x, const T* __restrict__ w,     \
         const T* __restrict__ bias, T* __restrict__ out, unsigned int M, unsigned int N,           \
         unsigned int K, unsigned int R) {                                                          \
-    gemv_impl<T, true>(x, w, bias, out, M, N, K, R);                                               \
+    gemv_impl<T, true, GEMV_MAX_M, 4>(x, w, bias, out, M, N, K, R);                                \
+}                                                                                                  \
+/* M = 1 (decode): one accumulator, eight loads in flight per lane. */                             \
+extern "C" __global__ void gemv_##NAME##_vec_m1(const T* __restrict__ x, const T* __restrict__ w,  \
+        const T* __restrict__ bias, T* __restrict__ out, unsigned int M, unsigned int N,           \
+        unsigned int K, unsigned int R) {                                                          \
+    gemv_impl<T, true, 1, 8>(x, w, bias, out, M, N, K, R);                                         \
 }
 
 GEMV_KERNELS(float, f32)

@@ -121,12 +121,15 @@ pub enum Kernel {
         /// Index type (i32 or i64).
         index: DType,
     },
-    /// `gemv_<dt>` / `gemv_<dt>_vec`.
+    /// `gemv_<dt>` / `gemv_<dt>_vec` / `gemv_<dt>_vec_m1`.
     Gemv {
         /// Element type (float).
         dtype: DType,
         /// 16-byte vector loads (K a multiple of 16 bytes, rows aligned).
         vectorized: bool,
+        /// Exactly one row of x (the decode case): a leaner kernel with more loads in flight.
+        /// Only with `vectorized`.
+        single_row: bool,
     },
 }
 
@@ -213,10 +216,18 @@ impl Kernel {
                 }
                 format!("index_select_{}_{}", dtype.name(), index.name())
             }
-            Kernel::Gemv { dtype, vectorized } => format!(
+            Kernel::Gemv {
+                dtype,
+                vectorized,
+                single_row,
+            } => format!(
                 "gemv_{}{}",
                 float("gemv", dtype)?,
-                if vectorized { "_vec" } else { "" }
+                match (vectorized, single_row) {
+                    (true, true) => "_vec_m1",
+                    (true, false) => "_vec",
+                    (false, _) => "",
+                }
             ),
         })
     }
@@ -534,6 +545,12 @@ mod tests {
                 v.push(Kernel::Gemv {
                     dtype: dt,
                     vectorized: c,
+                    single_row: c,
+                });
+                v.push(Kernel::Gemv {
+                    dtype: dt,
+                    vectorized: c,
+                    single_row: false,
                 });
             }
             v.extend([

@@ -330,6 +330,7 @@ pub fn linear_into(
                 let kernel = Kernel::Gemv {
                     dtype: dt,
                     vectorized,
+                    single_row: m == 1,
                 };
                 // SAFETY: x holds m·k, w n·k, out m·n elements, bias n (or null, unread);
                 // the vector variant only when k is a multiple of the 16-byte width and rows
