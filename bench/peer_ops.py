@@ -18,19 +18,23 @@ import torch.nn.functional as F
 
 
 def time_ms(fn, trials, batch, warm):
-    """Milliseconds per call: `batch` calls back to back between two events, median over
-    `trials` batches (the same method as the Rust side)."""
-    start = torch.cuda.Event(enable_timing=True)
-    end = torch.cuda.Event(enable_timing=True)
+    """Milliseconds per call: `batch` calls captured into one CUDA graph (after `warm` eager
+    calls), replays timed between two events, median over `trials` (the same method as the Rust
+    side: GPU time only)."""
     for i in range(warm):
         fn(i)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for i in range(batch):
+            fn(i)
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    g.replay()
     times = []
-    i = warm
     for _ in range(trials):
         start.record()
-        for _ in range(batch):
-            fn(i)
-            i += 1
+        g.replay()
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) / batch)

@@ -16,9 +16,9 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Milliseconds per call of `f(i)`: `batch` calls back to back between two events (so the GPU
-/// stays busy and host launch cost is hidden as it is in a real pipeline), median over `trials`
-/// batches, after `warm` calls. `i` counts every call, for rotating inputs.
+/// Milliseconds per call of `f(i)`: `batch` calls (i = 0..batch, for rotating inputs) are
+/// captured into one CUDA graph after `warm` eager calls, and the graph's replays are timed
+/// between two events — GPU time only, no host launch cost — median over `trials` replays.
 fn time_ms(
     dev: &Device,
     trials: usize,
@@ -29,19 +29,33 @@ fn time_ms(
     let Device::Cuda(c) = dev else {
         return Err("CUDA device expected".into());
     };
-    let d = c.stream().device();
-    let (start, end) = (d.new_event(true)?, d.new_event(true)?);
     for i in 0..warm {
         f(i)?;
     }
+    let mut failure: Option<Box<dyn std::error::Error>> = None;
+    let graph = c.capture(|| {
+        for i in 0..batch {
+            if let Err(e) = f(i) {
+                failure = Some(e);
+                return Err(gpukit_ops::Error::Shape {
+                    op: "bench",
+                    detail: "a call failed during capture".into(),
+                });
+            }
+        }
+        Ok(())
+    });
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let graph = graph?;
+    let d = c.stream().device();
+    let (start, end) = (d.new_event(true)?, d.new_event(true)?);
+    graph.launch(c.stream())?;
     let mut t = Vec::with_capacity(trials);
-    let mut i = warm;
     for _ in 0..trials {
         c.stream().record(&start)?;
-        for _ in 0..batch {
-            f(i)?;
-            i += 1;
-        }
+        graph.launch(c.stream())?;
         c.stream().record(&end)?;
         t.push(f64::from(Event::elapsed_ms(&start, &end)?) / batch as f64);
     }
