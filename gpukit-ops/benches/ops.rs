@@ -84,23 +84,6 @@ fn main() -> Res<()> {
     let bf = DType::BF16;
     let mut cases: Vec<Case> = Vec::new();
 
-    // Our strided copy kernel over 1 GiB (the ceiling itself, a plain device copy, is measured
-    // by the peer script with torch in the same run).
-    {
-        let n = 1usize << 29;
-        let a = Tensor::rand(&[n], -1.0, 1.0, bf, 1, &dev)?;
-        let mut b = Tensor::empty(&[n], bf, &dev)?;
-        let ms = time_ms(&dev, 10, 5, 3, |_| Ok(ops::copy_into(&a, &mut b)?))?;
-        cases.push(Case {
-            name: format!("copy bf16 n={n}"),
-            kind: "copy",
-            params: format!("{{\"n\":{n}}}"),
-            ms,
-            bytes: (2 * n * 2) as f64,
-            flops: 0.0,
-        });
-    }
-
     // bf16 GEMM: square products (torch.matmul) and LLM prefill shapes (linear, weights [n, k]).
     for (m, k, n) in [(4096usize, 4096usize, 4096usize), (8192, 8192, 8192)] {
         let a = Tensor::rand(&[m, k], -1.0, 1.0, bf, 2, &dev)?;
