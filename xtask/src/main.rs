@@ -100,6 +100,9 @@ fn gpu_present() -> bool {
 
 fn test(root: &Path) -> Result<()> {
     let cargo = cargo();
+    // First: the kernel build script compiles every kernel with this NVRTC (the kernel check),
+    // and clippy already runs it.
+    cuda::setup()?;
     run(root, &cargo, &["fmt", "--all", "--", "--check"])?;
     run(
         root,
@@ -114,7 +117,6 @@ fn test(root: &Path) -> Result<()> {
         ],
     )?;
     layering()?;
-    cuda::setup()?;
     let gpu = gpu_present();
     let mut args = vec!["test", "--workspace", "--"];
     if gpu {
