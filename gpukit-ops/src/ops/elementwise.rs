@@ -5,7 +5,7 @@ use gpukit_kernels::ops::{BinaryOp, ScalarOp, UnaryOp};
 use gpukit_kernels::registry::launch;
 use gpukit_kernels::{DType, Kernel};
 
-use super::{check_out, cuda, dptr, same_device, strided};
+use super::{check_out, cuda, dptr, float_only, same_device, strided};
 use crate::device::Device;
 use crate::layout::broadcast_shapes;
 use crate::tensor::Tensor;
@@ -35,17 +35,6 @@ fn elementwise_config(
         1
     };
     launch::elementwise(n.div_ceil(per_thread), c.props())
-}
-
-fn float_only(op: &'static str, t: &Tensor) -> Result<()> {
-    if t.dtype().is_float() {
-        Ok(())
-    } else {
-        Err(Error::dtype(
-            op,
-            format!("needs a float tensor, got {}", t.dtype()),
-        ))
-    }
 }
 
 /// Applies `f` elementwise on the CPU: `out[i] = f(x[i], y[i], z[i])` over `shape`, operands

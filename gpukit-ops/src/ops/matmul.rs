@@ -9,7 +9,7 @@ use gpukit_driver::KernelArgs;
 use gpukit_kernels::registry::launch;
 use gpukit_kernels::{BLayout, Epilogue, F32Precision, GemmShape, Kernel};
 
-use super::{check_out, dptr, need_contiguous, same_device, u32_dim};
+use super::{check_out, dptr, float_only, need_contiguous, same_device, u32_dim, write_host};
 use crate::device::Device;
 use crate::tensor::Tensor;
 use crate::{Error, Result};
@@ -27,17 +27,6 @@ pub enum Activation {
     Relu,
     /// GELU, tanh approximation.
     GeluTanh,
-}
-
-fn float_only(op: &'static str, t: &Tensor) -> Result<()> {
-    if t.dtype().is_float() {
-        Ok(())
-    } else {
-        Err(Error::dtype(
-            op,
-            format!("needs float operands, got {}", t.dtype()),
-        ))
-    }
 }
 
 struct Dims {
@@ -121,16 +110,6 @@ fn cpu_gemm(a: &[f32], b: &[f32], c: &mut [f32], m: usize, k: usize, n: usize, b
     }
 }
 
-fn write_out(out: &Tensor, v: impl Iterator<Item = f64>) -> Result<()> {
-    let mut d = out
-        .host_mut()
-        .ok_or_else(|| Error::shape("cpu", "host output"))?;
-    for (i, x) in out.layout().indices().zip(v) {
-        d.set(i, x);
-    }
-    Ok(())
-}
-
 /// `out = a · b` (batched over a's leading dimensions; `b` either `[k, n]` shared by every batch
 /// or with a's batch dimensions), f32 accumulation. f32 operands use full f32 precision unless
 /// `precision` asks for TF32.
@@ -170,7 +149,7 @@ pub fn matmul_into_with(
                     false,
                 );
             }
-            write_out(out, c.into_iter().map(f64::from))
+            write_host(out, c.into_iter().map(f64::from))
         }
         Device::Cuda(c) => {
             let (a, b) = (a.contiguous()?, b.contiguous()?);
@@ -305,7 +284,7 @@ pub fn linear_into(
                     }
                 }
             });
-            write_out(out, vals.collect::<Vec<_>>().into_iter())
+            write_host(out, vals.collect::<Vec<_>>())
         }
         Device::Cuda(c) => {
             let (x, w) = (x.contiguous()?, w.contiguous()?);

@@ -108,6 +108,37 @@ pub(crate) fn dptr(t: &Tensor) -> Result<gpukit_driver::DevicePtr> {
         .ok_or_else(|| Error::shape("dispatch", "expected a CUDA tensor"))
 }
 
+/// Refuses non-float operands.
+pub(crate) fn float_only(op: &'static str, t: &Tensor) -> Result<()> {
+    if t.dtype().is_float() {
+        Ok(())
+    } else {
+        Err(Error::dtype(
+            op,
+            format!("needs a float tensor, got {}", t.dtype()),
+        ))
+    }
+}
+
+/// A host tensor's values as f64, in row-major order of its shape (CPU paths).
+pub(crate) fn host_values(t: &Tensor) -> Result<Vec<f64>> {
+    let d = t
+        .host()
+        .ok_or_else(|| Error::shape("cpu", "expected a host tensor"))?;
+    Ok(t.layout().indices().map(|i| d.get(i)).collect())
+}
+
+/// Writes `values` (row-major order of the shape) into a host output, rounding to its dtype.
+pub(crate) fn write_host(out: &Tensor, values: impl IntoIterator<Item = f64>) -> Result<()> {
+    let mut d = out
+        .host_mut()
+        .ok_or_else(|| Error::shape("cpu", "expected a host output"))?;
+    for (i, v) in out.layout().indices().zip(values) {
+        d.set(i, v);
+    }
+    Ok(())
+}
+
 /// A dimension that must fit the kernels' 32-bit sizes.
 pub(crate) fn u32_dim(op: &'static str, n: usize) -> Result<u32> {
     u32::try_from(n).map_err(|_| Error::shape(op, format!("dimension {n} exceeds 2^32 - 1")))

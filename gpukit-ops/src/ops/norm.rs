@@ -4,7 +4,7 @@ use gpukit_driver::KernelArgs;
 use gpukit_kernels::Kernel;
 use gpukit_kernels::registry::launch;
 
-use super::{check_out, dptr, need_contiguous, same_device, u32_dim};
+use super::{check_out, dptr, host_values, need_contiguous, same_device, u32_dim, write_host};
 use crate::device::Device;
 use crate::tensor::Tensor;
 use crate::{Error, Result};
@@ -35,19 +35,17 @@ fn rows_hidden(op: &'static str, x: &Tensor, w: &Tensor) -> Result<(usize, usize
     Ok((x.numel() / hidden.max(1), hidden))
 }
 
-fn host_rows(x: &Tensor) -> Result<Vec<f64>> {
-    let d = x.host().ok_or_else(|| Error::shape("cpu", "host tensor"))?;
-    Ok(x.layout().indices().map(|i| d.get(i)).collect())
-}
-
-fn write_rows(out: &Tensor, v: &[f64]) -> Result<()> {
-    let mut d = out
-        .host_mut()
-        .ok_or_else(|| Error::shape("cpu", "host output"))?;
-    for (i, &x) in out.layout().indices().zip(v) {
-        d.set(i, x);
+/// The CPU reference of RMSNorm over rows of `hidden` values, in f64.
+fn cpu_rms_norm(v: &[f64], w: &[f64], hidden: usize, eps: f32) -> Vec<f64> {
+    let mut r = vec![0f64; v.len()];
+    for (row, xs) in v.chunks(hidden.max(1)).enumerate() {
+        let ms = xs.iter().map(|a| a * a).sum::<f64>() / hidden as f64;
+        let inv = 1.0 / (ms + f64::from(eps)).sqrt();
+        for (j, x) in xs.iter().enumerate() {
+            r[row * hidden + j] = x * inv * w[j];
+        }
     }
-    Ok(())
+    r
 }
 
 /// `out = x / sqrt(mean(x², last axis) + eps) · w` (RMSNorm, Zhang & Sennrich 2019), f32 math on
@@ -63,19 +61,10 @@ pub fn rms_norm_into(x: &Tensor, w: &Tensor, eps: f32, out: &mut Tensor) -> Resu
         return Ok(());
     }
     match &dev {
-        Device::Cpu => {
-            let (v, wv) = (host_rows(x)?, host_rows(w)?);
-            let mut r = vec![0f64; v.len()];
-            for row in 0..rows {
-                let xs = &v[row * hidden..(row + 1) * hidden];
-                let ms = xs.iter().map(|a| a * a).sum::<f64>() / hidden as f64;
-                let inv = 1.0 / (ms + f64::from(eps)).sqrt();
-                for j in 0..hidden {
-                    r[row * hidden + j] = xs[j] * inv * wv[j];
-                }
-            }
-            write_rows(out, &r)
-        }
+        Device::Cpu => write_host(
+            out,
+            cpu_rms_norm(&host_values(x)?, &host_values(w)?, hidden, eps),
+        ),
         Device::Cuda(c) => {
             let (x, w) = (x.contiguous()?, w.contiguous()?);
             need_contiguous("rms_norm", out, "the output")?;
@@ -160,7 +149,7 @@ pub fn add_rms_norm_into(
     }
     match &dev {
         Device::Cpu => {
-            let (v, rv, wv) = (host_rows(x)?, host_rows(residual)?, host_rows(w)?);
+            let (v, rv, wv) = (host_values(x)?, host_values(residual)?, host_values(w)?);
             // h rounded to the dtype first, exactly as stored.
             let dtype = x.dtype();
             let mut h = crate::element::HostData::zeros(dtype, v.len());
@@ -168,17 +157,8 @@ pub fn add_rms_norm_into(
                 h.set(i, f64::from((v[i] as f32) + (rv[i] as f32)));
             }
             let hv: Vec<f64> = (0..v.len()).map(|i| h.get(i)).collect();
-            write_rows(residual_out, &hv)?;
-            let mut r = vec![0f64; v.len()];
-            for row in 0..rows {
-                let xs = &hv[row * hidden..(row + 1) * hidden];
-                let ms = xs.iter().map(|a| a * a).sum::<f64>() / hidden as f64;
-                let inv = 1.0 / (ms + f64::from(eps)).sqrt();
-                for j in 0..hidden {
-                    r[row * hidden + j] = xs[j] * inv * wv[j];
-                }
-            }
-            write_rows(out, &r)
+            write_host(residual_out, hv.iter().copied())?;
+            write_host(out, cpu_rms_norm(&hv, &wv, hidden, eps))
         }
         Device::Cuda(c) => {
             let (x, residual, w) = (x.contiguous()?, residual.contiguous()?, w.contiguous()?);
@@ -245,8 +225,8 @@ pub fn layer_norm_into(
     }
     match &dev {
         Device::Cpu => {
-            let (v, wv) = (host_rows(x)?, host_rows(w)?);
-            let bv = b.map(host_rows).transpose()?;
+            let (v, wv) = (host_values(x)?, host_values(w)?);
+            let bv = b.map(host_values).transpose()?;
             let mut r = vec![0f64; v.len()];
             for row in 0..rows {
                 let xs = &v[row * hidden..(row + 1) * hidden];
@@ -258,7 +238,7 @@ pub fn layer_norm_into(
                     r[row * hidden + j] = (xs[j] - mean) * inv * wv[j] + bias;
                 }
             }
-            write_rows(out, &r)
+            write_host(out, r)
         }
         Device::Cuda(c) => {
             let (x, w) = (x.contiguous()?, w.contiguous()?);

@@ -9,7 +9,7 @@ use gpukit_kernels::ops::ReduceOp;
 use gpukit_kernels::registry::launch;
 use gpukit_kernels::{DType, Kernel};
 
-use super::{check_out, need_contiguous, u32_dim};
+use super::{check_out, float_only, host_values, need_contiguous, u32_dim, write_host};
 use crate::device::Device;
 use crate::tensor::Tensor;
 use crate::{Error, Result};
@@ -39,35 +39,6 @@ fn reduced_shape(shape: &[usize], axis: usize) -> Vec<usize> {
     let mut s = shape.to_vec();
     s.remove(axis);
     s
-}
-
-fn float_only(op: &'static str, t: &Tensor) -> Result<()> {
-    if t.dtype().is_float() {
-        Ok(())
-    } else {
-        Err(Error::dtype(
-            op,
-            format!("needs a float tensor, got {}", t.dtype()),
-        ))
-    }
-}
-
-/// The input's values as f64 in row-major order of a contiguous copy (CPU path).
-fn host_values(x: &Tensor) -> Result<Vec<f64>> {
-    let d = x
-        .host()
-        .ok_or_else(|| Error::shape("cpu", "expected a host tensor"))?;
-    Ok(x.layout().indices().map(|i| d.get(i)).collect())
-}
-
-fn write_host(out: &Tensor, values: impl Iterator<Item = f64>) -> Result<()> {
-    let mut d = out
-        .host_mut()
-        .ok_or_else(|| Error::shape("cpu", "expected a host output"))?;
-    for (i, v) in out.layout().indices().zip(values) {
-        d.set(i, v);
-    }
-    Ok(())
 }
 
 /// `out = reduce(x, axis)` (the axis removed from the shape). Sum and mean accumulate in f32 on
@@ -103,7 +74,7 @@ pub fn reduce_into(op: ReduceOp, x: &Tensor, axis: usize, out: &mut Tensor) -> R
                     ReduceOp::Min => items.fold(f64::INFINITY, |a, b| nan_or(a, b, f64::min)),
                 }
             });
-            write_host(out, res.collect::<Vec<_>>().into_iter())
+            write_host(out, res.collect::<Vec<_>>())
         }
         Device::Cuda(c) => {
             let x = x.contiguous()?;
@@ -227,7 +198,7 @@ pub fn argmax_into(x: &Tensor, axis: usize, out: &mut Tensor) -> Result<()> {
                 }
                 best.1 as f64
             });
-            write_host(out, res.collect::<Vec<_>>().into_iter())
+            write_host(out, res.collect::<Vec<_>>())
         }
         Device::Cuda(c) => {
             let x = x.contiguous()?;
@@ -296,7 +267,7 @@ pub fn softmax_into(x: &Tensor, axis: usize, log: bool, out: &mut Tensor) -> Res
                     res[at(j)] = if log { d - s.ln() } else { d.exp() / s };
                 }
             }
-            write_host(out, res.into_iter())
+            write_host(out, res)
         }
         Device::Cuda(c) => {
             let x = x.contiguous()?;
