@@ -304,15 +304,14 @@ pub mod launch {
         Ok(LaunchConfig::for_elements(items, BLOCK)?)
     }
 
-    /// GEMV: 256-thread blocks of `rows` output columns each (`8 / rows` warps per column,
-    /// splitting K). `rows` is the largest of 8, 4, 2, 1 that still gives every SM a full load of
-    /// blocks, so short outputs spread over the whole GPU. Returns the launch and `rows`.
-    pub fn gemv(n: usize, props: &DeviceProperties) -> Result<(LaunchConfig, u32)> {
-        let full = props.multiprocessor_count as usize * (2048 / BLOCK as usize);
-        let rows = [8u32, 4, 2, 1]
-            .into_iter()
-            .find(|&r| n.div_ceil(r as usize) >= full)
-            .unwrap_or(1);
+    /// GEMV: 256-thread blocks of `rows` output columns each, `8 / rows` warps per column
+    /// splitting K. Measured on an H200 (docs/RESULTS.md): a warp should stream at least about
+    /// 4 KiB of its column per pass, so warps per column = the largest power of two ≤ column
+    /// bytes / 4 KiB, between 1 and 8. Returns the launch and `rows`.
+    pub fn gemv(n: usize, k: usize, elem_bytes: usize) -> Result<(LaunchConfig, u32)> {
+        let per_column = (k * elem_bytes / 4096).clamp(1, 8);
+        let warps = 1u32 << per_column.ilog2();
+        let rows = 8 / warps;
         let grid = u32::try_from(n.div_ceil(rows as usize).max(1))
             .map_err(|_| Error::InvalidArgument(format!("{n} GEMV outputs exceed the grid")))?;
         Ok((LaunchConfig::new(grid, BLOCK), rows))

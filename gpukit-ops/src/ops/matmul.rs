@@ -296,7 +296,7 @@ pub fn linear_into(
                 let per16 = 16 / dt.size_in_bytes();
                 let aligned = [dptr(&x)?, dptr(&w)?].iter().all(|p| p.0 % 16 == 0);
                 let vectorized = k % per16 == 0 && aligned;
-                let (cfg, rows) = launch::gemv(n, c.props())?;
+                let (cfg, rows) = launch::gemv(n, k, dt.size_in_bytes())?;
                 let args = KernelArgs::new()
                     .arg(dptr(&x)?)
                     .arg(dptr(&w)?)
