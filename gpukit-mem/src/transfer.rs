@@ -556,10 +556,10 @@ impl Worker {
                 for (i, start) in (0..total).step_by(self.chunk).enumerate() {
                     let n = self.chunk.min(total - start);
                     let k = i % 2;
-                    if i >= 2 {
-                        // Staging buffer k is free again once chunk i-2's copy has run.
-                        self.ring_events[k].synchronize()?;
-                    }
+                    // Staging buffer k is free again once the last copy out of it has run —
+                    // chunk i-2 of this job, or a chunk of the previous job (a never-recorded
+                    // event counts as complete).
+                    self.ring_events[k].synchronize()?;
                     fill_staging(staged, start, &mut self.ring[k].as_mut_slice()[..n])?;
                     // SAFETY: the destination range lies inside `dst` (checked at submit); the
                     // staging buffer is pinned, holds `n` bytes and is not written again until

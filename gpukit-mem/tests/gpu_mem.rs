@@ -367,6 +367,35 @@ fn gpu_transfers_round_trip_pageable_pinned_and_files() {
     assert!(st.uploaded_bytes > 2 * data.len() as u64);
 }
 
+/// Many uploads queued back to back: each job's first chunks must not overwrite a staging buffer
+/// the DMA engine is still reading for the previous job.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn gpu_back_to_back_uploads_keep_their_data() {
+    let dev = device();
+    let pool = DevicePool::new(&dev);
+    let engine = TransferEngine::with_chunk_bytes(&dev, pool.pinned(), 256 << 10).unwrap();
+    let s = dev.new_stream().unwrap();
+    let datas: Vec<Vec<u8>> = (0..48)
+        .map(|i| random_bytes((300 << 10) + i * 4099))
+        .collect();
+    let transfers: Vec<_> = datas
+        .iter()
+        .map(|d| {
+            engine
+                .upload_new(HostSource::bytes(d.clone()), &pool, &s, Priority::Normal)
+                .unwrap()
+        })
+        .collect();
+    let bufs: Vec<_> = transfers
+        .into_iter()
+        .map(|t| t.then_on(&s).unwrap())
+        .collect();
+    for (i, (b, d)) in bufs.iter().zip(&datas).enumerate() {
+        assert!(read_back(b) == *d, "upload {i} was corrupted");
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA device"]
 fn gpu_buffers_move_between_streams_in_order() {
