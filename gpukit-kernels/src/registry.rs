@@ -21,7 +21,7 @@ pub enum KernelModule {
     Reduce,
     /// `norm.cu`: rms_norm, layer_norm, add_rms_norm.
     Norm,
-    /// `gather.cu`: index_select (embedding lookup).
+    /// `gather.cu`: index_select (embedding lookup) and gather along an axis.
     Gather,
     /// `gemv.cu`: matrix-vector products for M ≤ 8.
     Gemv,
@@ -121,6 +121,13 @@ pub enum Kernel {
         /// Index type (i32 or i64).
         index: DType,
     },
+    /// `gather_<dt>_<index dt>` (torch.gather along an axis).
+    Gather {
+        /// Element type.
+        dtype: DType,
+        /// Index type (i32 or i64).
+        index: DType,
+    },
     /// `gemv_<dt>` / `gemv_<dt>_vec` / `gemv_<dt>_vec_m1`.
     Gemv {
         /// Element type (float).
@@ -141,6 +148,20 @@ fn float(op: &'static str, dt: DType) -> Result<&'static str> {
     }
 }
 
+/// `<dtype>_<index dtype>` for the indexing kernels (any dtype but u8; i32 or i64 indices).
+fn indexed_names(op: &'static str, dtype: DType, index: DType) -> Result<String> {
+    if dtype == DType::U8 {
+        return Err(Error::Unsupported { op, dtype });
+    }
+    if !matches!(index, DType::I32 | DType::I64) {
+        return Err(Error::Unsupported {
+            op: "indices",
+            dtype: index,
+        });
+    }
+    Ok(format!("{}_{}", dtype.name(), index.name()))
+}
+
 impl Kernel {
     /// The source module.
     pub fn module(&self) -> KernelModule {
@@ -159,7 +180,7 @@ impl Kernel {
             | Kernel::SoftmaxRows(_)
             | Kernel::SoftmaxCols(_) => KernelModule::Reduce,
             Kernel::RmsNorm(_) | Kernel::AddRmsNorm(_) | Kernel::LayerNorm(_) => KernelModule::Norm,
-            Kernel::IndexSelect { .. } => KernelModule::Gather,
+            Kernel::IndexSelect { .. } | Kernel::Gather { .. } => KernelModule::Gather,
             Kernel::Gemv { .. } => KernelModule::Gemv,
         }
     }
@@ -202,19 +223,13 @@ impl Kernel {
             Kernel::AddRmsNorm(dt) => format!("add_rms_norm_{}", float("add_rms_norm", dt)?),
             Kernel::LayerNorm(dt) => format!("layer_norm_{}", float("layer_norm", dt)?),
             Kernel::IndexSelect { dtype, index } => {
-                if dtype == DType::U8 {
-                    return Err(Error::Unsupported {
-                        op: "index_select",
-                        dtype,
-                    });
-                }
-                if !matches!(index, DType::I32 | DType::I64) {
-                    return Err(Error::Unsupported {
-                        op: "index_select indices",
-                        dtype: index,
-                    });
-                }
-                format!("index_select_{}_{}", dtype.name(), index.name())
+                format!(
+                    "index_select_{}",
+                    indexed_names("index_select", dtype, index)?
+                )
+            }
+            Kernel::Gather { dtype, index } => {
+                format!("gather_{}", indexed_names("gather", dtype, index)?)
             }
             Kernel::Gemv {
                 dtype,
@@ -574,6 +589,7 @@ mod tests {
             }
             for index in [DType::I32, DType::I64] {
                 v.push(Kernel::IndexSelect { dtype: dt, index });
+                v.push(Kernel::Gather { dtype: dt, index });
             }
         }
         v

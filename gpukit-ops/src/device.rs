@@ -160,7 +160,7 @@ impl CudaDevice {
             // SAFETY: the flag buffer is 4 bytes, ordered on the lane's stream.
             unsafe { self.stream().memset_d8_async(self.inner.err.ptr(), 0, 4) }?;
             return Err(Error::Index {
-                op: "index_select / embedding",
+                op: "index_select / embedding / gather",
                 detail: "an index was outside the indexed dimension; the rows it selected were \
                          filled with zeros"
                     .into(),

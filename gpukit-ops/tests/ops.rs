@@ -566,6 +566,49 @@ op_test!(embedding_and_index_select, |dev: &Device| {
             }
         }
     }
+    // gather along each axis of a 3-d tensor, i32 and i64 indices.
+    for dt in [DType::F32, DType::BF16, DType::I32] {
+        let shape = [3usize, 5, 4];
+        let (x, xv) = input(&shape, dt, -1.0, 1.0, s + 5, dev);
+        for axis in 0..3 {
+            let mut ishape = shape;
+            ishape[axis] = 7;
+            let n: usize = ishape.iter().product();
+            let ids: Vec<i64> = (0..n)
+                .map(|t| ((t * 31 + s as usize) % shape[axis]) as i64)
+                .collect();
+            let index = Tensor::from_slice(&ids, &ishape, dev).unwrap();
+            let got = ops::gather(&x, axis, &index).unwrap().to_vec_f64().unwrap();
+            for t in 0..n {
+                let mut c = [
+                    t / (ishape[1] * ishape[2]),
+                    (t / ishape[2]) % ishape[1],
+                    t % ishape[2],
+                ];
+                c[axis] = ids[t] as usize;
+                assert_eq!(
+                    got[t],
+                    xv[(c[0] * 5 + c[1]) * 4 + c[2]],
+                    "gather {dt} axis {axis} at {t}"
+                );
+            }
+        }
+        let i32s = Tensor::from_slice(&[0i32, 4, 2], &[1, 3, 1], dev).unwrap();
+        let small = x.narrow(0, 0, 1).unwrap().narrow(2, 0, 1).unwrap();
+        let got = ops::gather(&small, 1, &i32s).unwrap().to_vec_f64().unwrap();
+        assert_eq!(
+            got,
+            vec![xv[0], xv[16], xv[8]],
+            "gather {dt} through a view"
+        );
+    }
+    let (x, _) = input(&[2, 3], DType::F32, 0.0, 1.0, s, dev);
+    let bad_shape = Tensor::from_slice(&[0i64; 4], &[2, 2], dev).unwrap();
+    assert!(ops::gather(&x, 0, &bad_shape).is_err());
+    let out_of_range = Tensor::from_slice(&[0i64, 1, 2, 3, 0, 1], &[2, 3], dev).unwrap();
+    let e = ops::gather(&x, 0, &out_of_range).and_then(|t| t.to_vec_f64());
+    assert!(e.unwrap_err().to_string().contains("out of range"));
+
     // An id out of range is an error, never an out-of-bounds read.
     let (table, _) = input(&[10, 4], DType::F32, -1.0, 1.0, s, dev);
     let bad = Tensor::from_slice(&[3i32, 10], &[2], dev).unwrap();

@@ -1,4 +1,4 @@
-//! index_select (embedding lookup) and concatenation.
+//! index_select (embedding lookup), gather along an axis, and concatenation.
 
 use gpukit_driver::KernelArgs;
 use gpukit_kernels::registry::launch;
@@ -113,6 +113,98 @@ pub fn index_select(x: &Tensor, axis: usize, ids: &Tensor) -> Result<Tensor> {
 /// As [`index_select_into`].
 pub fn embedding(table: &Tensor, ids: &Tensor) -> Result<Tensor> {
     index_select(table, 0, ids)
+}
+
+/// `out[.., j, ..] = x[.., index[.., j, ..], ..]` along `axis` (torch.gather): `index` (i32 or
+/// i64) has `x`'s shape except along `axis`, and so has `out`. Ids out of range are handled as in
+/// [`index_select_into`] (an error on the CPU at once; zero and a deferred error on CUDA).
+///
+/// # Errors
+/// [`Error::Index`] (CPU) for an id out of range; shape/dtype/device errors.
+pub fn gather_into(x: &Tensor, axis: usize, index: &Tensor, out: &mut Tensor) -> Result<()> {
+    let dev = same_device("gather", &[x, index])?;
+    if !matches!(index.dtype(), DType::I32 | DType::I64) {
+        return Err(Error::dtype(
+            "gather",
+            format!("index must be i32 or i64, got {}", index.dtype()),
+        ));
+    }
+    if axis >= x.rank()
+        || index.rank() != x.rank()
+        || index
+            .shape()
+            .iter()
+            .zip(x.shape())
+            .enumerate()
+            .any(|(d, (a, b))| d != axis && a != b)
+    {
+        return Err(Error::shape(
+            "gather",
+            format!(
+                "index {:?} must have x's shape {:?} except along axis {axis}",
+                index.shape(),
+                x.shape()
+            ),
+        ));
+    }
+    check_out("gather", out, index.shape(), x.dtype(), &dev, &[x, index])?;
+    if out.numel() == 0 {
+        return Ok(());
+    }
+    let len = x.shape()[axis];
+    let n = index.shape()[axis];
+    let outer: usize = x.shape()[..axis].iter().product();
+    let inner: usize = x.shape()[axis + 1..].iter().product();
+    match &dev {
+        Device::Cpu => {
+            let idv = index.to_vec_f64()?;
+            if let Some(bad) = idv.iter().find(|&&i| i < 0.0 || i >= len as f64) {
+                return Err(Error::Index {
+                    op: "gather",
+                    detail: format!("id {bad} for a dimension of size {len}"),
+                });
+            }
+            let xi: Vec<usize> = x.layout().indices().collect();
+            let src = x.host().ok_or_else(|| Error::shape("cpu", "host"))?;
+            let mut dst = out.host_mut().ok_or_else(|| Error::shape("cpu", "host"))?;
+            for (t, o) in out.layout().indices().enumerate() {
+                let (i, oo) = (t % inner, t / inner / n);
+                dst.copy_elem(o, &src, xi[(oo * len + idv[t] as usize) * inner + i]);
+            }
+            Ok(())
+        }
+        Device::Cuda(c) => {
+            let x = x.contiguous()?;
+            let index = index.contiguous()?;
+            super::need_contiguous("gather", out, "the output")?;
+            let args = KernelArgs::new()
+                .arg(dptr(&x)?)
+                .arg(dptr(&index)?)
+                .arg(dptr(out)?)
+                .arg(u32_dim("gather", outer)?)
+                .arg(u32_dim("gather", len)?)
+                .arg(u32_dim("gather", inner)?)
+                .arg(u32_dim("gather", n)?)
+                .arg(c.err_ptr());
+            let kernel = Kernel::Gather {
+                dtype: x.dtype(),
+                index: index.dtype(),
+            };
+            // SAFETY: x holds outer·len·inner elements, index and out outer·n·inner; every id
+            // is bounds-checked in the kernel; the error flag is 4 bytes.
+            unsafe { c.launch(kernel, &launch::elementwise(out.numel(), c.props()), &args) }
+        }
+    }
+}
+
+/// [`gather_into`], allocated.
+///
+/// # Errors
+/// As [`gather_into`].
+pub fn gather(x: &Tensor, axis: usize, index: &Tensor) -> Result<Tensor> {
+    let mut out = Tensor::empty(index.shape(), x.dtype(), &x.device())?;
+    gather_into(x, axis, index, &mut out)?;
+    Ok(out)
 }
 
 /// Concatenates `tensors` (same dtype, device and shape but along `axis`) into `out`.
