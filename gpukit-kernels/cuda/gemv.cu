@@ -91,19 +91,18 @@ __device__ __forceinline__ void gemv_impl(const T* __restrict__ x, const T* __re
 }
 
 #define GEMV_KERNELS(T, NAME)                                                                      \
-extern "C" __global__ void __launch_bounds__(256, 2) gemv_##NAME(const T* __restrict__ x, const T* __restrict__ w,           \
+extern "C" __global__ void gemv_##NAME(const T* __restrict__ x, const T* __restrict__ w,           \
         const T* __restrict__ bias, T* __restrict__ out, unsigned int M, unsigned int N,           \
         unsigned int K, unsigned int R) {                                                          \
     gemv_impl<T, false, GEMV_MAX_M, 1>(x, w, bias, out, M, N, K, R);                               \
 }                                                                                                  \
-extern "C" __global__ void __launch_bounds__(256, 2) gemv_##NAME##_vec(const T* __restrict__ x, const T* __restrict__ w,     \
+extern "C" __global__ void gemv_##NAME##_vec(const T* __restrict__ x, const T* __restrict__ w,     \
         const T* __restrict__ bias, T* __restrict__ out, unsigned int M, unsigned int N,           \
         unsigned int K, unsigned int R) {                                                          \
     gemv_impl<T, true, GEMV_MAX_M, 4>(x, w, bias, out, M, N, K, R);                                \
 }                                                                                                  \
-/* M = 1 (decode): one accumulator, eight loads in flight per lane; at most 64 registers so    \
-   four blocks fit per SM (unbounded, the compiler used 102 and only two fit: ncu, H200). */                             \
-extern "C" __global__ void __launch_bounds__(256, 4) gemv_##NAME##_vec_m1(const T* __restrict__ x, const T* __restrict__ w,  \
+/* M = 1 (decode): one accumulator, eight loads in flight per lane. */                             \
+extern "C" __global__ void gemv_##NAME##_vec_m1(const T* __restrict__ x, const T* __restrict__ w,  \
         const T* __restrict__ bias, T* __restrict__ out, unsigned int M, unsigned int N,           \
         unsigned int K, unsigned int R) {                                                          \
     gemv_impl<T, true, 1, 8>(x, w, bias, out, M, N, K, R);                                         \
