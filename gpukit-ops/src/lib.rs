@@ -16,6 +16,7 @@ mod element;
 mod error;
 mod layout;
 pub mod ops;
+pub mod quant;
 mod tensor;
 
 pub use device::{CudaDevice, Device};

@@ -1,0 +1,248 @@
+//! GGML block quantization formats — Q8_0, Q4_0, Q4_1 — as stored in GGUF files: layout,
+//! dequantization and the reference quantizers.
+//!
+//! Definitions follow ggml's reference C (`ggml-quants.c`: `quantize_row_q*_ref`,
+//! `dequantize_row_q*`). Every format packs 32 values per block behind f16 scale(s):
+//!
+//! | format | block bytes | value |
+//! |---|---|---|
+//! | Q8_0 | 2 (d) + 32 × i8 | `q · d` |
+//! | Q4_0 | 2 (d) + 16 (two 4-bit values per byte) | `(q − 8) · d` |
+//! | Q4_1 | 2 (d) + 2 (m) + 16 | `q · d + m` |
+//!
+//! In a 4-bit block, byte `j` holds value `j` in its low nibble and value `j + 16` in its high
+//! nibble. Dequantization is computed in f32 exactly as written (a product, then a sum, never
+//! fused), so it is reproducible bit for bit on any machine and by the CUDA kernels.
+
+use half::f16;
+
+use crate::{Error, Result};
+
+/// Values per block, for every format here.
+pub const BLOCK: usize = 32;
+
+/// A block quantization format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum QuantFormat {
+    /// 8-bit values, one f16 scale per 32.
+    Q8_0,
+    /// 4-bit values offset by 8, one f16 scale per 32.
+    Q4_0,
+    /// 4-bit values, f16 scale and f16 minimum per 32.
+    Q4_1,
+}
+
+impl QuantFormat {
+    /// Bytes per block of 32 values.
+    pub const fn block_bytes(self) -> usize {
+        match self {
+            QuantFormat::Q8_0 => 34,
+            QuantFormat::Q4_0 => 18,
+            QuantFormat::Q4_1 => 20,
+        }
+    }
+
+    /// The GGML type name (`q8_0`, …).
+    pub const fn name(self) -> &'static str {
+        match self {
+            QuantFormat::Q8_0 => "q8_0",
+            QuantFormat::Q4_0 => "q4_0",
+            QuantFormat::Q4_1 => "q4_1",
+        }
+    }
+
+    /// Bytes holding `n` values.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] unless `n` is a multiple of [`BLOCK`].
+    pub fn bytes_for(self, n: usize) -> Result<usize> {
+        if !n.is_multiple_of(BLOCK) {
+            return Err(Error::shape(
+                "quantized tensor",
+                format!(
+                    "{n} values are not a whole number of {BLOCK}-value {} blocks",
+                    self.name()
+                ),
+            ));
+        }
+        Ok(n / BLOCK * self.block_bytes())
+    }
+}
+
+fn scale(b: &[u8], at: usize) -> f32 {
+    f16::from_le_bytes([b[at], b[at + 1]]).to_f32()
+}
+
+/// Dequantizes `bytes` (whole blocks) into `out` (32 values per block).
+///
+/// # Errors
+/// [`Error::Shape`] if `bytes` is not whole blocks or `out` has the wrong length.
+pub fn dequantize(format: QuantFormat, bytes: &[u8], out: &mut [f32]) -> Result<()> {
+    let bb = format.block_bytes();
+    if !bytes.len().is_multiple_of(bb) || bytes.len() / bb * BLOCK != out.len() {
+        return Err(Error::shape(
+            "dequantize",
+            format!(
+                "{} bytes of {} for {} values (blocks of {bb} bytes hold {BLOCK} values)",
+                bytes.len(),
+                format.name(),
+                out.len()
+            ),
+        ));
+    }
+    for (b, y) in bytes.chunks_exact(bb).zip(out.chunks_exact_mut(BLOCK)) {
+        match format {
+            QuantFormat::Q8_0 => {
+                let d = scale(b, 0);
+                for j in 0..BLOCK {
+                    y[j] = f32::from(b[2 + j] as i8) * d;
+                }
+            }
+            QuantFormat::Q4_0 => {
+                let d = scale(b, 0);
+                for j in 0..BLOCK / 2 {
+                    let q = b[2 + j];
+                    y[j] = f32::from(i16::from(q & 0x0F) as i8 - 8) * d;
+                    y[j + BLOCK / 2] = f32::from((q >> 4) as i8 - 8) * d;
+                }
+            }
+            QuantFormat::Q4_1 => {
+                let (d, m) = (scale(b, 0), scale(b, 2));
+                for j in 0..BLOCK / 2 {
+                    let q = b[4 + j];
+                    y[j] = f32::from(q & 0x0F) * d + m;
+                    y[j + BLOCK / 2] = f32::from(q >> 4) * d + m;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Quantizes `x` (a multiple of 32 values) with ggml's reference quantizer for `format`.
+///
+/// # Errors
+/// [`Error::Shape`] unless `x.len()` is a multiple of [`BLOCK`].
+pub fn quantize(format: QuantFormat, x: &[f32]) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(format.bytes_for(x.len())?);
+    for v in x.chunks_exact(BLOCK) {
+        match format {
+            QuantFormat::Q8_0 => {
+                let amax = v.iter().fold(0f32, |a, &x| a.max(x.abs()));
+                let d = amax / 127.0;
+                let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+                out.extend_from_slice(&f16::from_f32(d).to_le_bytes());
+                out.extend(v.iter().map(|&x| (x * id).round() as i8 as u8));
+            }
+            QuantFormat::Q4_0 => {
+                // The value of largest magnitude, with its sign, maps to -8.
+                let (mut amax, mut max) = (0f32, 0f32);
+                for &x in v {
+                    if amax < x.abs() {
+                        amax = x.abs();
+                        max = x;
+                    }
+                }
+                let d = max / -8.0;
+                let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+                out.extend_from_slice(&f16::from_f32(d).to_le_bytes());
+                let q = |x: f32| ((x * id + 8.5) as i8).min(15) as u8;
+                out.extend((0..BLOCK / 2).map(|j| q(v[j]) | (q(v[j + BLOCK / 2]) << 4)));
+            }
+            QuantFormat::Q4_1 => {
+                let min = v.iter().fold(f32::MAX, |a, &x| a.min(x));
+                let max = v.iter().fold(-f32::MAX, |a, &x| a.max(x));
+                let d = (max - min) / 15.0;
+                let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+                out.extend_from_slice(&f16::from_f32(d).to_le_bytes());
+                out.extend_from_slice(&f16::from_f32(min).to_le_bytes());
+                let q = |x: f32| (((x - min) * id + 0.5) as i8).min(15) as u8;
+                out.extend((0..BLOCK / 2).map(|j| q(v[j]) | (q(v[j + BLOCK / 2]) << 4)));
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block_q8(d: f32, qs: [i8; 32]) -> Vec<u8> {
+        let mut b = f16::from_f32(d).to_le_bytes().to_vec();
+        b.extend(qs.iter().map(|&q| q as u8));
+        b
+    }
+
+    #[test]
+    fn hand_built_blocks_dequantize_as_defined() {
+        // Q8_0: d = 0.5, q = -16..16 → q/2.
+        let mut qs = [0i8; 32];
+        for (j, q) in qs.iter_mut().enumerate() {
+            *q = j as i8 - 16;
+        }
+        let mut y = [0f32; 32];
+        dequantize(QuantFormat::Q8_0, &block_q8(0.5, qs), &mut y).unwrap();
+        for (j, v) in y.iter().enumerate() {
+            assert_eq!(*v, (j as f32 - 16.0) * 0.5);
+        }
+        // Q4_0: d = 2, byte j = (lo = j % 16, hi = 15 - j % 16) → (lo - 8)·2 and (hi - 8)·2.
+        let mut b = f16::from_f32(2.0).to_le_bytes().to_vec();
+        b.extend((0..16u8).map(|j| j | ((15 - j) << 4)));
+        dequantize(QuantFormat::Q4_0, &b, &mut y).unwrap();
+        for j in 0..16 {
+            assert_eq!(y[j], (j as f32 - 8.0) * 2.0);
+            assert_eq!(y[j + 16], (7.0 - j as f32) * 2.0);
+        }
+        // Q4_1: d = 0.25, m = -1: q·0.25 - 1.
+        let mut b = f16::from_f32(0.25).to_le_bytes().to_vec();
+        b.extend_from_slice(&f16::from_f32(-1.0).to_le_bytes());
+        b.extend((0..16u8).map(|j| j | (j << 4)));
+        dequantize(QuantFormat::Q4_1, &b, &mut y).unwrap();
+        for j in 0..16 {
+            assert_eq!(y[j], j as f32 * 0.25 - 1.0);
+            assert_eq!(y[j + 16], y[j]);
+        }
+    }
+
+    #[test]
+    fn reference_quantizers_round_trip_within_a_step() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let x: Vec<f32> = (0..32 * 64).map(|_| rng.random_range(-3.0..3.0)).collect();
+        for f in [QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q4_1] {
+            let q = quantize(f, &x).unwrap();
+            assert_eq!(q.len(), f.bytes_for(x.len()).unwrap());
+            let mut y = vec![0f32; x.len()];
+            dequantize(f, &q, &mut y).unwrap();
+            for (b, (xs, ys)) in x.chunks(32).zip(y.chunks(32)).enumerate() {
+                let bytes = &q[b * f.block_bytes()..];
+                let d = f16::from_le_bytes([bytes[0], bytes[1]]).to_f32().abs();
+                for (xv, yv) in xs.iter().zip(ys) {
+                    // Half a quantization step, plus the f16 rounding of the scale(s). Q4_0's
+                    // range is [-8, 7]·d with the largest magnitude at -8: values at the other
+                    // end clamp at 7 and may be off by a whole step.
+                    let steps = if f == QuantFormat::Q4_0 { 1.0 } else { 0.5 };
+                    let tol = d * steps + d * 8.0 * 1e-3 + 1e-3;
+                    assert!((xv - yv).abs() <= tol, "{f:?}: {xv} vs {yv} (d {d})");
+                }
+            }
+        }
+        // A zero block quantizes to zeros and back.
+        for f in [QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q4_1] {
+            let q = quantize(f, &[0.0; 32]).unwrap();
+            let mut y = [1f32; 32];
+            dequantize(f, &q, &mut y).unwrap();
+            assert!(y.iter().all(|&v| v == 0.0), "{f:?}");
+        }
+    }
+
+    #[test]
+    fn bad_sizes_are_errors() {
+        let mut y = [0f32; 32];
+        assert!(dequantize(QuantFormat::Q8_0, &[0u8; 33], &mut y).is_err());
+        assert!(dequantize(QuantFormat::Q4_0, &[0u8; 18], &mut y[..16]).is_err());
+        assert!(quantize(QuantFormat::Q4_1, &[0.0; 31]).is_err());
+        assert_eq!(QuantFormat::Q4_1.bytes_for(64).unwrap(), 40);
+    }
+}
