@@ -17,6 +17,7 @@ mod error;
 mod layout;
 pub mod ops;
 pub mod quant;
+pub mod rope;
 mod tensor;
 
 pub use device::{CudaDevice, Device};

@@ -1,0 +1,411 @@
+//! Rotary position embeddings (RoPE; Su et al., "RoFormer", 2021): frequency tables with the
+//! scalings HF transformers defines in `modeling_rope_utils` — default, linear, dynamic NTK,
+//! YaRN (Peng et al. 2023) and Llama 3's `llama3` — and the CPU reference of the rotation in both
+//! layouts.
+//!
+//! Like HF, inverse frequencies are f32 values and the angle of position `p` is the f32 product
+//! `p · inv_freq`; cos and sin are then scaled by the table's `attention_scale` (YaRN's
+//! "mscale"; 1 otherwise).
+
+use crate::{Error, Result};
+
+/// How the base frequencies are rescaled for longer contexts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RopeScaling {
+    /// `inv_freq[i] = base^(-2i/d)` (`rope_type: "default"`).
+    None,
+    /// Positions divided by `factor` (`"linear"`).
+    Linear {
+        /// The scaling factor.
+        factor: f64,
+    },
+    /// NTK-aware base rescaling once the sequence outgrows `max_position` (`"dynamic"`):
+    /// `base' = base · (factor·len/max − (factor − 1))^(d/(d−2))`.
+    DynamicNtk {
+        /// The scaling factor.
+        factor: f64,
+        /// `max_position_embeddings`.
+        max_position: usize,
+    },
+    /// YaRN (`"yarn"`): high frequencies kept, low ones interpolated by `factor`, a linear ramp
+    /// between the correction dimensions of `beta_fast` and `beta_slow` rotations, and an
+    /// attention scale (default `0.1·ln(factor) + 1`).
+    Yarn {
+        /// The scaling factor.
+        factor: f64,
+        /// `original_max_position_embeddings`.
+        original_max_position: usize,
+        /// Default 32.
+        beta_fast: f64,
+        /// Default 1.
+        beta_slow: f64,
+        /// Overrides the default attention scale.
+        attention_factor: Option<f64>,
+    },
+    /// Llama 3.1's scaling (`"llama3"`): wavelengths above `original_max_position / low_freq_factor`
+    /// divided by `factor`, below `original_max_position / high_freq_factor` kept, and smoothly
+    /// interpolated between.
+    Llama3 {
+        /// The scaling factor (8 for Llama 3.1).
+        factor: f64,
+        /// 1 for Llama 3.1.
+        low_freq_factor: f64,
+        /// 4 for Llama 3.1.
+        high_freq_factor: f64,
+        /// 8192 for Llama 3.1.
+        original_max_position: usize,
+    },
+}
+
+/// A model's RoPE: rotated dimensions per head, base (`rope_theta`) and scaling.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RopeConfig {
+    /// Rotated dimensions per head (head_dim × partial_rotary_factor); even.
+    pub rotary_dim: usize,
+    /// `rope_theta`.
+    pub base: f64,
+    /// The scaling.
+    pub scaling: RopeScaling,
+}
+
+/// Inverse frequencies (`rotary_dim / 2` of them, f32 values) and the cos/sin scale.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RopeTable {
+    /// `inv_freq[i]` for pair `i`.
+    pub inv_freq: Vec<f32>,
+    /// Multiplies cos and sin (YaRN's mscale; 1 otherwise).
+    pub attention_scale: f32,
+}
+
+/// Which elements of a head are rotated together.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RopeLayout {
+    /// Element `i` with element `i + rotary_dim/2` (HF checkpoints).
+    RotateHalf,
+    /// Elements `2i` and `2i + 1` (GGUF / llama.cpp, whose Q/K weights are permuted to match).
+    AdjacentPairs,
+}
+
+impl RopeConfig {
+    /// The table for sequences up to `seq_len` (only dynamic NTK depends on it).
+    ///
+    /// # Errors
+    /// [`Error::Shape`] for an odd or zero `rotary_dim`, a non-positive base or factor.
+    pub fn table(&self, seq_len: usize) -> Result<RopeTable> {
+        let d = self.rotary_dim;
+        if d == 0 || !d.is_multiple_of(2) || self.base <= 1.0 {
+            return Err(Error::shape(
+                "rope",
+                format!(
+                    "rotary_dim {d} must be even and positive, base {} > 1",
+                    self.base
+                ),
+            ));
+        }
+        let df = d as f64;
+        let default = |base: f64| -> Vec<f64> {
+            (0..d / 2)
+                .map(|i| 1.0 / base.powf((2 * i) as f64 / df))
+                .collect()
+        };
+        let check = |factor: f64| {
+            if factor > 0.0 {
+                Ok(())
+            } else {
+                Err(Error::shape(
+                    "rope",
+                    format!("scaling factor {factor} must be positive"),
+                ))
+            }
+        };
+        let (inv, scale) = match self.scaling {
+            RopeScaling::None => (default(self.base), 1.0),
+            RopeScaling::Linear { factor } => {
+                check(factor)?;
+                (
+                    default(self.base).into_iter().map(|f| f / factor).collect(),
+                    1.0,
+                )
+            }
+            RopeScaling::DynamicNtk {
+                factor,
+                max_position,
+            } => {
+                check(factor)?;
+                let max = max_position.max(1) as f64;
+                let len = (seq_len as f64).max(max);
+                let base = self.base * (factor * len / max - (factor - 1.0)).powf(df / (df - 2.0));
+                (default(base), 1.0)
+            }
+            RopeScaling::Yarn {
+                factor,
+                original_max_position,
+                beta_fast,
+                beta_slow,
+                attention_factor,
+            } => {
+                check(factor)?;
+                let orig = original_max_position.max(1) as f64;
+                let correction_dim = |rotations: f64| {
+                    df * (orig / (rotations * 2.0 * std::f64::consts::PI)).ln()
+                        / (2.0 * self.base.ln())
+                };
+                let low = correction_dim(beta_fast).floor().max(0.0);
+                let high = correction_dim(beta_slow).ceil().min(df - 1.0);
+                let high = if low == high { high + 0.001 } else { high };
+                let inv = (0..d / 2)
+                    .map(|i| {
+                        let pos_freq = self.base.powf((2 * i) as f64 / df);
+                        let (extra, inter) = (1.0 / pos_freq, 1.0 / (factor * pos_freq));
+                        let ramp = ((i as f64 - low) / (high - low)).clamp(0.0, 1.0);
+                        let extrapolation = 1.0 - ramp;
+                        inter * (1.0 - extrapolation) + extra * extrapolation
+                    })
+                    .collect();
+                let mscale = if factor <= 1.0 {
+                    1.0
+                } else {
+                    0.1 * factor.ln() + 1.0
+                };
+                (inv, attention_factor.unwrap_or(mscale))
+            }
+            RopeScaling::Llama3 {
+                factor,
+                low_freq_factor,
+                high_freq_factor,
+                original_max_position,
+            } => {
+                check(factor)?;
+                if high_freq_factor <= low_freq_factor {
+                    return Err(Error::shape(
+                        "rope",
+                        "llama3 scaling needs high_freq_factor > low_freq_factor",
+                    ));
+                }
+                let old = original_max_position as f64;
+                let (low_wavelen, high_wavelen) = (old / low_freq_factor, old / high_freq_factor);
+                let inv = default(self.base)
+                    .into_iter()
+                    .map(|f| {
+                        let wavelen = 2.0 * std::f64::consts::PI / f;
+                        if wavelen < high_wavelen {
+                            f
+                        } else if wavelen > low_wavelen {
+                            f / factor
+                        } else {
+                            let smooth = (old / wavelen - low_freq_factor)
+                                / (high_freq_factor - low_freq_factor);
+                            (1.0 - smooth) * f / factor + smooth * f
+                        }
+                    })
+                    .collect();
+                (inv, 1.0)
+            }
+        };
+        Ok(RopeTable {
+            inv_freq: inv.into_iter().map(|f| f as f32).collect(),
+            attention_scale: scale as f32,
+        })
+    }
+}
+
+impl RopeTable {
+    /// `(cos, sin)` of pair `i` at position `pos`, scaled.
+    pub fn cos_sin(&self, pos: usize, i: usize) -> (f32, f32) {
+        let angle = f64::from(pos as f32 * self.inv_freq[i]);
+        let s = f64::from(self.attention_scale);
+        ((angle.cos() * s) as f32, (angle.sin() * s) as f32)
+    }
+
+    /// Rotates `x`, rows of `head_dim` values (rows of one position each, `positions[r]` for row
+    /// `r`), in place; only the first `2 · inv_freq.len()` values of each row rotate.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] if the rows do not fit `head_dim`, the rotated part exceeds it, or there
+    /// is not one position per row.
+    pub fn apply(
+        &self,
+        x: &mut [f32],
+        head_dim: usize,
+        positions: &[usize],
+        layout: RopeLayout,
+    ) -> Result<()> {
+        let half = self.inv_freq.len();
+        if head_dim == 0 || !x.len().is_multiple_of(head_dim) || 2 * half > head_dim {
+            return Err(Error::shape(
+                "rope",
+                format!(
+                    "{} values in rows of {head_dim}, {} rotated",
+                    x.len(),
+                    2 * half
+                ),
+            ));
+        }
+        if positions.len() != x.len() / head_dim {
+            return Err(Error::shape(
+                "rope",
+                format!(
+                    "{} positions for {} rows",
+                    positions.len(),
+                    x.len() / head_dim
+                ),
+            ));
+        }
+        for (row, &pos) in x.chunks_exact_mut(head_dim).zip(positions) {
+            for i in 0..half {
+                let (a, b) = match layout {
+                    RopeLayout::RotateHalf => (i, i + half),
+                    RopeLayout::AdjacentPairs => (2 * i, 2 * i + 1),
+                };
+                let (c, s) = self.cos_sin(pos, i);
+                let (x0, x1) = (row[a], row[b]);
+                row[a] = x0 * c - x1 * s;
+                row[b] = x1 * c + x0 * s;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(scaling: RopeScaling) -> RopeConfig {
+        RopeConfig {
+            rotary_dim: 128,
+            base: 500_000.0,
+            scaling,
+        }
+    }
+
+    #[test]
+    fn default_and_linear_tables() {
+        let t = cfg(RopeScaling::None).table(0).unwrap();
+        assert_eq!(t.inv_freq.len(), 64);
+        assert_eq!(t.inv_freq[0], 1.0);
+        let want = (1.0 / 500_000f64.powf(2.0 * 10.0 / 128.0)) as f32;
+        assert_eq!(t.inv_freq[10], want);
+        assert!(t.inv_freq.windows(2).all(|w| w[1] < w[0]));
+        let l = cfg(RopeScaling::Linear { factor: 4.0 }).table(0).unwrap();
+        for (a, b) in l.inv_freq.iter().zip(&t.inv_freq) {
+            assert!((a * 4.0 - b).abs() <= b * 1e-6);
+        }
+    }
+
+    #[test]
+    fn llama3_keeps_high_frequencies_and_divides_low_ones() {
+        // Llama 3.1 8B: factor 8, low 1, high 4, original 8192, theta 500000, head_dim 128.
+        let base = cfg(RopeScaling::None).table(0).unwrap();
+        let t = cfg(RopeScaling::Llama3 {
+            factor: 8.0,
+            low_freq_factor: 1.0,
+            high_freq_factor: 4.0,
+            original_max_position: 8192,
+        })
+        .table(0)
+        .unwrap();
+        let mut kept = 0;
+        let mut divided = 0;
+        for (i, (&f, &b)) in t.inv_freq.iter().zip(&base.inv_freq).enumerate() {
+            let wavelen = 2.0 * std::f64::consts::PI / f64::from(b);
+            if wavelen < 2048.0 {
+                assert_eq!(f, b, "pair {i}: a high frequency must be kept");
+                kept += 1;
+            } else if wavelen > 8192.0 {
+                assert!(
+                    (f * 8.0 - b).abs() <= b * 1e-6,
+                    "pair {i}: a low frequency is divided by 8"
+                );
+                divided += 1;
+            } else {
+                assert!(f < b && f > b / 8.0, "pair {i}: interpolated between");
+            }
+        }
+        assert!(kept > 20 && divided > 20, "{kept} kept, {divided} divided");
+        assert!(t.inv_freq.windows(2).all(|w| w[1] <= w[0]));
+    }
+
+    #[test]
+    fn yarn_and_dynamic_ntk() {
+        let base = cfg(RopeScaling::None).table(0).unwrap();
+        let y = cfg(RopeScaling::Yarn {
+            factor: 4.0,
+            original_max_position: 32768,
+            beta_fast: 32.0,
+            beta_slow: 1.0,
+            attention_factor: None,
+        })
+        .table(0)
+        .unwrap();
+        assert!((y.attention_scale - (0.1 * 4f32.ln() + 1.0)).abs() < 1e-6);
+        assert_eq!(
+            y.inv_freq[0], base.inv_freq[0],
+            "the highest frequency is extrapolated"
+        );
+        let last = y.inv_freq.len() - 1;
+        assert!((y.inv_freq[last] * 4.0 - base.inv_freq[last]).abs() <= base.inv_freq[last] * 1e-5);
+        // Dynamic NTK: unchanged within max_position, a larger base beyond.
+        let n = cfg(RopeScaling::DynamicNtk {
+            factor: 2.0,
+            max_position: 4096,
+        });
+        assert_eq!(n.table(1000).unwrap(), base);
+        let longer = n.table(16384).unwrap();
+        assert_eq!(longer.inv_freq[0], 1.0);
+        assert!(longer.inv_freq[10] < base.inv_freq[10]);
+        assert!(cfg(RopeScaling::Linear { factor: 0.0 }).table(0).is_err());
+        let odd = RopeConfig {
+            rotary_dim: 7,
+            base: 1e4,
+            scaling: RopeScaling::None,
+        };
+        assert!(odd.table(0).is_err());
+    }
+
+    #[test]
+    fn rotation_layouts_agree_and_preserve_norms() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        let t = RopeConfig {
+            rotary_dim: 64,
+            base: 10_000.0,
+            scaling: RopeScaling::None,
+        }
+        .table(0)
+        .unwrap();
+        let (rows, hd) = (5, 64);
+        let x: Vec<f32> = (0..rows * hd)
+            .map(|_| rng.random_range(-1.0..1.0))
+            .collect();
+        let positions = [0usize, 1, 7, 100, 4095];
+        // Adjacent pairs on a permuted copy (pair i at 2i, 2i+1) equals rotate-half.
+        let mut half = x.clone();
+        t.apply(&mut half, hd, &positions, RopeLayout::RotateHalf)
+            .unwrap();
+        let mut pairs = vec![0f32; x.len()];
+        for r in 0..rows {
+            for i in 0..hd / 2 {
+                pairs[r * hd + 2 * i] = x[r * hd + i];
+                pairs[r * hd + 2 * i + 1] = x[r * hd + i + hd / 2];
+            }
+        }
+        t.apply(&mut pairs, hd, &positions, RopeLayout::AdjacentPairs)
+            .unwrap();
+        for r in 0..rows {
+            for i in 0..hd / 2 {
+                assert_eq!(pairs[r * hd + 2 * i], half[r * hd + i]);
+                assert_eq!(pairs[r * hd + 2 * i + 1], half[r * hd + i + hd / 2]);
+                let before = x[r * hd + i].hypot(x[r * hd + i + hd / 2]);
+                let after = half[r * hd + i].hypot(half[r * hd + i + hd / 2]);
+                assert!((before - after).abs() < 1e-5);
+            }
+        }
+        // Position 0 is the identity.
+        assert_eq!(&half[..hd], &x[..hd]);
+        assert!(
+            t.apply(&mut half, hd, &positions[..4], RopeLayout::RotateHalf)
+                .is_err()
+        );
+    }
+}
