@@ -18,6 +18,7 @@ mod layout;
 pub mod ops;
 pub mod quant;
 pub mod rope;
+pub mod sampling;
 mod tensor;
 
 pub use device::{CudaDevice, Device};
