@@ -11,6 +11,7 @@
 //!   output (no allocation; capturable with [`CudaDevice::capture`]). Each runs on the CPU (the
 //!   reference) and on CUDA.
 
+pub mod attention;
 mod device;
 mod element;
 mod error;
