@@ -25,16 +25,22 @@ pub enum KernelModule {
     Gather,
     /// `gemv.cu`: matrix-vector products for M ≤ 8.
     Gemv,
+    /// `rope.cu`: rotary position embeddings.
+    Rope,
+    /// `quant.cu`: dequantization of GGML block formats.
+    Quant,
 }
 
 impl KernelModule {
     /// Every module.
-    pub const ALL: [KernelModule; 5] = [
+    pub const ALL: [KernelModule; 7] = [
         KernelModule::Elementwise,
         KernelModule::Reduce,
         KernelModule::Norm,
         KernelModule::Gather,
         KernelModule::Gemv,
+        KernelModule::Rope,
+        KernelModule::Quant,
     ];
 
     /// The file stem.
@@ -45,6 +51,8 @@ impl KernelModule {
             KernelModule::Norm => "norm",
             KernelModule::Gather => "gather",
             KernelModule::Gemv => "gemv",
+            KernelModule::Rope => "rope",
+            KernelModule::Quant => "quant",
         }
     }
 
@@ -56,6 +64,8 @@ impl KernelModule {
             KernelModule::Norm => include_str!("../cuda/norm.cu"),
             KernelModule::Gather => include_str!("../cuda/gather.cu"),
             KernelModule::Gemv => include_str!("../cuda/gemv.cu"),
+            KernelModule::Rope => include_str!("../cuda/rope.cu"),
+            KernelModule::Quant => include_str!("../cuda/quant.cu"),
         }
     }
 }
@@ -128,6 +138,10 @@ pub enum Kernel {
         /// Index type (i32 or i64).
         index: DType,
     },
+    /// `rope_<dt>` (in place, positions from device memory).
+    Rope(DType),
+    /// `dequantize_<output dt>` (the block format is a launch argument).
+    Dequantize(DType),
     /// `gemv_<dt>` / `gemv_<dt>_vec` / `gemv_<dt>_vec_m1`.
     Gemv {
         /// Element type (float).
@@ -182,6 +196,8 @@ impl Kernel {
             Kernel::RmsNorm(_) | Kernel::AddRmsNorm(_) | Kernel::LayerNorm(_) => KernelModule::Norm,
             Kernel::IndexSelect { .. } | Kernel::Gather { .. } => KernelModule::Gather,
             Kernel::Gemv { .. } => KernelModule::Gemv,
+            Kernel::Rope(_) => KernelModule::Rope,
+            Kernel::Dequantize(_) => KernelModule::Quant,
         }
     }
 
@@ -231,6 +247,8 @@ impl Kernel {
             Kernel::Gather { dtype, index } => {
                 format!("gather_{}", indexed_names("gather", dtype, index)?)
             }
+            Kernel::Rope(dt) => format!("rope_{}", float("rope", dt)?),
+            Kernel::Dequantize(dt) => format!("dequantize_{}", float("dequantize", dt)?),
             Kernel::Gemv {
                 dtype,
                 vectorized,
@@ -581,6 +599,8 @@ mod tests {
                 Kernel::RmsNorm(dt),
                 Kernel::AddRmsNorm(dt),
                 Kernel::LayerNorm(dt),
+                Kernel::Rope(dt),
+                Kernel::Dequantize(dt),
             ]);
             for to in DType::ALL {
                 if to != dt {

@@ -164,6 +164,74 @@ pub fn quantize(format: QuantFormat, x: &[f32]) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// Dequantizes a tensor of raw `format` blocks (u8, 1-D, whole blocks, on any device) into a new
+/// `dtype` tensor of `32 · blocks` values on the same device. f32 output is bit-identical on the
+/// CPU and on CUDA.
+///
+/// # Errors
+/// [`Error::DType`] for a non-u8 input or a non-float output dtype; [`Error::Shape`] for a
+/// partial block.
+pub fn dequantize_tensor(
+    q: &crate::Tensor,
+    format: QuantFormat,
+    dtype: gpukit_kernels::DType,
+) -> Result<crate::Tensor> {
+    use crate::ops::{dptr, need_contiguous};
+    use gpukit_driver::KernelArgs;
+    use gpukit_kernels::{DType, Kernel, registry::launch};
+    Error::expect_dtype("dequantize", q.dtype(), DType::U8)?;
+    if !dtype.is_float() || q.rank() != 1 {
+        return Err(Error::dtype(
+            "dequantize",
+            format!(
+                "needs 1-D u8 blocks and a float output, got {:?} → {dtype}",
+                q.shape()
+            ),
+        ));
+    }
+    let bytes = q.numel();
+    if !bytes.is_multiple_of(format.block_bytes()) {
+        return Err(Error::shape(
+            "dequantize",
+            format!("{bytes} bytes are not whole {} blocks", format.name()),
+        ));
+    }
+    let n = bytes / format.block_bytes() * BLOCK;
+    let device = q.device();
+    match &device {
+        crate::Device::Cpu => {
+            let raw: Vec<u8> = q.to_vec()?;
+            let mut out = vec![0f32; n];
+            dequantize(format, &raw, &mut out)?;
+            let t = crate::Tensor::from_slice(&out, &[n], &device)?;
+            crate::ops::to_dtype(&t, dtype)
+        }
+        crate::Device::Cuda(c) => {
+            need_contiguous("dequantize", q, "the blocks")?;
+            let out = crate::Tensor::empty(&[n], dtype, &device)?;
+            let code: i32 = match format {
+                QuantFormat::Q8_0 => 0,
+                QuantFormat::Q4_0 => 1,
+                QuantFormat::Q4_1 => 2,
+            };
+            let args = KernelArgs::new()
+                .arg(dptr(q)?)
+                .arg(dptr(&out)?)
+                .arg(n as u64)
+                .arg(code);
+            // SAFETY: q holds n/32 whole blocks of `format`; out holds n elements.
+            unsafe {
+                c.launch(
+                    Kernel::Dequantize(dtype),
+                    &launch::elementwise(n, c.props()),
+                    &args,
+                )
+            }?;
+            Ok(out)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

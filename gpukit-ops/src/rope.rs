@@ -267,6 +267,89 @@ impl RopeTable {
     }
 }
 
+/// Rotates `x [tokens, heads, head_dim]` (contiguous) in place: token `t` at position
+/// `positions[t]` (i32, on `x`'s device — read by the kernel, so a captured graph replays with
+/// new positions), with the table's `inv_freq` (f32 `[rotary_dim / 2]`, on the device) and
+/// `attention_scale`.
+///
+/// # Errors
+/// [`Error::Shape`] / [`Error::DType`] for mismatched operands; device errors.
+pub fn rope_inplace(
+    x: &mut crate::Tensor,
+    positions: &crate::Tensor,
+    inv_freq: &crate::Tensor,
+    attention_scale: f32,
+    layout: RopeLayout,
+) -> Result<()> {
+    use crate::ops::{dptr, need_contiguous, same_device, u32_dim};
+    use gpukit_driver::KernelArgs;
+    use gpukit_kernels::{DType, Kernel, registry::launch};
+    let dev = same_device("rope", &[x, positions, inv_freq])?;
+    Error::expect_dtype("rope positions", positions.dtype(), DType::I32)?;
+    Error::expect_dtype("rope inv_freq", inv_freq.dtype(), DType::F32)?;
+    if !x.dtype().is_float() || x.rank() != 3 {
+        return Err(Error::shape(
+            "rope",
+            format!(
+                "x must be a float [tokens, heads, head_dim] tensor, got {:?} {}",
+                x.shape(),
+                x.dtype()
+            ),
+        ));
+    }
+    let (tokens, heads, head_dim) = (x.shape()[0], x.shape()[1], x.shape()[2]);
+    let half = inv_freq.numel();
+    if positions.shape() != [tokens] || inv_freq.rank() != 1 || half == 0 || 2 * half > head_dim {
+        return Err(Error::shape(
+            "rope",
+            format!(
+                "positions {:?} must be [{tokens}], inv_freq {:?} 1-D with 2·len ≤ {head_dim}",
+                positions.shape(),
+                inv_freq.shape()
+            ),
+        ));
+    }
+    need_contiguous("rope", x, "x")?;
+    match &dev {
+        crate::Device::Cpu => {
+            let table = RopeTable {
+                inv_freq: inv_freq.to_vec::<f32>()?,
+                attention_scale,
+            };
+            let pos: Vec<usize> = positions
+                .to_vec::<i32>()?
+                .iter()
+                .flat_map(|&p| std::iter::repeat_n(p.max(0) as usize, heads))
+                .collect();
+            let mut v: Vec<f32> = x.to_vec_f64()?.into_iter().map(|a| a as f32).collect();
+            table.apply(&mut v, head_dim, &pos, layout)?;
+            crate::ops::write_host(x, v.into_iter().map(f64::from))
+        }
+        crate::Device::Cuda(c) => {
+            let args = KernelArgs::new()
+                .arg(dptr(x)?)
+                .arg(dptr(positions)?)
+                .arg(dptr(inv_freq)?)
+                .arg(attention_scale)
+                .arg(u32_dim("rope", tokens)?)
+                .arg(u32_dim("rope", heads)?)
+                .arg(u32_dim("rope", head_dim)?)
+                .arg(u32_dim("rope", half)?)
+                .arg(i32::from(layout == RopeLayout::AdjacentPairs));
+            let n = tokens * heads * half;
+            // SAFETY: x holds tokens·heads·head_dim elements and 2·half ≤ head_dim; positions
+            // `tokens` i32; inv_freq `half` f32 (all checked above).
+            unsafe {
+                c.launch(
+                    Kernel::Rope(x.dtype()),
+                    &launch::elementwise(n, c.props()),
+                    &args,
+                )
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
