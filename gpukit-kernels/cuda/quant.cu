@@ -37,3 +37,29 @@ extern "C" __global__ void dequantize_##NAME(const u8* __restrict__ q, T* __rest
 DEQUANT_KERNELS(float, f32)
 DEQUANT_KERNELS(f16, f16)
 DEQUANT_KERNELS(bf16, bf16)
+
+// Quantized GEMV for one row of x: out[n] = Σ_k dequant(w[n, k]) · x[k], w stored as rows of
+// K/32 blocks. One warp per output; lane l takes blocks l, l + 32, …, dequantizes each block as
+// dequant_one does and dots it with x in f32; the warp combines in a fixed butterfly order.
+#define QGEMV_KERNELS(T, NAME)                                                                     \
+extern "C" __global__ void qgemv_##NAME(const u8* __restrict__ w, const T* __restrict__ x,         \
+        T* __restrict__ out, unsigned int N, unsigned int K, int format) {                         \
+    const unsigned int lane = threadIdx.x & 31;                                                    \
+    const unsigned long long n = (blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x) >> 5; \
+    if (n >= N) return;                                                                            \
+    const unsigned int blocks = K / 32;                                                            \
+    const unsigned int bb = format == 0 ? 34 : (format == 1 ? 18 : 20);                            \
+    const u8* row = w + n * blocks * bb;                                                           \
+    float acc = 0.0f;                                                                              \
+    for (unsigned int b = lane; b < blocks; b += 32) {                                             \
+        const T* xb = x + b * 32;                                                                  \
+        for (unsigned int j = 0; j < 32; ++j)                                                      \
+            acc = fmaf(dequant_one(row + (unsigned long long)b * bb, format, j), to_f32(xb[j]), acc); \
+    }                                                                                              \
+    acc = warp_sum(acc);                                                                           \
+    if (lane == 0) out[n] = from_f32<T>(acc);                                                      \
+}
+
+QGEMV_KERNELS(float, f32)
+QGEMV_KERNELS(f16, f16)
+QGEMV_KERNELS(bf16, bf16)

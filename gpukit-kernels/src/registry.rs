@@ -27,13 +27,15 @@ pub enum KernelModule {
     Gemv,
     /// `rope.cu`: rotary position embeddings.
     Rope,
-    /// `quant.cu`: dequantization of GGML block formats.
+    /// `quant.cu`: dequantization of GGML block formats and the quantized GEMV.
     Quant,
+    /// `kv.cu`: KV-cache append.
+    Kv,
 }
 
 impl KernelModule {
     /// Every module.
-    pub const ALL: [KernelModule; 7] = [
+    pub const ALL: [KernelModule; 8] = [
         KernelModule::Elementwise,
         KernelModule::Reduce,
         KernelModule::Norm,
@@ -41,6 +43,7 @@ impl KernelModule {
         KernelModule::Gemv,
         KernelModule::Rope,
         KernelModule::Quant,
+        KernelModule::Kv,
     ];
 
     /// The file stem.
@@ -53,6 +56,7 @@ impl KernelModule {
             KernelModule::Gemv => "gemv",
             KernelModule::Rope => "rope",
             KernelModule::Quant => "quant",
+            KernelModule::Kv => "kv",
         }
     }
 
@@ -66,6 +70,7 @@ impl KernelModule {
             KernelModule::Gemv => include_str!("../cuda/gemv.cu"),
             KernelModule::Rope => include_str!("../cuda/rope.cu"),
             KernelModule::Quant => include_str!("../cuda/quant.cu"),
+            KernelModule::Kv => include_str!("../cuda/kv.cu"),
         }
     }
 }
@@ -142,6 +147,10 @@ pub enum Kernel {
     Rope(DType),
     /// `dequantize_<output dt>` (the block format is a launch argument).
     Dequantize(DType),
+    /// `qgemv_<dt>` (one row of x against quantized weight rows; format as an argument).
+    QGemv(DType),
+    /// `kv_append_<dt>` (position from device memory).
+    KvAppend(DType),
     /// `gemv_<dt>` / `gemv_<dt>_vec` / `gemv_<dt>_vec_m1`.
     Gemv {
         /// Element type (float).
@@ -197,7 +206,8 @@ impl Kernel {
             Kernel::IndexSelect { .. } | Kernel::Gather { .. } => KernelModule::Gather,
             Kernel::Gemv { .. } => KernelModule::Gemv,
             Kernel::Rope(_) => KernelModule::Rope,
-            Kernel::Dequantize(_) => KernelModule::Quant,
+            Kernel::Dequantize(_) | Kernel::QGemv(_) => KernelModule::Quant,
+            Kernel::KvAppend(_) => KernelModule::Kv,
         }
     }
 
@@ -249,6 +259,8 @@ impl Kernel {
             }
             Kernel::Rope(dt) => format!("rope_{}", float("rope", dt)?),
             Kernel::Dequantize(dt) => format!("dequantize_{}", float("dequantize", dt)?),
+            Kernel::QGemv(dt) => format!("qgemv_{}", float("quantized gemv", dt)?),
+            Kernel::KvAppend(dt) => format!("kv_append_{}", float("kv cache", dt)?),
             Kernel::Gemv {
                 dtype,
                 vectorized,
@@ -601,6 +613,8 @@ mod tests {
                 Kernel::LayerNorm(dt),
                 Kernel::Rope(dt),
                 Kernel::Dequantize(dt),
+                Kernel::QGemv(dt),
+                Kernel::KvAppend(dt),
             ]);
             for to in DType::ALL {
                 if to != dt {

@@ -15,6 +15,7 @@ pub mod attention;
 mod device;
 mod element;
 mod error;
+pub mod kv_cache;
 mod layout;
 pub mod ops;
 pub mod quant;

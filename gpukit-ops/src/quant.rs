@@ -232,6 +232,105 @@ pub fn dequantize_tensor(
     }
 }
 
+/// A weight matrix `[rows, cols]` kept in a block format: `rows` rows of `cols / 32` blocks,
+/// as GGUF stores a linear layer's weight (`y = x · Wᵀ`).
+#[derive(Clone, Debug)]
+pub struct QuantMatrix {
+    /// The raw blocks (u8, 1-D), on the device that computes with them.
+    pub data: crate::Tensor,
+    /// The block format.
+    pub format: QuantFormat,
+    /// Output features (n).
+    pub rows: usize,
+    /// Input features (k, a multiple of 32).
+    pub cols: usize,
+}
+
+impl QuantMatrix {
+    /// Wraps raw blocks.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] if the byte count does not match `rows × cols` in `format`.
+    pub fn new(data: crate::Tensor, format: QuantFormat, rows: usize, cols: usize) -> Result<Self> {
+        let want = rows * format.bytes_for(cols)?;
+        if data.dtype() != gpukit_kernels::DType::U8 || data.rank() != 1 || data.numel() != want {
+            return Err(Error::shape(
+                "quantized matrix",
+                format!(
+                    "{:?} {} for {rows}×{cols} {} (needs {want} u8)",
+                    data.shape(),
+                    data.dtype(),
+                    format.name()
+                ),
+            ));
+        }
+        Ok(QuantMatrix {
+            data,
+            format,
+            rows,
+            cols,
+        })
+    }
+}
+
+/// `out [1, rows] = x [1, cols] · Wᵀ` reading the quantized blocks directly (no dequantized copy
+/// of W): one warp per output on CUDA; on the CPU, dequantize-then-product (the reference).
+///
+/// # Errors
+/// Shape, dtype and device errors.
+pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -> Result<()> {
+    use crate::ops::{check_out, dptr, need_contiguous, same_device, u32_dim};
+    use gpukit_driver::KernelArgs;
+    use gpukit_kernels::{Kernel, registry::launch};
+    let dev = same_device("qgemv", &[x, &w.data])?;
+    if !x.dtype().is_float() || x.shape() != [1, w.cols] {
+        return Err(Error::shape(
+            "qgemv",
+            format!(
+                "x {:?} {} must be a float [1, {}]",
+                x.shape(),
+                x.dtype(),
+                w.cols
+            ),
+        ));
+    }
+    check_out("qgemv", out, &[1, w.rows], x.dtype(), &dev, &[x, &w.data])?;
+    match &dev {
+        crate::Device::Cpu => {
+            let deq = dequantize_tensor(&w.data, w.format, gpukit_kernels::DType::F32)?
+                .reshape(&[w.rows, w.cols])?;
+            let xf = crate::ops::to_dtype(x, gpukit_kernels::DType::F32)?;
+            let y = crate::ops::linear(&xf, &deq, None, crate::ops::Activation::None)?;
+            crate::ops::cast_into(&y, out)
+        }
+        crate::Device::Cuda(c) => {
+            let x = x.contiguous()?;
+            need_contiguous("qgemv", out, "the output")?;
+            let code: i32 = match w.format {
+                QuantFormat::Q8_0 => 0,
+                QuantFormat::Q4_0 => 1,
+                QuantFormat::Q4_1 => 2,
+            };
+            let args = KernelArgs::new()
+                .arg(dptr(&w.data)?)
+                .arg(dptr(&x)?)
+                .arg(dptr(out)?)
+                .arg(u32_dim("qgemv", w.rows)?)
+                .arg(u32_dim("qgemv", w.cols)?)
+                .arg(code);
+            // SAFETY: w.data holds rows × cols/32 blocks of the format (checked in
+            // `QuantMatrix::new`), x holds cols values, out rows.
+            unsafe {
+                c.launch(
+                    Kernel::QGemv(x.dtype()),
+                    &launch::threads(w.rows * 32)?,
+                    &args,
+                )
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -812,3 +812,74 @@ op_test!(rope_and_dequantize, |dev: &Device| {
         assert!(dequantize_tensor(&partial, f, DType::F32).is_err());
     }
 });
+
+op_test!(kv_cache_and_quantized_gemv, |dev: &Device| {
+    use gpukit_ops::kv_cache::KvCache;
+    use gpukit_ops::quant::{QuantFormat, QuantMatrix, qgemv_into, quantize};
+    let s = seed();
+    for dt in [DType::F32, DType::BF16] {
+        let (kvh, max_len, hd) = (2usize, 10usize, 8usize);
+        let mut cache = KvCache::new(kvh, max_len, hd, dt, dev).unwrap();
+        let mut want_k = vec![0f64; kvh * max_len * hd];
+        let mut filled = 0usize;
+        for (i, tokens) in [3usize, 1, 4].into_iter().enumerate() {
+            let (k, kv) = input(&[tokens, kvh, hd], dt, -1.0, 1.0, s + i as u64, dev);
+            let (v, _) = input(&[tokens, kvh, hd], dt, -1.0, 1.0, s + 10 + i as u64, dev);
+            cache.append(&k, &v).unwrap();
+            for (t, &x) in kv.iter().enumerate() {
+                let (d, r) = (t % hd, t / hd);
+                want_k[((r % kvh) * max_len + filled + r / kvh) * hd + d] = x;
+            }
+            filled += tokens;
+        }
+        assert_eq!(cache.len(), 8);
+        let got = cache.keys().unwrap().to_vec_f64().unwrap();
+        let want: Vec<f64> = (0..kvh)
+            .flat_map(|h| want_k[h * max_len * hd..][..8 * hd].to_vec())
+            .collect();
+        assert_eq!(got, want, "kv cache {dt}");
+        // Full: a clear error and nothing written.
+        let (k3, _) = input(&[3, kvh, hd], dt, -1.0, 1.0, s, dev);
+        assert!(cache.append(&k3, &k3).is_err());
+        cache.truncate(2).unwrap();
+        assert_eq!(cache.values().unwrap().shape(), &[kvh, 2, hd]);
+        assert!(cache.truncate(5).is_err());
+        // A device position past the end is reported, never written.
+        let pos = Tensor::from_slice(&[9i32], &[1], dev).unwrap();
+        let r = cache
+            .append_at(&k3, &k3, &pos)
+            .and_then(|_| cache.key_storage().to_vec_f64().map(|_| ()));
+        assert!(r.unwrap_err().to_string().contains("out of range"));
+        cache.reset();
+        assert!(cache.is_empty());
+    }
+    for f in [QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q4_1] {
+        let (n, k) = (257usize, 576usize);
+        let w: Vec<f32> = Tensor::rand(&[n * k], -1.0, 1.0, DType::F32, s, &Device::Cpu)
+            .unwrap()
+            .to_vec()
+            .unwrap();
+        let q = quantize(f, &w).unwrap();
+        let mut deq = vec![0f32; w.len()];
+        gpukit_ops::quant::dequantize(f, &q, &mut deq).unwrap();
+        let qm =
+            QuantMatrix::new(Tensor::from_slice(&q, &[q.len()], dev).unwrap(), f, n, k).unwrap();
+        for dt in [DType::F32, DType::BF16] {
+            let (x, xv) = input(&[1, k], dt, -1.0, 1.0, s + 1, dev);
+            let mut out = poisoned(&[1, n], dt, dev);
+            qgemv_into(&x, &qm, &mut out).unwrap();
+            let want: Vec<f64> = (0..n)
+                .map(|r| (0..k).map(|c| f64::from(deq[r * k + c]) * xv[c]).sum())
+                .collect();
+            assert_close(
+                &format!("qgemv {f:?} {dt}"),
+                &out.to_vec_f64().unwrap(),
+                &want,
+                tol(dt),
+            );
+        }
+        assert!(
+            QuantMatrix::new(Tensor::from_slice(&q[..10], &[10], dev).unwrap(), f, n, k).is_err()
+        );
+    }
+});
