@@ -3,7 +3,7 @@
 //
 // Memory-bound: every weight byte is read once. A 256-thread block computes R output columns,
 // each by W = 8 / R warps that split K between them (R is chosen on the host so every SM is
-// full). Each lane issues GEMV_UNROLL 16-byte weight loads (8 bf16/f16 or 4 f32) before using
+// full). Each lane issues UNROLL = 4 16-byte weight loads (8 bf16/f16 or 4 f32) before using
 // any, so many loads are in flight. x (M x K, small) is read through L1. Per-warp partial sums
 // are combined with a fixed butterfly (warp_sum) and then across the row's warps in a fixed
 // order, so the result is deterministic for a given R. `_vec` needs K % VEC == 0 and 16-byte
@@ -21,8 +21,9 @@ template <typename T> __device__ __forceinline__ Pack<T> load16_stream(const T* 
 }
 
 // MAXM: rows of x handled (1 for the decode fast path, GEMV_MAX_M otherwise); UNROLL: 16-byte
-// weight loads each lane issues before using any of them (memory-level parallelism; fewer
-// accumulators for MAXM = 1 leave registers for more loads in flight).
+// weight loads each lane issues before using any of them. Measured on an H100 (docs/RESULTS.md):
+// 4 loads at ~53 registers (4 blocks per SM) stream faster than 8 loads at 80+ registers
+// (2-3 blocks per SM) — occupancy hides latency better than per-thread depth here.
 template <typename T, bool VEC, int MAXM, int UNROLL>
 __device__ __forceinline__ void gemv_impl(const T* __restrict__ x, const T* __restrict__ w,
                                           const T* __restrict__ bias, T* __restrict__ out,
@@ -101,11 +102,11 @@ extern "C" __global__ void gemv_##NAME##_vec(const T* __restrict__ x, const T* _
         unsigned int K, unsigned int R) {                                                          \
     gemv_impl<T, true, GEMV_MAX_M, 4>(x, w, bias, out, M, N, K, R);                                \
 }                                                                                                  \
-/* M = 1 (decode): one accumulator, eight loads in flight per lane. */                             \
+/* M = 1 (decode): one accumulator.                               */                             \
 extern "C" __global__ void gemv_##NAME##_vec_m1(const T* __restrict__ x, const T* __restrict__ w,  \
         const T* __restrict__ bias, T* __restrict__ out, unsigned int M, unsigned int N,           \
         unsigned int K, unsigned int R) {                                                          \
-    gemv_impl<T, true, 1, 8>(x, w, bias, out, M, N, K, R);                                         \
+    gemv_impl<T, true, 1, 4>(x, w, bias, out, M, N, K, R);                                         \
 }
 
 GEMV_KERNELS(float, f32)

@@ -330,15 +330,12 @@ pub mod launch {
         Ok(LaunchConfig::new(grid, BLOCK))
     }
 
-    /// rms_norm rows: one block per row, with just enough threads (a power of two, 32 to 256)
-    /// for each to hold at most four 16-byte vectors of the row, so short rows make short,
-    /// numerous blocks instead of mostly idle wide ones.
+    /// rms_norm rows: one block per row, with one thread per 16-byte vector of the row (a power
+    /// of two, 32 to 256; longer rows give each thread up to four vectors). A sweep on an H100
+    /// (docs/RESULTS.md) found one vector per thread fastest: more loads in flight per SM.
     pub fn norm_rows(rows: usize, hidden: usize, elem_bytes: usize) -> Result<LaunchConfig> {
         let nvec = hidden.div_ceil(16 / elem_bytes.max(1));
-        let threads = nvec
-            .div_ceil(4)
-            .next_power_of_two()
-            .clamp(32, BLOCK as usize) as u32;
+        let threads = nvec.next_power_of_two().clamp(32, BLOCK as usize) as u32;
         let grid = u32::try_from(rows.max(1))
             .map_err(|_| Error::InvalidArgument(format!("{rows} rows exceed the grid limit")))?;
         Ok(LaunchConfig::new(grid, threads))
@@ -350,11 +347,12 @@ pub mod launch {
     }
 
     /// GEMV: 256-thread blocks of `rows` output columns each, `8 / rows` warps per column
-    /// splitting K. Measured on an H200 (docs/RESULTS.md): a warp should stream at least about
-    /// 4 KiB of its column per pass, so warps per column = the largest power of two ≤ column
-    /// bytes / 4 KiB, between 1 and 8. Returns the launch and `rows`.
+    /// splitting K. A sweep on an H100 (docs/RESULTS.md) put the best split at about one warp
+    /// per 6 KiB of the column (a pass of a warp is 2 KiB: 32 lanes × four 16-byte loads), so
+    /// warps per column = the largest power of two ≤ column bytes / 6 KiB, between 1 and 8.
+    /// Returns the launch and `rows`.
     pub fn gemv(n: usize, k: usize, elem_bytes: usize) -> Result<(LaunchConfig, u32)> {
-        let per_column = (k * elem_bytes / 4096).clamp(1, 8);
+        let per_column = (k * elem_bytes / 6144).clamp(1, 8);
         let warps = 1u32 << per_column.ilog2();
         let rows = 8 / warps;
         let grid = u32::try_from(n.div_ceil(rows as usize).max(1))
