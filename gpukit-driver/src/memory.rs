@@ -41,8 +41,9 @@ device_copy!(
 // SAFETY: arrays of `DeviceCopy` values have no padding between elements.
 unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}
 
-/// A device address (`CUdeviceptr`). Passing it to a kernel passes the pointer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// A device address (`CUdeviceptr`). Passing it to a kernel passes the pointer. The default is
+/// the null address.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(transparent)]
 pub struct DevicePtr(pub u64);
 

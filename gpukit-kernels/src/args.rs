@@ -1,6 +1,6 @@
 //! Kernel argument structures shared with the CUDA sources.
 
-use gpukit_driver::DeviceCopy;
+use gpukit_driver::{DeviceCopy, DevicePtr};
 
 use crate::{Error, Result};
 
@@ -62,6 +62,52 @@ impl StridedIndex {
     }
 }
 
+/// Arguments of the attention kernels (`AttnArgs` in `cuda/attention.cu`; the layouts must
+/// match). Strides are in elements, for the batch, head and row dimensions of
+/// `[batch, heads, len, head_dim]` operands (the head dimension is contiguous).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[repr(C)]
+pub struct AttentionArgs {
+    /// Q strides (batch, head, row).
+    pub q_stride: [i64; 3],
+    /// K strides.
+    pub k_stride: [i64; 3],
+    /// V strides.
+    pub v_stride: [i64; 3],
+    /// Output strides.
+    pub o_stride: [i64; 3],
+    /// Query heads.
+    pub q_heads: u32,
+    /// Key/value heads (divides `q_heads`).
+    pub kv_heads: u32,
+    /// Queries per sequence.
+    pub q_len: u32,
+    /// Keys per sequence.
+    pub kv_len: u32,
+    /// Softmax scale × log2(e) (the kernels work in base 2).
+    pub scale_log2: f32,
+    /// 1 for the offset causal mask.
+    pub causal: u32,
+    /// Sliding window in positions (0: none).
+    pub window: u32,
+    /// 1 to add the ALiBi bias.
+    pub alibi: u32,
+    /// Decode: the first key any query sees (a multiple of 64).
+    pub key_begin: u32,
+    /// Decode: keys per split (a multiple of 64).
+    pub chunk: u32,
+    /// Decode: splits per (batch, KV head).
+    pub splits: u32,
+    /// Padding (keeps `partial` 8-byte aligned, as in C).
+    pub pad: u32,
+    /// Decode with `splits > 1`: the f32 workspace of per-split partial results.
+    pub partial: DevicePtr,
+}
+
+// SAFETY: `repr(C)`, integers, floats and a device address, no implicit padding (the explicit
+// `pad` field fills it).
+unsafe impl DeviceCopy for AttentionArgs {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,5 +121,12 @@ mod tests {
         assert_eq!(ix.ndim, 2);
         assert_eq!(ix.stride[1][..2], [0, 1]);
         assert!(StridedIndex::new(&[1; 7], &[]).is_err());
+    }
+
+    #[test]
+    fn attention_args_match_the_c_struct() {
+        // long long strides[4][3]; unsigned ×4; float; unsigned ×7; float* partial
+        assert_eq!(std::mem::size_of::<AttentionArgs>(), 96 + 16 + 4 + 28 + 8);
+        assert_eq!(std::mem::offset_of!(AttentionArgs, partial), 144);
     }
 }

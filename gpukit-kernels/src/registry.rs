@@ -31,11 +31,13 @@ pub enum KernelModule {
     Quant,
     /// `kv.cu`: KV-cache append.
     Kv,
+    /// `attention.cu`: scaled dot-product attention (flash prefill, split-K decode).
+    Attention,
 }
 
 impl KernelModule {
     /// Every module.
-    pub const ALL: [KernelModule; 8] = [
+    pub const ALL: [KernelModule; 9] = [
         KernelModule::Elementwise,
         KernelModule::Reduce,
         KernelModule::Norm,
@@ -44,6 +46,7 @@ impl KernelModule {
         KernelModule::Rope,
         KernelModule::Quant,
         KernelModule::Kv,
+        KernelModule::Attention,
     ];
 
     /// The file stem.
@@ -57,6 +60,7 @@ impl KernelModule {
             KernelModule::Rope => "rope",
             KernelModule::Quant => "quant",
             KernelModule::Kv => "kv",
+            KernelModule::Attention => "attention",
         }
     }
 
@@ -71,6 +75,7 @@ impl KernelModule {
             KernelModule::Rope => include_str!("../cuda/rope.cu"),
             KernelModule::Quant => include_str!("../cuda/quant.cu"),
             KernelModule::Kv => include_str!("../cuda/kv.cu"),
+            KernelModule::Attention => include_str!("../cuda/attention.cu"),
         }
     }
 }
@@ -151,6 +156,18 @@ pub enum Kernel {
     QGemv(DType),
     /// `kv_append_<dt>` (position from device memory).
     KvAppend(DType),
+    /// `sdpa_prefill_<dt>_d<head_dim>` / `sdpa_decode_<dt>_d<head_dim>` (f16/bf16; head_dim
+    /// 64, 80, 96, 128 or 256).
+    Sdpa {
+        /// Element type of Q, K, V and the output.
+        dtype: DType,
+        /// Values per head.
+        head_dim: u32,
+        /// The split-K decode kernel (else the prefill kernel).
+        decode: bool,
+    },
+    /// `sdpa_combine_<dt>`: merges the splits of the decode kernel.
+    SdpaCombine(DType),
     /// `gemv_<dt>` / `gemv_<dt>_vec` / `gemv_<dt>_vec_m1`.
     Gemv {
         /// Element type (float).
@@ -165,6 +182,18 @@ pub enum Kernel {
 
 fn float(op: &'static str, dt: DType) -> Result<&'static str> {
     if dt.is_float() {
+        Ok(dt.name())
+    } else {
+        Err(Error::Unsupported { op, dtype: dt })
+    }
+}
+
+/// Head dimensions the attention kernels are built for.
+pub const SDPA_HEAD_DIMS: [u32; 5] = [64, 80, 96, 128, 256];
+
+/// f16 or bf16 only (tensor-core kernels).
+fn half_float(op: &'static str, dt: DType) -> Result<&'static str> {
+    if matches!(dt, DType::F16 | DType::BF16) {
         Ok(dt.name())
     } else {
         Err(Error::Unsupported { op, dtype: dt })
@@ -208,6 +237,7 @@ impl Kernel {
             Kernel::Rope(_) => KernelModule::Rope,
             Kernel::Dequantize(_) | Kernel::QGemv(_) => KernelModule::Quant,
             Kernel::KvAppend(_) => KernelModule::Kv,
+            Kernel::Sdpa { .. } | Kernel::SdpaCombine(_) => KernelModule::Attention,
         }
     }
 
@@ -261,6 +291,23 @@ impl Kernel {
             Kernel::Dequantize(dt) => format!("dequantize_{}", float("dequantize", dt)?),
             Kernel::QGemv(dt) => format!("qgemv_{}", float("quantized gemv", dt)?),
             Kernel::KvAppend(dt) => format!("kv_append_{}", float("kv cache", dt)?),
+            Kernel::Sdpa {
+                dtype,
+                head_dim,
+                decode,
+            } => {
+                if !SDPA_HEAD_DIMS.contains(&head_dim) {
+                    return Err(Error::InvalidArgument(format!(
+                        "sdpa kernels exist for head_dim {SDPA_HEAD_DIMS:?}, not {head_dim}"
+                    )));
+                }
+                format!(
+                    "sdpa_{}_{}_d{head_dim}",
+                    if decode { "decode" } else { "prefill" },
+                    half_float("sdpa", dtype)?
+                )
+            }
+            Kernel::SdpaCombine(dt) => format!("sdpa_combine_{}", half_float("sdpa", dt)?),
             Kernel::Gemv {
                 dtype,
                 vectorized,
@@ -358,6 +405,81 @@ pub mod launch {
         let grid = u32::try_from(n.div_ceil(rows as usize).max(1))
             .map_err(|_| Error::InvalidArgument(format!("{n} GEMV outputs exceed the grid")))?;
         Ok((LaunchConfig::new(grid, BLOCK), rows))
+    }
+
+    /// Threads per attention block (four warps).
+    pub const SDPA_THREADS: u32 = 128;
+    /// Query rows one decode block handles (GQA group × queries per sequence).
+    pub const SDPA_DECODE_ROWS: usize = 16;
+    /// Decode blocks aimed at across the whole call (about four per SM on an H100/H200); the
+    /// split count follows from the shape alone, so results do not depend on the device.
+    const SDPA_DECODE_BLOCKS: usize = 512;
+
+    fn grid_dim(what: &str, n: usize) -> Result<u32> {
+        u32::try_from(n)
+            .ok()
+            .filter(|&v| v <= 65_535)
+            .ok_or_else(|| Error::InvalidArgument(format!("{n} {what} exceed the grid limit")))
+    }
+
+    /// The prefill attention kernel: blocks of 64 queries × query heads × batch, with shared
+    /// memory for two K/V tiles of 64 keys (32 for head_dim 256), rows padded by 8 elements.
+    pub fn sdpa_prefill(
+        batch: usize,
+        q_heads: usize,
+        q_len: usize,
+        head_dim: usize,
+    ) -> Result<LaunchConfig> {
+        let bn = if head_dim > 128 { 32 } else { 64 };
+        let smem = 2 * 2 * bn * (head_dim + 8) * 2;
+        let grid = (
+            u32::try_from(q_len.div_ceil(64).max(1))
+                .map_err(|_| Error::InvalidArgument(format!("{q_len} queries")))?,
+            grid_dim("query heads", q_heads)?,
+            grid_dim("sequences", batch)?,
+        );
+        Ok(LaunchConfig::new(grid, SDPA_THREADS).shared_mem(smem as u32))
+    }
+
+    /// How the decode kernel splits `keys` keys (a multiple of 64 per split):
+    /// `(keys per split, splits)`, from the shape only.
+    pub fn sdpa_decode_splits(keys: usize, batch_kv_heads: usize) -> (usize, usize) {
+        let tiles = keys.div_ceil(64).max(1);
+        let wanted = SDPA_DECODE_BLOCKS.div_ceil(batch_kv_heads.max(1));
+        let splits = wanted.clamp(1, tiles);
+        let chunk = tiles.div_ceil(splits) * 64;
+        (chunk, keys.div_ceil(chunk).max(1))
+    }
+
+    /// The decode attention kernel: splits × KV heads × batch blocks; shared memory for the
+    /// K/V tiles (double-buffered below head_dim 256) or the four warps' merge, whichever is
+    /// larger.
+    pub fn sdpa_decode(
+        batch: usize,
+        kv_heads: usize,
+        splits: usize,
+        head_dim: usize,
+    ) -> Result<LaunchConfig> {
+        let stages = if head_dim > 128 { 1 } else { 2 };
+        let tiles = stages * 2 * 64 * (head_dim + 8) * 2;
+        let merge = 4 * 16 * (head_dim + 2) * 4;
+        let grid = (
+            u32::try_from(splits)
+                .map_err(|_| Error::InvalidArgument(format!("{splits} splits")))?,
+            grid_dim("KV heads", kv_heads)?,
+            grid_dim("sequences", batch)?,
+        );
+        Ok(LaunchConfig::new(grid, SDPA_THREADS).shared_mem(tiles.max(merge) as u32))
+    }
+
+    /// The decode combine kernel: one block of `head_dim` threads per (row, KV head, batch).
+    pub fn sdpa_combine(batch: usize, kv_heads: usize, head_dim: usize) -> Result<LaunchConfig> {
+        let grid = (
+            SDPA_DECODE_ROWS as u32,
+            grid_dim("KV heads", kv_heads)?,
+            grid_dim("sequences", batch)?,
+        );
+        Ok(LaunchConfig::new(grid, head_dim as u32))
     }
 }
 
@@ -613,7 +735,17 @@ mod tests {
                 Kernel::Dequantize(dt),
                 Kernel::QGemv(dt),
                 Kernel::KvAppend(dt),
+                Kernel::SdpaCombine(dt),
             ]);
+            for head_dim in SDPA_HEAD_DIMS {
+                for decode in [false, true] {
+                    v.push(Kernel::Sdpa {
+                        dtype: dt,
+                        head_dim,
+                        decode,
+                    });
+                }
+            }
             for to in DType::ALL {
                 if to != dt {
                     v.push(Kernel::Cast { from: dt, to });

@@ -5,9 +5,21 @@
 //! output like `q`. Grouped-query attention without replication: query head `h` reads KV head
 //! `h / (q_heads / kv_heads)`. The causal mask is offset so the queries are the last `q_len`
 //! positions: query `i` sits at position `kv_len − q_len + i` and sees keys at positions ≤ its
-//! own, and with a sliding window `w` only the last `w` of them (positions > pos − w).
+//! own, and with a sliding window `w` only the last `w` of them (positions > pos − w). ALiBi
+//! (Press et al. 2022) adds `slope_h · (key position − query position)` to the scores, with the
+//! slopes of [`alibi_slopes`].
+//!
+//! [`sdpa`] / [`sdpa_into`] run it on tensors: on the CPU through the reference, on CUDA with
+//! the kernels of `gpukit-kernels/cuda/attention.cu` (f16/bf16, head_dim 64, 80, 96, 128, 256):
+//! a FlashAttention-2-style tiled kernel for prefill and split-K flash-decoding when a KV head
+//! serves at most 16 query rows (GQA group × queries), both deterministic.
 
-use crate::{Error, Result};
+use gpukit_driver::KernelArgs;
+use gpukit_kernels::registry::{SDPA_HEAD_DIMS, launch};
+use gpukit_kernels::{AttentionArgs, DType, Kernel};
+
+use crate::ops::{check_out, cuda, dptr, same_device, write_host};
+use crate::{Device, Error, Result, Tensor};
 
 /// Dimensions of one attention call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,6 +45,29 @@ pub struct AttentionMask {
     pub causal: bool,
     /// Sliding window length (Mistral), with `causal`.
     pub sliding_window: Option<usize>,
+    /// Add the ALiBi bias (slopes from the number of query heads).
+    pub alibi: bool,
+}
+
+/// ALiBi slopes for `n_heads` heads (Press et al. 2022): `2^(−8(h+1)/p)` for the first `p`
+/// heads, `p` the largest power of two ≤ `n_heads`, then the odd powers of `2^(−4/p)` for the
+/// rest — as HF transformers' `build_alibi_tensor` builds them.
+pub fn alibi_slopes(n_heads: usize) -> Vec<f32> {
+    let p = if n_heads == 0 {
+        1
+    } else {
+        1usize << n_heads.ilog2()
+    };
+    (0..n_heads)
+        .map(|h| {
+            let e = if h < p {
+                -8.0 * (h + 1) as f64 / p as f64
+            } else {
+                -4.0 * (2 * (h - p) + 1) as f64 / p as f64
+            };
+            e.exp2() as f32
+        })
+        .collect()
 }
 
 impl AttentionShape {
@@ -90,6 +125,7 @@ pub fn sdpa_reference(
         head_dim: d,
     } = shape;
     let group = q_heads / kv_heads;
+    let slopes = alibi_slopes(q_heads);
     let mut out = vec![0f32; q.len()];
     let mut scores = vec![0f64; kv_len];
     for b in 0..batch {
@@ -111,7 +147,12 @@ pub fn sdpa_reference(
                             .zip(krow)
                             .map(|(a, b)| f64::from(*a) * f64::from(*b))
                             .sum();
-                        dot * f64::from(scale)
+                        let bias = if mask.alibi {
+                            f64::from(slopes[h]) * (j as f64 - pos as f64)
+                        } else {
+                            0.0
+                        };
+                        dot * f64::from(scale) + bias
                     } else {
                         f64::NEG_INFINITY
                     };
@@ -131,6 +172,262 @@ pub fn sdpa_reference(
         }
     }
     Ok(out)
+}
+
+/// The shape of an attention call on tensors `q [batch, q_heads, q_len, head_dim]`,
+/// `k`/`v [batch, kv_heads, kv_len, head_dim]`.
+///
+/// # Errors
+/// [`Error::Shape`] for ranks other than 4 or mismatched dimensions.
+pub fn attention_shape(q: &Tensor, k: &Tensor, v: &Tensor) -> Result<AttentionShape> {
+    let bad = || {
+        Error::shape(
+            "sdpa",
+            format!(
+                "q {:?}, k {:?}, v {:?} must be [batch, heads, len, head_dim] with k and v alike",
+                q.shape(),
+                k.shape(),
+                v.shape()
+            ),
+        )
+    };
+    if q.rank() != 4 || k.rank() != 4 || k.shape() != v.shape() {
+        return Err(bad());
+    }
+    let (qs, ks) = (q.shape(), k.shape());
+    if qs[0] != ks[0] || qs[3] != ks[3] {
+        return Err(bad());
+    }
+    Ok(AttentionShape {
+        batch: qs[0],
+        q_heads: qs[1],
+        kv_heads: ks[1],
+        q_len: qs[2],
+        kv_len: ks[2],
+        head_dim: qs[3],
+    })
+}
+
+/// How the CUDA kernels run a shape: `Some((first key, keys per split, splits))` for the
+/// split-K decode kernel, `None` for the prefill kernel.
+fn decode_plan(s: &AttentionShape, mask: &AttentionMask) -> Option<(usize, usize, usize)> {
+    let rows = (s.q_heads / s.kv_heads.max(1)) * s.q_len;
+    if rows > launch::SDPA_DECODE_ROWS {
+        return None;
+    }
+    // Keys before the earliest query's window are never read.
+    let first = match (mask.causal, mask.sliding_window) {
+        (true, Some(w)) => ((s.kv_len - s.q_len + 1).saturating_sub(w) / 64) * 64,
+        _ => 0,
+    };
+    let (chunk, splits) = launch::sdpa_decode_splits(s.kv_len - first, s.batch * s.kv_heads);
+    Some((first, chunk, splits))
+}
+
+/// f32 elements of the workspace [`sdpa_into`] needs on CUDA for this shape (0 when none). It
+/// never decreases as `kv_len` grows and is bounded for a given batch, heads and head_dim, so a
+/// workspace sized for the longest sequence serves every step of a decode loop.
+pub fn sdpa_workspace_len(shape: &AttentionShape, mask: &AttentionMask) -> usize {
+    match decode_plan(shape, mask) {
+        Some((_, _, splits)) if splits > 1 => {
+            shape.batch * shape.kv_heads * splits * launch::SDPA_DECODE_ROWS * (shape.head_dim + 2)
+        }
+        _ => 0,
+    }
+}
+
+/// Scaled dot-product attention `softmax(Q·Kᵀ·scale + bias + mask)·V` on tensors (see the
+/// module docs for the layout and mask), into a new contiguous `[batch, q_heads, q_len,
+/// head_dim]` tensor of q's dtype.
+///
+/// # Errors
+/// As [`sdpa_into`].
+pub fn sdpa(q: &Tensor, k: &Tensor, v: &Tensor, scale: f32, mask: AttentionMask) -> Result<Tensor> {
+    let dev = same_device("sdpa", &[q, k, v])?;
+    let shape = attention_shape(q, k, v)?;
+    let out = Tensor::empty(q.shape(), q.dtype(), &dev)?;
+    let ws = Tensor::empty(&[sdpa_workspace_len(&shape, &mask)], DType::F32, &dev)?;
+    sdpa_into(q, k, v, scale, mask, &out, &ws)?;
+    Ok(out)
+}
+
+/// [`sdpa`] into `out` (`[batch, q_heads, q_len, head_dim]`, any strides with the head
+/// dimension contiguous). `workspace` is an f32 tensor of at least [`sdpa_workspace_len`]
+/// elements (used by the CUDA decode kernel; ignored on the CPU). Allocates nothing; capturable.
+/// On CUDA the operands' batch, head and row strides must be multiples of 8 elements and the
+/// rows 16-byte aligned (true of contiguous tensors and of KV-cache views).
+///
+/// # Errors
+/// [`Error::Shape`] for mismatched shapes, heads that do not group, a causal mask with more
+/// queries than keys, an empty sliding window, misaligned strides or a short workspace;
+/// [`Error::DType`] for mixed dtypes, and on CUDA for dtypes other than f16/bf16 or a head_dim
+/// the kernels are not built for.
+pub fn sdpa_into(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    scale: f32,
+    mask: AttentionMask,
+    out: &Tensor,
+    workspace: &Tensor,
+) -> Result<()> {
+    let dev = same_device("sdpa", &[q, k, v, workspace])?;
+    let shape = attention_shape(q, k, v)?;
+    for t in [k, v] {
+        Error::expect_dtype("sdpa", t.dtype(), q.dtype())?;
+    }
+    if !q.dtype().is_float() {
+        return Err(Error::dtype(
+            "sdpa",
+            format!("needs float tensors, got {}", q.dtype()),
+        ));
+    }
+    check_out("sdpa", out, q.shape(), q.dtype(), &dev, &[q, k, v])?;
+    shape.check(q.numel(), k.numel(), v.numel(), &mask)?;
+    if shape.kv_len == 0 {
+        return Err(Error::shape("sdpa", "attention over zero keys"));
+    }
+    match &dev {
+        Device::Cpu => {
+            let f = |t: &Tensor| -> Result<Vec<f32>> {
+                Ok(t.to_vec_f64()?.into_iter().map(|x| x as f32).collect())
+            };
+            let o = sdpa_reference(&f(q)?, &f(k)?, &f(v)?, shape, scale, mask)?;
+            write_host(out, o.into_iter().map(f64::from))
+        }
+        Device::Cuda(_) => sdpa_cuda(q, k, v, scale, mask, out, workspace, &shape),
+    }
+}
+
+/// Batch, head and row strides of a rank-4 operand whose last dimension is contiguous and whose
+/// rows are 16-byte aligned.
+fn strides16(t: &Tensor, what: &str) -> Result<[i64; 3]> {
+    let s = t.layout().strides();
+    let ok = s[3] == 1 && s[..3].iter().all(|&x| x % 8 == 0) && dptr(t)?.0 % 16 == 0;
+    if !ok {
+        return Err(Error::shape(
+            "sdpa",
+            format!(
+                "{what} strides {s:?} must be multiples of 8 elements with rows 16-byte aligned \
+                 and the head dimension contiguous (call contiguous() first)"
+            ),
+        ));
+    }
+    Ok([s[0] as i64, s[1] as i64, s[2] as i64])
+}
+
+#[allow(clippy::too_many_arguments)]
+fn sdpa_cuda(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    scale: f32,
+    mask: AttentionMask,
+    out: &Tensor,
+    workspace: &Tensor,
+    s: &AttentionShape,
+) -> Result<()> {
+    let c = cuda(&out.device())?.clone();
+    let dtype = q.dtype();
+    if !matches!(dtype, DType::F16 | DType::BF16) {
+        return Err(Error::dtype(
+            "sdpa",
+            format!("the CUDA kernels take f16 or bf16, got {dtype}"),
+        ));
+    }
+    let head_dim = u32::try_from(s.head_dim).unwrap_or(0);
+    if !SDPA_HEAD_DIMS.contains(&head_dim) {
+        return Err(Error::shape(
+            "sdpa",
+            format!(
+                "the CUDA kernels are built for head_dim {SDPA_HEAD_DIMS:?}, not {}",
+                s.head_dim
+            ),
+        ));
+    }
+    let u = |n: usize| crate::ops::u32_dim("sdpa", n);
+    let mut args = AttentionArgs {
+        q_stride: strides16(q, "q")?,
+        k_stride: strides16(k, "k")?,
+        v_stride: strides16(v, "v")?,
+        o_stride: strides16(out, "out")?,
+        q_heads: u(s.q_heads)?,
+        kv_heads: u(s.kv_heads)?,
+        q_len: u(s.q_len)?,
+        kv_len: u(s.kv_len)?,
+        scale_log2: scale * std::f32::consts::LOG2_E,
+        causal: u32::from(mask.causal),
+        window: u(mask.sliding_window.unwrap_or(0))?,
+        alibi: u32::from(mask.alibi),
+        ..AttentionArgs::default()
+    };
+    let ptrs = [dptr(q)?, dptr(k)?, dptr(v)?, dptr(out)?];
+    let run = |kernel: Kernel, cfg: &gpukit_driver::LaunchConfig, args: KernelArgs| {
+        let f = c.kernels().function(kernel)?;
+        if cfg.shared_mem_bytes > f.max_dynamic_shared_mem_bytes() {
+            f.set_max_dynamic_shared_memory(cfg.shared_mem_bytes)?;
+        }
+        // SAFETY: q, k, v and out are rank-4 tensors of the checked shape whose strides the
+        // arguments carry (rows 16-byte aligned, head dimension contiguous); the kernels read
+        // only rows < q_len / kv_len of heads < q_heads / kv_heads; the partial workspace holds
+        // sdpa_workspace_len f32 (checked by the caller).
+        unsafe { c.launch(kernel, cfg, &args) }
+    };
+    let tensors = |a: AttentionArgs| {
+        let mut ka = KernelArgs::new();
+        for p in ptrs {
+            ka.push(p);
+        }
+        ka.arg(a)
+    };
+    match decode_plan(s, &mask) {
+        None => run(
+            Kernel::Sdpa {
+                dtype,
+                head_dim,
+                decode: false,
+            },
+            &launch::sdpa_prefill(s.batch, s.q_heads, s.q_len, s.head_dim)?,
+            tensors(args),
+        ),
+        Some((first, chunk, splits)) => {
+            args.key_begin = u(first)?;
+            args.chunk = u(chunk)?;
+            args.splits = u(splits)?;
+            if splits > 1 {
+                let need = sdpa_workspace_len(s, &mask);
+                if workspace.dtype() != DType::F32 || workspace.numel() < need {
+                    return Err(Error::shape(
+                        "sdpa",
+                        format!(
+                            "the workspace must be f32 with at least {need} elements, got {} {}",
+                            workspace.numel(),
+                            workspace.dtype()
+                        ),
+                    ));
+                }
+                crate::ops::need_contiguous("sdpa", workspace, "the workspace")?;
+                args.partial = dptr(workspace)?;
+            }
+            run(
+                Kernel::Sdpa {
+                    dtype,
+                    head_dim,
+                    decode: true,
+                },
+                &launch::sdpa_decode(s.batch, s.kv_heads, splits, s.head_dim)?,
+                tensors(args),
+            )?;
+            if splits > 1 {
+                run(
+                    Kernel::SdpaCombine(dtype),
+                    &launch::sdpa_combine(s.batch, s.kv_heads, s.head_dim)?,
+                    KernelArgs::new().arg(ptrs[3]).arg(args).arg(head_dim),
+                )?;
+            }
+            Ok(())
+        }
+    }
 }
 
 #[cfg(test)]
@@ -165,6 +462,7 @@ mod tests {
         let causal = AttentionMask {
             causal: true,
             sliding_window: None,
+            alibi: false,
         };
         assert_eq!(
             sdpa_reference(&q, &k, &v, s, 1.0, causal).unwrap(),
@@ -174,6 +472,7 @@ mod tests {
         let w1 = AttentionMask {
             causal: true,
             sliding_window: Some(1),
+            alibi: false,
         };
         assert_eq!(
             sdpa_reference(&q, &k, &v, s, 1.0, w1).unwrap(),
@@ -195,6 +494,7 @@ mod tests {
         let mask = AttentionMask {
             causal: true,
             sliding_window: Some(5),
+            alibi: false,
         };
         let gqa = sdpa_reference(&q, &k, &v, shape(hq, hkv, ql, kl, d), 0.25, mask).unwrap();
         let rep = |x: &[f32]| -> Vec<f32> {
@@ -225,6 +525,7 @@ mod tests {
         let causal = AttentionMask {
             causal: true,
             sliding_window: None,
+            alibi: false,
         };
         assert!(sdpa_reference(&[0.0; 2], &[0.0; 1], &[0.0; 1], s, 1.0, causal).is_err());
         let s = shape(1, 1, 1, 1, 1);

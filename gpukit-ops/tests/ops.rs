@@ -883,3 +883,178 @@ op_test!(kv_cache_and_quantized_gemv, |dev: &Device| {
         );
     }
 });
+
+op_test!(sdpa_attention, |dev: &Device| {
+    use gpukit_ops::attention::{
+        AttentionMask, attention_shape, sdpa, sdpa_into, sdpa_reference, sdpa_workspace_len,
+    };
+    let s = seed();
+    let on_gpu = matches!(dev, Device::Cuda(_));
+    let causal = AttentionMask {
+        causal: true,
+        ..Default::default()
+    };
+    // (batch, group, kv_heads, q_len, kv_len, mask): prefill (64-query tiles, causal offset,
+    // window, ALiBi, non-causal) and decode (≤ 16 rows per KV head, split-K over the keys).
+    let mut cases = vec![
+        (1, 1, 2, 17, 17, causal),
+        (2, 4, 1, 1, 17, causal),
+        (1, 7, 1, 2, 128, causal),
+        (1, 8, 1, 1, 1, causal),
+        (
+            2,
+            1,
+            2,
+            17,
+            128,
+            AttentionMask {
+                alibi: true,
+                ..Default::default()
+            },
+        ),
+    ];
+    if on_gpu {
+        cases.extend([
+            (1, 4, 2, 128, 128, causal),
+            (1, 8, 1, 17, 4097, causal),
+            (1, 4, 2, 1, 4097, causal),
+            (1, 7, 1, 1, 4097, causal),
+            (
+                1,
+                2,
+                2,
+                128,
+                300,
+                AttentionMask {
+                    causal: true,
+                    sliding_window: Some(100),
+                    alibi: true,
+                },
+            ),
+            (
+                1,
+                8,
+                1,
+                1,
+                4097,
+                AttentionMask {
+                    causal: true,
+                    sliding_window: Some(1000),
+                    alibi: false,
+                },
+            ),
+        ]);
+    }
+    let dtypes: &[DType] = if on_gpu {
+        &[DType::F16, DType::BF16]
+    } else {
+        &[DType::BF16]
+    };
+    let head_dims: &[usize] = if on_gpu {
+        &[64, 80, 96, 128, 256]
+    } else {
+        &[64]
+    };
+    let mut n = 0;
+    for &dt in dtypes {
+        for (hi, &d) in head_dims.iter().enumerate() {
+            for (ci, &(b, group, kvh, ql, kl, mask)) in cases.iter().enumerate() {
+                if d == 256 && ci >= 6 {
+                    continue; // the long cases at 256 add time, not coverage
+                }
+                let qh = group * kvh;
+                let sd = s + (hi * 100 + ci) as u64;
+                let (q, qv) = input(&[b, qh, ql, d], dt, -1.0, 1.0, sd, dev);
+                // K/V as views of a longer cache: strided batch/head, like KvCache::keys().
+                let (kf, _) = input(&[b, kvh, kl + 8, d], dt, -1.0, 1.0, sd + 1, dev);
+                let (vf, _) = input(&[b, kvh, kl + 8, d], dt, -1.0, 1.0, sd + 2, dev);
+                let (k, v) = (kf.narrow(2, 0, kl).unwrap(), vf.narrow(2, 0, kl).unwrap());
+                let kv = k.to_vec_f64().unwrap();
+                let vv = v.to_vec_f64().unwrap();
+                let f = |x: &[f64]| x.iter().map(|&a| a as f32).collect::<Vec<_>>();
+                let scale = 1.0 / (d as f32).sqrt();
+                let shape = attention_shape(&q, &k, &v).unwrap();
+                let want: Vec<f64> = sdpa_reference(&f(&qv), &f(&kv), &f(&vv), shape, scale, mask)
+                    .unwrap()
+                    .into_iter()
+                    .map(f64::from)
+                    .collect();
+                let out = poisoned(&[b, qh, ql, d], dt, dev);
+                let ws = Tensor::full(
+                    &[sdpa_workspace_len(&shape, &mask)],
+                    f64::NAN,
+                    DType::F32,
+                    dev,
+                )
+                .unwrap();
+                sdpa_into(&q, &k, &v, scale, mask, &out, &ws).unwrap();
+                let what = format!("sdpa {dt} d={d} {shape:?} {mask:?}");
+                assert_close(&what, &out.to_vec_f64().unwrap(), &want, tol(dt));
+                n += 1;
+            }
+        }
+        // Output written through a transposed view ([b, q_len, heads, d] memory, the layout
+        // the output projection reads), with the allocating form as the comparison.
+        let (q, _) = input(&[1, 8, 33, 64], dt, -1.0, 1.0, s + 7, dev);
+        let (k, _) = input(&[1, 2, 40, 64], dt, -1.0, 1.0, s + 8, dev);
+        let (v, _) = input(&[1, 2, 40, 64], dt, -1.0, 1.0, s + 9, dev);
+        let dense = sdpa(&q, &k, &v, 0.125, causal).unwrap();
+        let tokens_major = poisoned(&[1, 33, 8, 64], dt, dev);
+        let view = tokens_major.transpose(1, 2).unwrap();
+        let ws = Tensor::empty(&[0], DType::F32, dev).unwrap();
+        sdpa_into(&q, &k, &v, 0.125, causal, &view, &ws).unwrap();
+        assert_eq!(
+            view.to_vec_f64().unwrap(),
+            dense.to_vec_f64().unwrap(),
+            "sdpa into a strided output {dt}"
+        );
+    }
+    println!("[{}] sdpa: {n} cases within tolerance", dev.describe());
+    // Errors: mismatched heads, too many queries for a causal mask, and on CUDA an unsupported
+    // dtype / head_dim and a short workspace.
+    let t = |shape: &[usize], dt| Tensor::zeros(shape, dt, dev).unwrap();
+    let bf = DType::BF16;
+    assert!(
+        sdpa(
+            &t(&[1, 3, 1, 64], bf),
+            &t(&[1, 2, 1, 64], bf),
+            &t(&[1, 2, 1, 64], bf),
+            1.0,
+            causal
+        )
+        .is_err()
+    );
+    assert!(
+        sdpa(
+            &t(&[1, 2, 5, 64], bf),
+            &t(&[1, 2, 4, 64], bf),
+            &t(&[1, 2, 4, 64], bf),
+            1.0,
+            causal
+        )
+        .is_err()
+    );
+    if on_gpu {
+        let f32s = DType::F32;
+        let e = sdpa(
+            &t(&[1, 2, 1, 64], f32s),
+            &t(&[1, 2, 4, 64], f32s),
+            &t(&[1, 2, 4, 64], f32s),
+            1.0,
+            causal,
+        );
+        assert!(e.unwrap_err().to_string().contains("f16 or bf16"));
+        let e = sdpa(
+            &t(&[1, 2, 1, 32], bf),
+            &t(&[1, 2, 4, 32], bf),
+            &t(&[1, 2, 4, 32], bf),
+            1.0,
+            causal,
+        );
+        assert!(e.unwrap_err().to_string().contains("head_dim"));
+        let (q, k) = (t(&[1, 8, 1, 64], bf), t(&[1, 1, 5000, 64], bf));
+        let out = t(&[1, 8, 1, 64], bf);
+        let short = t(&[1], DType::F32);
+        assert!(sdpa_into(&q, &k, &k, 1.0, causal, &out, &short).is_err());
+    }
+});

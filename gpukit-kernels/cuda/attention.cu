@@ -1,0 +1,452 @@
+// Scaled dot-product attention on tensor cores (mma.sync m16n8k16, f16/bf16 in, f32 accumulate).
+//
+// out = softmax(Q·Kᵀ·scale + bias + mask)·V. Q [batch, q_heads, q_len, D], K/V [batch, kv_heads,
+// kv_len, D], out like Q; any strides for batch, head and row (multiples of 8 elements: rows are
+// read with 16-byte copies), the head dimension contiguous. Query head h reads KV head
+// h / (q_heads / kv_heads) (GQA/MQA, nothing replicated). Causal masking is offset: query i sits
+// at position kv_len − q_len + i and sees keys at positions ≤ its own (and, with a sliding window
+// w, only those > its position − w). ALiBi adds slope_h · (key − query position) with the
+// slopes of Press et al. 2022 (the geometric sequence, interleaved for non-power-of-two heads,
+// as HF transformers builds them).
+//
+// Online softmax as in FlashAttention-2 (Dao 2023): the scores never leave registers; each warp
+// keeps a running max m and sum l per query row (in the log2 domain) and rescales its output
+// accumulator. K/V tiles go through shared memory with cp.async (double-buffered).
+//
+// sdpa_prefill: a block owns 64 consecutive queries of one head (16 per warp) and walks the key
+//   tiles the causal mask leaves visible. Blocks with the most work start first.
+// sdpa_decode (flash-decoding): for few query rows per KV head (GQA group × q_len ≤ 16), a block
+//   owns one (batch, KV head, split of the keys) and every query row of that KV head; its four
+//   warps take 16 keys of each 64-key tile, and are merged in a fixed order. With one split
+//   the block writes the output, else a partial (m, l, unnormalised O) per row that
+//   sdpa_combine merges over the splits in a fixed order. No atomics: the result depends only
+//   on the shape, bit for bit.
+#include "common.cuh"
+
+struct AttnArgs {
+    long long q_stride[3];  // batch, head, row (elements)
+    long long k_stride[3];
+    long long v_stride[3];
+    long long o_stride[3];
+    unsigned int q_heads, kv_heads, q_len, kv_len;
+    float scale_log2;       // softmax scale · log2(e)
+    unsigned int causal;
+    unsigned int window;    // sliding window in positions (0: none)
+    unsigned int alibi;     // add the ALiBi bias
+    unsigned int key_begin; // decode: first key any row sees (a multiple of 64)
+    unsigned int chunk;     // decode: keys per split (a multiple of 64)
+    unsigned int splits;    // decode: splits per (batch, KV head)
+    unsigned int pad;
+    float* partial;         // decode with splits > 1: [batch, kv_heads, splits, 16, 2 + D] f32
+};
+
+#define ATTN_THREADS 128
+#define LOG2E 1.4426950408889634f
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+
+// 16 bytes global → shared, bypassing L1; zero-filled when !valid (nothing is read then).
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+                 "r"(valid ? 16 : 0)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Four 8×8 b16 matrices from shared memory, transposed (lanes 8i..8i+7 address matrix i's rows).
+__device__ __forceinline__ void ldsm_x4_trans(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3,
+                                              const void* p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(smem_addr(p)));
+}
+
+// c (16×8 f32) += a (16×16, row) · b (16×8, col).
+template <typename T> __device__ __forceinline__ void mma16816(float* c, const unsigned* a, unsigned b0, unsigned b1);
+template <> __device__ __forceinline__ void mma16816<bf16>(float* c, const unsigned* a, unsigned b0, unsigned b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <> __device__ __forceinline__ void mma16816<f16>(float* c, const unsigned* a, unsigned b0, unsigned b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Two floats as a packed pair of T (first in the low half), round to nearest even.
+template <typename T> __device__ __forceinline__ unsigned pack2(float lo, float hi);
+template <> __device__ __forceinline__ unsigned pack2<bf16>(float lo, float hi) {
+    __nv_bfloat162 r = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<unsigned*>(&r);
+}
+template <> __device__ __forceinline__ unsigned pack2<f16>(float lo, float hi) {
+    __half2 r = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<unsigned*>(&r);
+}
+
+// ALiBi slope of head h of n (Press et al. 2022; HF `build_alibi_tensor`).
+__device__ __forceinline__ float alibi_slope(unsigned h, unsigned n) {
+    unsigned p = 1;
+    while (p * 2 <= n) p *= 2;
+    if (h < p) return exp2f(-8.0f * (float)(h + 1) / (float)p);
+    return exp2f(-4.0f * (float)(2 * (h - p) + 1) / (float)p);
+}
+
+// The two query rows a thread's fragments cover (g and g + 8 of its warp's 16).
+struct Rows {
+    int pos[2];       // query position (for the causal mask and ALiBi)
+    float slope[2];   // ALiBi slope · log2(e), or 0
+};
+
+// One warp's running softmax state for its 16 rows: max and sum (log2 domain; l is this
+// thread's partial over its columns until finish), and the output accumulator (16 × D).
+template <int D> struct State {
+    float m[2], l[2];
+    float o[D / 8][4];
+    __device__ __forceinline__ void init() {
+        m[0] = m[1] = -GPUKIT_INF;
+        l[0] = l[1] = 0.0f;
+#pragma unroll
+        for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+    }
+};
+
+__device__ __forceinline__ bool visible(const AttnArgs& a, unsigned key, int pos) {
+    if (key >= a.kv_len) return false;
+    if (!a.causal) return true;
+    return (int)key <= pos && (a.window == 0 || (int)key + (int)a.window > pos);
+}
+
+// Attends one warp's 16 rows over NT·8 keys of the shared-memory tile starting at row kb (key
+// index key0 + kb): scores on tensor cores, mask and bias, online-softmax update, then P·V.
+template <typename T, int D, int NT>
+__device__ __forceinline__ void attend(const unsigned (&qa)[D / 16][4], const T* ks, const T* vs, int kb,
+                                       unsigned key0, const Rows& rows, const AttnArgs& a, State<D>& st) {
+    constexpr int LD = D + 8;
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    float s[NT][4];
+#pragma unroll
+    for (int j = 0; j < NT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+            const T* kr = ks + (kb + 8 * j + g) * LD + 16 * kk + 2 * t;
+            mma16816<T>(s[j], qa[kk], *reinterpret_cast<const unsigned*>(kr),
+                        *reinterpret_cast<const unsigned*>(kr + 8));
+        }
+    }
+    float mx[2] = {-GPUKIT_INF, -GPUKIT_INF};
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int r = e >> 1;
+            const unsigned key = key0 + kb + 8 * j + 2 * t + (e & 1);
+            float v = s[j][e] * a.scale_log2 + rows.slope[r] * (float)((int)key - rows.pos[r]);
+            if (!visible(a, key, rows.pos[r])) v = -GPUKIT_INF;
+            s[j][e] = v;
+            mx[r] = fmaxf(mx[r], v);
+        }
+    }
+    float base[2], alpha[2], sum[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+        const float mn = fmaxf(st.m[r], mx[r]);
+        base[r] = mn == -GPUKIT_INF ? 0.0f : mn;  // nothing visible yet: keep exp2 finite
+        alpha[r] = exp2f(st.m[r] - base[r]);
+        st.m[r] = mn;
+    }
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            s[j][e] = exp2f(s[j][e] - base[e >> 1]);
+            sum[e >> 1] += s[j][e];
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) st.l[r] = st.l[r] * alpha[r] + sum[r];
+#pragma unroll
+    for (int i = 0; i < D / 8; ++i) {
+        st.o[i][0] *= alpha[0];
+        st.o[i][1] *= alpha[0];
+        st.o[i][2] *= alpha[1];
+        st.o[i][3] *= alpha[1];
+    }
+#pragma unroll
+    for (int c = 0; c < NT / 2; ++c) {
+        const unsigned pa[4] = {pack2<T>(s[2 * c][0], s[2 * c][1]), pack2<T>(s[2 * c][2], s[2 * c][3]),
+                                pack2<T>(s[2 * c + 1][0], s[2 * c + 1][1]),
+                                pack2<T>(s[2 * c + 1][2], s[2 * c + 1][3])};
+        const int vr = kb + 16 * c + (lane & 7) + ((lane >> 3) & 1) * 8;
+#pragma unroll
+        for (int nd = 0; nd < D / 16; ++nd) {
+            unsigned b0, b1, b2, b3;
+            ldsm_x4_trans(b0, b1, b2, b3, vs + vr * LD + 16 * nd + (lane >> 4) * 8);
+            mma16816<T>(st.o[2 * nd], pa, b0, b1);
+            mma16816<T>(st.o[2 * nd + 1], pa, b2, b3);
+        }
+    }
+}
+
+// Sums each row's l over the four threads that share it (fixed order).
+template <int D> __device__ __forceinline__ void finish_sum(State<D>& st) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        st.l[r] += __shfl_xor_sync(0xffffffffu, st.l[r], 1);
+        st.l[r] += __shfl_xor_sync(0xffffffffu, st.l[r], 2);
+    }
+}
+
+// Q fragments (A operand) of one row pair, straight from global memory; absent rows are zero.
+template <typename T, int D>
+__device__ __forceinline__ void load_q(unsigned (&qa)[D / 16][4], const T* r0, const T* r1) {
+    const int t = threadIdx.x & 3;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+        const int c = 16 * kk + 2 * t;
+        qa[kk][0] = r0 ? *reinterpret_cast<const unsigned*>(r0 + c) : 0u;
+        qa[kk][1] = r1 ? *reinterpret_cast<const unsigned*>(r1 + c) : 0u;
+        qa[kk][2] = r0 ? *reinterpret_cast<const unsigned*>(r0 + c + 8) : 0u;
+        qa[kk][3] = r1 ? *reinterpret_cast<const unsigned*>(r1 + c + 8) : 0u;
+    }
+}
+
+// Starts copying keys key0 .. key0 + BN of one KV head into shared memory (rows past kv_len
+// are zero-filled).
+template <typename T, int D, int BN>
+__device__ __forceinline__ void load_kv(T* ks, T* vs, const T* kh, const T* vh, const AttnArgs& a,
+                                        unsigned key0) {
+    constexpr int LD = D + 8, CH = D / 8;
+    for (int i = threadIdx.x; i < BN * CH; i += ATTN_THREADS) {
+        const int r = i / CH, c = (i % CH) * 8;
+        const unsigned key = key0 + r;
+        const bool ok = key < a.kv_len;
+        cp_async16(ks + r * LD + c, ok ? kh + key * a.k_stride[2] + c : kh, ok);
+        cp_async16(vs + r * LD + c, ok ? vh + key * a.v_stride[2] + c : vh, ok);
+    }
+    cp_async_commit();
+}
+
+template <typename T, int D, int BN>
+__device__ __forceinline__ void sdpa_prefill(const T* __restrict__ q, const T* __restrict__ k,
+                                             const T* __restrict__ v, T* __restrict__ out, const AttnArgs& a) {
+    extern __shared__ __align__(16) unsigned char attn_smem[];
+    T* smem = reinterpret_cast<T*>(attn_smem);
+    constexpr int LD = D + 8, TILE = BN * LD;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const unsigned mtile = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+    const unsigned kvh = h / (a.q_heads / a.kv_heads);
+    const T* qh = q + b * a.q_stride[0] + h * a.q_stride[1];
+    const T* kh = k + b * a.k_stride[0] + kvh * a.k_stride[1];
+    const T* vh = v + b * a.v_stride[0] + kvh * a.v_stride[1];
+    T* oh = out + b * a.o_stride[0] + h * a.o_stride[1];
+    const unsigned first = mtile * 64, row = first + warp * 16 + g;
+    const int shift = (int)a.kv_len - (int)a.q_len;
+    Rows rows;
+    rows.pos[0] = shift + (int)row;
+    rows.pos[1] = shift + (int)row + 8;
+    rows.slope[0] = rows.slope[1] = a.alibi ? alibi_slope(h, a.q_heads) * LOG2E : 0.0f;
+    unsigned qa[D / 16][4];
+    load_q<T, D>(qa, row < a.q_len ? qh + row * a.q_stride[2] : nullptr,
+                 row + 8 < a.q_len ? qh + (row + 8) * a.q_stride[2] : nullptr);
+    // Keys any of the block's rows can see.
+    unsigned key_end = a.kv_len, key_begin = 0;
+    if (a.causal) {
+        const unsigned last = min(a.q_len, first + 64) - 1;
+        key_end = min(a.kv_len, (unsigned)(shift + (int)last) + 1);
+        if (a.window) {
+            const int lo = shift + (int)first - (int)a.window + 1;
+            key_begin = lo > 0 ? ((unsigned)lo / BN) * BN : 0;
+        }
+    }
+    State<D> st;
+    st.init();
+    if (key_begin < key_end) {
+        load_kv<T, D, BN>(smem, smem + TILE, kh, vh, a, key_begin);
+        int stage = 0;
+        for (unsigned key0 = key_begin; key0 < key_end; key0 += BN) {
+            T* ks = smem + stage * 2 * TILE;
+            if (key0 + BN < key_end) {
+                T* nx = smem + (stage ^ 1) * 2 * TILE;
+                load_kv<T, D, BN>(nx, nx + TILE, kh, vh, a, key0 + BN);
+                cp_async_wait<1>();
+            } else {
+                cp_async_wait<0>();
+            }
+            __syncthreads();
+            attend<T, D, BN / 8>(qa, ks, ks + TILE, 0, key0, rows, a, st);
+            __syncthreads();
+            stage ^= 1;
+        }
+    }
+    finish_sum<D>(st);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const unsigned i = row + 8 * r;
+        if (i >= a.q_len) continue;
+        const float inv = st.l[r] > 0.0f ? 1.0f / st.l[r] : 0.0f;
+        T* orow = oh + i * a.o_stride[2];
+#pragma unroll
+        for (int n = 0; n < D / 8; ++n)
+            *reinterpret_cast<unsigned*>(orow + 8 * n + 2 * t) =
+                pack2<T>(st.o[n][2 * r] * inv, st.o[n][2 * r + 1] * inv);
+    }
+}
+
+template <typename T, int D, int STAGES>
+__device__ __forceinline__ void sdpa_decode(const T* __restrict__ q, const T* __restrict__ k,
+                                            const T* __restrict__ v, T* __restrict__ out, const AttnArgs& a) {
+    extern __shared__ __align__(16) unsigned char attn_smem[];
+    T* smem = reinterpret_cast<T*>(attn_smem);
+    constexpr int BN = 64, LD = D + 8, TILE = BN * LD;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const unsigned split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
+    const unsigned group = a.q_heads / a.kv_heads, nrows = group * a.q_len;
+    const T* kh = k + b * a.k_stride[0] + kvh * a.k_stride[1];
+    const T* vh = v + b * a.v_stride[0] + kvh * a.v_stride[1];
+    // Row r of the block: query head kvh·group + r / q_len, query r % q_len.
+    Rows rows;
+    const T* qrow[2];
+    const int shift = (int)a.kv_len - (int)a.q_len;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const unsigned rr = g + 8 * r, h = kvh * group + rr / a.q_len, i = rr % a.q_len;
+        const bool ok = rr < nrows;
+        rows.pos[r] = shift + (int)i;
+        rows.slope[r] = a.alibi && ok ? alibi_slope(h, a.q_heads) * LOG2E : 0.0f;
+        qrow[r] = ok ? q + b * a.q_stride[0] + h * a.q_stride[1] + i * a.q_stride[2] : nullptr;
+    }
+    unsigned qa[D / 16][4];
+    load_q<T, D>(qa, qrow[0], qrow[1]);
+    const unsigned key_begin = a.key_begin + split * a.chunk;
+    const unsigned key_end = min(a.kv_len, key_begin + a.chunk);
+    State<D> st;
+    st.init();
+    if (STAGES == 2) {
+        load_kv<T, D, BN>(smem, smem + TILE, kh, vh, a, key_begin);
+        int stage = 0;
+        for (unsigned key0 = key_begin; key0 < key_end; key0 += BN) {
+            T* ks = smem + stage * 2 * TILE;
+            if (key0 + BN < key_end) {
+                T* nx = smem + (stage ^ 1) * 2 * TILE;
+                load_kv<T, D, BN>(nx, nx + TILE, kh, vh, a, key0 + BN);
+                cp_async_wait<1>();
+            } else {
+                cp_async_wait<0>();
+            }
+            __syncthreads();
+            attend<T, D, 2>(qa, ks, ks + TILE, 16 * warp, key0, rows, a, st);
+            __syncthreads();
+            stage ^= 1;
+        }
+    } else {
+        for (unsigned key0 = key_begin; key0 < key_end; key0 += BN) {
+            load_kv<T, D, BN>(smem, smem + TILE, kh, vh, a, key0);
+            cp_async_wait<0>();
+            __syncthreads();
+            attend<T, D, 2>(qa, smem, smem + TILE, 16 * warp, key0, rows, a, st);
+            __syncthreads();
+        }
+    }
+    finish_sum<D>(st);
+    // Merge the four warps (fixed order) through shared memory: [warp][16 rows][2 + D] f32.
+    float* red = reinterpret_cast<float*>(attn_smem);
+    constexpr int RS = 2 + D;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        float* rrow = red + (warp * 16 + g + 8 * r) * RS;
+        if (t == 0) {
+            rrow[0] = st.m[r];
+            rrow[1] = st.l[r];
+        }
+#pragma unroll
+        for (int n = 0; n < D / 8; ++n) {
+            rrow[2 + 8 * n + 2 * t] = st.o[n][2 * r];
+            rrow[2 + 8 * n + 2 * t + 1] = st.o[n][2 * r + 1];
+        }
+    }
+    __syncthreads();
+    for (unsigned idx = threadIdx.x; idx < 16 * D; idx += ATTN_THREADS) {
+        const unsigned r = idx / D, c = idx % D;
+        if (r >= nrows) continue;
+        float mm = -GPUKIT_INF;
+        for (int w = 0; w < 4; ++w) mm = fmaxf(mm, red[(w * 16 + r) * RS]);
+        const float base = mm == -GPUKIT_INF ? 0.0f : mm;
+        float l = 0.0f, o = 0.0f;
+        for (int w = 0; w < 4; ++w) {
+            const float* wr = red + (w * 16 + r) * RS;
+            const float f = exp2f(wr[0] - base);
+            l += wr[1] * f;
+            o += wr[2 + c] * f;
+        }
+        if (a.splits == 1) {
+            const unsigned h = kvh * group + r / a.q_len, i = r % a.q_len;
+            out[b * a.o_stride[0] + h * a.o_stride[1] + i * a.o_stride[2] + c] =
+                from_f32<T>(l > 0.0f ? o / l : 0.0f);
+        } else {
+            float* p = a.partial + ((((unsigned long long)b * a.kv_heads + kvh) * a.splits + split) * 16 + r) * RS;
+            if (c == 0) {
+                p[0] = mm;
+                p[1] = l;
+            }
+            p[2 + c] = o;
+        }
+    }
+}
+
+// Merges the splits of sdpa_decode: one block of D threads per (row, KV head, batch).
+template <typename T>
+__device__ __forceinline__ void sdpa_combine(T* __restrict__ out, const AttnArgs& a, unsigned D) {
+    const unsigned r = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z, c = threadIdx.x;
+    const unsigned group = a.q_heads / a.kv_heads;
+    if (r >= group * a.q_len || c >= D) return;
+    const unsigned RS = 2 + D;
+    const float* p = a.partial + (((unsigned long long)b * a.kv_heads + kvh) * a.splits * 16 + r) * RS;
+    const unsigned long long step = 16ull * RS;
+    float mm = -GPUKIT_INF;
+    for (unsigned s = 0; s < a.splits; ++s) mm = fmaxf(mm, p[s * step]);
+    const float base = mm == -GPUKIT_INF ? 0.0f : mm;
+    float l = 0.0f, o = 0.0f;
+    for (unsigned s = 0; s < a.splits; ++s) {
+        const float f = exp2f(p[s * step] - base);
+        l += p[s * step + 1] * f;
+        o += p[s * step + 2 + c] * f;
+    }
+    const unsigned h = kvh * group + r / a.q_len, i = r % a.q_len;
+    out[b * a.o_stride[0] + h * a.o_stride[1] + i * a.o_stride[2] + c] = from_f32<T>(l > 0.0f ? o / l : 0.0f);
+}
+
+#define SDPA_HEAD(T, NAME, D, BN, STAGES)                                                          \
+extern "C" __global__ void __launch_bounds__(ATTN_THREADS) sdpa_prefill_##NAME##_d##D(             \
+        const T* q, const T* k, const T* v, T* out, AttnArgs a) {                                  \
+    sdpa_prefill<T, D, BN>(q, k, v, out, a);                                                       \
+}                                                                                                  \
+extern "C" __global__ void __launch_bounds__(ATTN_THREADS) sdpa_decode_##NAME##_d##D(              \
+        const T* q, const T* k, const T* v, T* out, AttnArgs a) {                                  \
+    sdpa_decode<T, D, STAGES>(q, k, v, out, a);                                                    \
+}
+
+#define SDPA_KERNELS(T, NAME)                                                                      \
+SDPA_HEAD(T, NAME, 64, 64, 2)                                                                      \
+SDPA_HEAD(T, NAME, 80, 64, 2)                                                                      \
+SDPA_HEAD(T, NAME, 96, 64, 2)                                                                      \
+SDPA_HEAD(T, NAME, 128, 64, 2)                                                                     \
+SDPA_HEAD(T, NAME, 256, 32, 1)                                                                     \
+extern "C" __global__ void sdpa_combine_##NAME(T* out, AttnArgs a, unsigned int head_dim) {        \
+    sdpa_combine<T>(out, a, head_dim);                                                             \
+}
+
+SDPA_KERNELS(f16, f16)
+SDPA_KERNELS(bf16, bf16)
