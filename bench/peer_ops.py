@@ -82,6 +82,26 @@ def peer(case):
         a, b = rand(p["n"]), rand(p["n"])
         o = torch.empty_like(a)
         return time_ms(lambda i: torch.add(a, b, out=o), 20, 20, 5)
+    if k == "sdpa_prefill":
+        shape = (p["batch"], p["heads"], p["seq"], p["d"])
+        q, kk, v = rand(*shape), rand(*shape), rand(*shape)
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            return time_ms(lambda i: F.scaled_dot_product_attention(q, kk, v, is_causal=True), 10, 5, 2)
+    if k == "sdpa_decode":
+        q = rand(1, p["q_heads"], 1, p["d"])
+        kvs = [(rand(1, p["kv_heads"], p["len"], p["d"]), rand(1, p["kv_heads"], p["len"], p["d"]))
+               for _ in range(p["copies"])]
+        # One query at the last position sees every key: no mask (torch's is_causal aligns the
+        # mask top-left, which would hide all but the first key).
+        return time_ms(lambda i: F.scaled_dot_product_attention(
+            q, kvs[i % len(kvs)][0], kvs[i % len(kvs)][1], enable_gqa=True), 20, 20, 5)
+    if k == "qgemv":
+        # torch has no GGML block formats: the peer is the bf16 GEMV of the same shape (it reads
+        # 2 bytes per weight where ours reads 1.06 / 0.56).
+        ws = [rand(p["n"], p["k"]) for _ in range(4)]
+        x = rand(1, p["k"])
+        return time_ms(lambda i: F.linear(x, ws[i % len(ws)]), 20, 50, 10)
     raise ValueError(f"unknown case kind {k}")
 
 
@@ -103,7 +123,7 @@ def main():
     rows = []
     for c in data["cases"]:
         t = peer(c)
-        compute = c["flops"] > 0 and c["kind"] in ("matmul", "linear")
+        compute = c["flops"] > 0 and c["kind"] in ("matmul", "linear", "sdpa_prefill")
         if compute:
             ours_rate = c["flops"] / (c["ms"] * 1e-3) / 1e12
             torch_rate = c["flops"] / (t * 1e-3) / 1e12

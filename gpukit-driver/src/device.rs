@@ -216,9 +216,12 @@ impl std::fmt::Debug for Device {
     }
 }
 
+/// Two handles are the same device when they share the CUDA context: opening an ordinal twice
+/// retains the same primary context, so objects of one handle work with the other.
 impl PartialEq for Device {
     fn eq(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.inner.ctx, &other.inner.ctx)
+            || self.inner.ctx.cu_ctx() == other.inner.ctx.cu_ctx()
     }
 }
 

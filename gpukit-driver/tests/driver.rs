@@ -280,6 +280,8 @@ fn poisoned(stream: &Stream, bytes: usize) -> DeviceAllocation {
 #[ignore = "needs a CUDA device"]
 fn gpu_device_properties_come_from_the_device() {
     let dev = device();
+    // Opening the ordinal again shares the primary context: the same device for every check.
+    assert_eq!(dev, device(), "two opens of device 0 must compare equal");
     let p = dev.properties().clone();
     println!("[gpu] {p:?}");
     assert!(!p.name.is_empty());

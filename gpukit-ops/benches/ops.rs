@@ -5,7 +5,9 @@
 //! and prints the table (ours, torch, ratio, % of ceiling) with a PNG chart.
 
 use gpukit_driver::Event;
+use gpukit_ops::attention::{AttentionMask, attention_shape, sdpa_into, sdpa_workspace_len};
 use gpukit_ops::ops::{self, Activation};
+use gpukit_ops::quant::{QuantFormat, QuantMatrix, qgemv_into, quantize};
 use gpukit_ops::{BinaryOp, DType, Device, Tensor};
 use gpukit_sched::{LanePriority, Runtime};
 
@@ -189,6 +191,9 @@ fn main() -> Res<()> {
         });
     }
 
+    attention_cases(&dev, &mut cases)?;
+    quantized_gemv_cases(&dev, &mut cases)?;
+
     println!("{:<44} {:>10} {:>10}", "case", "ms", "GB/s");
     let rows: Vec<String> = cases
         .iter()
@@ -209,5 +214,112 @@ fn main() -> Res<()> {
         out.join("bench-ops.json"),
         format!("{{\"device\":\"{name}\",\"cases\":[{}]}}\n", rows.join(",")),
     )?;
+    Ok(())
+}
+
+/// Causal prefill attention (bf16; 16k tokens per call: batch × seq) and split-K decode over a
+/// cache (one query per head, GQA 4 and 8, caches rotated past L2 when they are small).
+fn attention_cases(dev: &Device, cases: &mut Vec<Case>) -> Res<()> {
+    let bf = DType::BF16;
+    let causal = AttentionMask {
+        causal: true,
+        ..Default::default()
+    };
+    for d in [64usize, 128] {
+        let heads = 2048 / d;
+        for seq in [1024usize, 4096, 16384] {
+            let batch = 16384 / seq;
+            let r = |seed| Tensor::rand(&[batch, heads, seq, d], -1.0, 1.0, bf, seed, dev);
+            let (q, k, v) = (r(20)?, r(21)?, r(22)?);
+            let out = Tensor::empty(q.shape(), bf, dev)?;
+            let ws = Tensor::empty(&[0], DType::F32, dev)?;
+            let scale = 1.0 / (d as f32).sqrt();
+            let ms = time_ms(dev, 10, 5, 2, |_| {
+                Ok(sdpa_into(&q, &k, &v, scale, causal, &out, &ws)?)
+            })?;
+            cases.push(Case {
+                name: format!("sdpa prefill causal d={d} seq={seq} b={batch} h={heads}"),
+                kind: "sdpa_prefill",
+                params: format!("{{\"batch\":{batch},\"heads\":{heads},\"seq\":{seq},\"d\":{d}}}"),
+                ms,
+                bytes: (4 * batch * heads * seq * d * 2) as f64,
+                // Causal: half of the 4·s²·d products of QKᵀ and PV.
+                flops: 2.0 * (batch * heads * seq * seq * d) as f64,
+            });
+        }
+    }
+    for (q_heads, kv_heads) in [(32usize, 8usize), (32, 4)] {
+        for len in [1024usize, 8192, 32768] {
+            let d = 128;
+            let bytes = 2 * kv_heads * len * d * 2;
+            let copies = rotation(bytes);
+            let q = Tensor::rand(&[1, q_heads, 1, d], -1.0, 1.0, bf, 30, dev)?;
+            let kvs = (0..copies)
+                .map(|i| {
+                    let k =
+                        Tensor::rand(&[1, kv_heads, len, d], -1.0, 1.0, bf, 31 + i as u64, dev)?;
+                    let v =
+                        Tensor::rand(&[1, kv_heads, len, d], -1.0, 1.0, bf, 61 + i as u64, dev)?;
+                    Ok((k, v))
+                })
+                .collect::<Res<Vec<_>>>()?;
+            let shape = attention_shape(&q, &kvs[0].0, &kvs[0].1)?;
+            let ws = Tensor::empty(
+                &[sdpa_workspace_len(&shape, &causal).max(1)],
+                DType::F32,
+                dev,
+            )?;
+            let out = Tensor::empty(q.shape(), bf, dev)?;
+            let ms = time_ms(dev, 20, 20, 5, |i| {
+                let (k, v) = &kvs[i % copies];
+                Ok(sdpa_into(&q, k, v, 0.088, causal, &out, &ws)?)
+            })?;
+            cases.push(Case {
+                name: format!("sdpa decode GQA {} len={len} kv_heads={kv_heads}", q_heads / kv_heads),
+                kind: "sdpa_decode",
+                params: format!(
+                    "{{\"q_heads\":{q_heads},\"kv_heads\":{kv_heads},\"len\":{len},\"d\":{d},\"copies\":{copies}}}"
+                ),
+                ms,
+                bytes: bytes as f64,
+                flops: 0.0,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// GEMV (M = 1) reading GGML blocks directly at (k, n) = (4096, 14336); bandwidth counts the
+/// quantized bytes.
+fn quantized_gemv_cases(dev: &Device, cases: &mut Vec<Case>) -> Res<()> {
+    let (k, n) = (4096usize, 14336usize);
+    let w: Vec<f32> = Tensor::rand(&[n * k], -1.0, 1.0, DType::F32, 40, &Device::Cpu)?.to_vec()?;
+    for f in [QuantFormat::Q4_0, QuantFormat::Q8_0] {
+        let q = quantize(f, &w)?;
+        let copies = rotation(q.len());
+        let mats = (0..copies)
+            .map(|_| {
+                Ok(QuantMatrix::new(
+                    Tensor::from_slice(&q, &[q.len()], dev)?,
+                    f,
+                    n,
+                    k,
+                )?)
+            })
+            .collect::<Res<Vec<_>>>()?;
+        let x = Tensor::rand(&[1, k], -1.0, 1.0, DType::BF16, 41, dev)?;
+        let mut out = Tensor::empty(&[1, n], DType::BF16, dev)?;
+        let ms = time_ms(dev, 20, 50, 10, |i| {
+            Ok(qgemv_into(&x, &mats[i % copies], &mut out)?)
+        })?;
+        cases.push(Case {
+            name: format!("qgemv {f:?} M=1 k={k} n={n}"),
+            kind: "qgemv",
+            params: format!("{{\"k\":{k},\"n\":{n},\"format\":\"{f:?}\"}}"),
+            ms,
+            bytes: (q.len() + (k + n) * 2) as f64,
+            flops: 2.0 * (k * n) as f64,
+        });
+    }
     Ok(())
 }
