@@ -11,10 +11,11 @@
 //
 // Online softmax as in FlashAttention-2 (Dao 2023): the scores never leave registers; each warp
 // keeps a running max m and sum l per query row (in the log2 domain) and rescales its output
-// accumulator. K/V tiles go through shared memory with cp.async (double-buffered).
+// accumulator. K/V tiles go through shared memory with cp.async (double-buffered in prefill).
 //
-// sdpa_prefill: a block owns 64 consecutive queries of one head (16 per warp) and walks the key
-//   tiles the causal mask leaves visible. Blocks with the most work start first.
+// sdpa_prefill: a block owns 128 consecutive queries of one head (64 for head_dim 256; 16 per
+//   warp) and walks the key tiles the causal mask leaves visible; a warp masks only the tiles
+//   its rows see in part and skips those they do not see. Blocks with the most work start first.
 // sdpa_decode (flash-decoding): for few query rows per KV head (GQA group × q_len ≤ 16), a block
 //   owns one (batch, KV head, split of the keys) and every query row of that KV head; its four
 //   warps take 16 keys of each 64-key tile, and are merged in a fixed order. With one split
@@ -62,6 +63,13 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
 __device__ __forceinline__ void ldsm_x4_trans(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3,
                                               const void* p) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(smem_addr(p)));
+}
+
+// Four 8×8 b16 matrices from shared memory (lanes 8i..8i+7 address matrix i's rows).
+__device__ __forceinline__ void ldsm_x4(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3, const void* p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                  : "r"(smem_addr(p)));
 }
@@ -126,8 +134,9 @@ __device__ __forceinline__ bool visible(const AttnArgs& a, unsigned key, int pos
 }
 
 // Attends one warp's 16 rows over NT·8 keys of the shared-memory tile starting at row kb (key
-// index key0 + kb): scores on tensor cores, mask and bias, online-softmax update, then P·V.
-template <typename T, int D, int NT>
+// index key0 + kb): scores on tensor cores, mask (MASK: only tiles that need it) and bias,
+// online-softmax update, then P·V.
+template <typename T, int D, int NT, bool MASK>
 __device__ __forceinline__ void attend(const unsigned (&qa)[D / 16][4], const T* ks, const T* vs, int kb,
                                        unsigned key0, const Rows& rows, const AttnArgs& a, State<D>& st) {
     constexpr int LD = D + 8;
@@ -135,13 +144,16 @@ __device__ __forceinline__ void attend(const unsigned (&qa)[D / 16][4], const T*
     float s[NT][4];
 #pragma unroll
     for (int j = 0; j < NT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+    // K fragments by ldmatrix: matrices (keys 8j.., d lo), (8j.., d hi), (8j+8.., lo), (8j+8.., hi).
+    const int krow = kb + (lane & 7) + (lane >> 4) * 8, kcol = ((lane >> 3) & 1) * 8;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
 #pragma unroll
-        for (int j = 0; j < NT; ++j) {
-            const T* kr = ks + (kb + 8 * j + g) * LD + 16 * kk + 2 * t;
-            mma16816<T>(s[j], qa[kk], *reinterpret_cast<const unsigned*>(kr),
-                        *reinterpret_cast<const unsigned*>(kr + 8));
+        for (int j = 0; j < NT; j += 2) {
+            unsigned b0, b1, b2, b3;
+            ldsm_x4(b0, b1, b2, b3, ks + (krow + 8 * j) * LD + 16 * kk + kcol);
+            mma16816<T>(s[j], qa[kk], b0, b1);
+            mma16816<T>(s[j + 1], qa[kk], b2, b3);
         }
     }
     float mx[2] = {-GPUKIT_INF, -GPUKIT_INF};
@@ -152,7 +164,7 @@ __device__ __forceinline__ void attend(const unsigned (&qa)[D / 16][4], const T*
             const int r = e >> 1;
             const unsigned key = key0 + kb + 8 * j + 2 * t + (e & 1);
             float v = s[j][e] * a.scale_log2 + rows.slope[r] * (float)((int)key - rows.pos[r]);
-            if (!visible(a, key, rows.pos[r])) v = -GPUKIT_INF;
+            if (MASK && !visible(a, key, rows.pos[r])) v = -GPUKIT_INF;
             s[j][e] = v;
             mx[r] = fmaxf(mx[r], v);
         }
@@ -225,11 +237,11 @@ __device__ __forceinline__ void load_q(unsigned (&qa)[D / 16][4], const T* r0, c
 
 // Starts copying keys key0 .. key0 + BN of one KV head into shared memory (rows past kv_len
 // are zero-filled).
-template <typename T, int D, int BN>
+template <typename T, int D, int BN, int THREADS>
 __device__ __forceinline__ void load_kv(T* ks, T* vs, const T* kh, const T* vh, const AttnArgs& a,
                                         unsigned key0) {
     constexpr int LD = D + 8, CH = D / 8;
-    for (int i = threadIdx.x; i < BN * CH; i += ATTN_THREADS) {
+    for (int i = threadIdx.x; i < BN * CH; i += THREADS) {
         const int r = i / CH, c = (i % CH) * 8;
         const unsigned key = key0 + r;
         const bool ok = key < a.kv_len;
@@ -239,12 +251,23 @@ __device__ __forceinline__ void load_kv(T* ks, T* vs, const T* kh, const T* vh, 
     cp_async_commit();
 }
 
-template <typename T, int D, int BN>
+// How a warp's rows see a key tile [lo, hi]: 0 = not at all (skip), 1 = partly (mask), 2 = all.
+__device__ __forceinline__ int tile_view(const AttnArgs& a, unsigned lo, unsigned hi, int pos_min, int pos_max) {
+    if (a.causal) {
+        if ((int)lo > pos_max) return 0;
+        if (a.window && (int)hi + (int)a.window <= pos_min) return 0;
+    }
+    const bool all = hi < a.kv_len && (!a.causal || ((int)hi <= pos_min &&
+                     (a.window == 0 || (int)lo + (int)a.window > pos_max)));
+    return all ? 2 : 1;
+}
+
+template <typename T, int D, int BN, int WARPS>
 __device__ __forceinline__ void sdpa_prefill(const T* __restrict__ q, const T* __restrict__ k,
                                              const T* __restrict__ v, T* __restrict__ out, const AttnArgs& a) {
     extern __shared__ __align__(16) unsigned char attn_smem[];
     T* smem = reinterpret_cast<T*>(attn_smem);
-    constexpr int LD = D + 8, TILE = BN * LD;
+    constexpr int LD = D + 8, TILE = BN * LD, BM = 16 * WARPS, THREADS = 32 * WARPS;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const unsigned mtile = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
     const unsigned kvh = h / (a.q_heads / a.kv_heads);
@@ -252,7 +275,9 @@ __device__ __forceinline__ void sdpa_prefill(const T* __restrict__ q, const T* _
     const T* kh = k + b * a.k_stride[0] + kvh * a.k_stride[1];
     const T* vh = v + b * a.v_stride[0] + kvh * a.v_stride[1];
     T* oh = out + b * a.o_stride[0] + h * a.o_stride[1];
-    const unsigned first = mtile * 64, row = first + warp * 16 + g;
+    const unsigned first = mtile * BM, row = first + warp * 16 + g;
+    const int wpos_min = (int)a.kv_len - (int)a.q_len + (int)(first + warp * 16);
+    const int wpos_max = wpos_min + 15;
     const int shift = (int)a.kv_len - (int)a.q_len;
     Rows rows;
     rows.pos[0] = shift + (int)row;
@@ -264,7 +289,7 @@ __device__ __forceinline__ void sdpa_prefill(const T* __restrict__ q, const T* _
     // Keys any of the block's rows can see.
     unsigned key_end = a.kv_len, key_begin = 0;
     if (a.causal) {
-        const unsigned last = min(a.q_len, first + 64) - 1;
+        const unsigned last = min(a.q_len, first + BM) - 1;
         key_end = min(a.kv_len, (unsigned)(shift + (int)last) + 1);
         if (a.window) {
             const int lo = shift + (int)first - (int)a.window + 1;
@@ -274,19 +299,21 @@ __device__ __forceinline__ void sdpa_prefill(const T* __restrict__ q, const T* _
     State<D> st;
     st.init();
     if (key_begin < key_end) {
-        load_kv<T, D, BN>(smem, smem + TILE, kh, vh, a, key_begin);
+        load_kv<T, D, BN, THREADS>(smem, smem + TILE, kh, vh, a, key_begin);
         int stage = 0;
         for (unsigned key0 = key_begin; key0 < key_end; key0 += BN) {
             T* ks = smem + stage * 2 * TILE;
             if (key0 + BN < key_end) {
                 T* nx = smem + (stage ^ 1) * 2 * TILE;
-                load_kv<T, D, BN>(nx, nx + TILE, kh, vh, a, key0 + BN);
+                load_kv<T, D, BN, THREADS>(nx, nx + TILE, kh, vh, a, key0 + BN);
                 cp_async_wait<1>();
             } else {
                 cp_async_wait<0>();
             }
             __syncthreads();
-            attend<T, D, BN / 8>(qa, ks, ks + TILE, 0, key0, rows, a, st);
+            const int view = tile_view(a, key0, key0 + BN - 1, wpos_min, wpos_max);
+            if (view == 2) attend<T, D, BN / 8, false>(qa, ks, ks + TILE, 0, key0, rows, a, st);
+            else if (view == 1) attend<T, D, BN / 8, true>(qa, ks, ks + TILE, 0, key0, rows, a, st);
             __syncthreads();
             stage ^= 1;
         }
@@ -305,7 +332,7 @@ __device__ __forceinline__ void sdpa_prefill(const T* __restrict__ q, const T* _
     }
 }
 
-template <typename T, int D, int STAGES>
+template <typename T, int D>
 __device__ __forceinline__ void sdpa_decode(const T* __restrict__ q, const T* __restrict__ k,
                                             const T* __restrict__ v, T* __restrict__ out, const AttnArgs& a) {
     extern __shared__ __align__(16) unsigned char attn_smem[];
@@ -334,31 +361,13 @@ __device__ __forceinline__ void sdpa_decode(const T* __restrict__ q, const T* __
     const unsigned key_end = min(a.kv_len, key_begin + a.chunk);
     State<D> st;
     st.init();
-    if (STAGES == 2) {
-        load_kv<T, D, BN>(smem, smem + TILE, kh, vh, a, key_begin);
-        int stage = 0;
-        for (unsigned key0 = key_begin; key0 < key_end; key0 += BN) {
-            T* ks = smem + stage * 2 * TILE;
-            if (key0 + BN < key_end) {
-                T* nx = smem + (stage ^ 1) * 2 * TILE;
-                load_kv<T, D, BN>(nx, nx + TILE, kh, vh, a, key0 + BN);
-                cp_async_wait<1>();
-            } else {
-                cp_async_wait<0>();
-            }
-            __syncthreads();
-            attend<T, D, 2>(qa, ks, ks + TILE, 16 * warp, key0, rows, a, st);
-            __syncthreads();
-            stage ^= 1;
-        }
-    } else {
-        for (unsigned key0 = key_begin; key0 < key_end; key0 += BN) {
-            load_kv<T, D, BN>(smem, smem + TILE, kh, vh, a, key0);
-            cp_async_wait<0>();
-            __syncthreads();
-            attend<T, D, 2>(qa, smem, smem + TILE, 16 * warp, key0, rows, a, st);
-            __syncthreads();
-        }
+    // One tile at a time: small shared memory keeps six blocks per SM streaming.
+    for (unsigned key0 = key_begin; key0 < key_end; key0 += BN) {
+        load_kv<T, D, BN, ATTN_THREADS>(smem, smem + TILE, kh, vh, a, key0);
+        cp_async_wait<0>();
+        __syncthreads();
+        attend<T, D, 2, true>(qa, smem, smem + TILE, 16 * warp, key0, rows, a, st);
+        __syncthreads();
     }
     finish_sum<D>(st);
     // Merge the four warps (fixed order) through shared memory: [warp][16 rows][2 + D] f32.
@@ -428,22 +437,23 @@ __device__ __forceinline__ void sdpa_combine(T* __restrict__ out, const AttnArgs
     out[b * a.o_stride[0] + h * a.o_stride[1] + i * a.o_stride[2] + c] = from_f32<T>(l > 0.0f ? o / l : 0.0f);
 }
 
-#define SDPA_HEAD(T, NAME, D, BN, STAGES)                                                          \
-extern "C" __global__ void __launch_bounds__(ATTN_THREADS) sdpa_prefill_##NAME##_d##D(             \
+// Prefill: BN keys per tile, WARPS × 16 queries per block (launch geometry in registry.rs).
+#define SDPA_HEAD(T, NAME, D, BN, WARPS)                                                           \
+extern "C" __global__ void __launch_bounds__(32 * WARPS) sdpa_prefill_##NAME##_d##D(               \
         const T* q, const T* k, const T* v, T* out, AttnArgs a) {                                  \
-    sdpa_prefill<T, D, BN>(q, k, v, out, a);                                                       \
+    sdpa_prefill<T, D, BN, WARPS>(q, k, v, out, a);                                                \
 }                                                                                                  \
 extern "C" __global__ void __launch_bounds__(ATTN_THREADS) sdpa_decode_##NAME##_d##D(              \
         const T* q, const T* k, const T* v, T* out, AttnArgs a) {                                  \
-    sdpa_decode<T, D, STAGES>(q, k, v, out, a);                                                    \
+    sdpa_decode<T, D>(q, k, v, out, a);                                                            \
 }
 
 #define SDPA_KERNELS(T, NAME)                                                                      \
-SDPA_HEAD(T, NAME, 64, 64, 2)                                                                      \
-SDPA_HEAD(T, NAME, 80, 64, 2)                                                                      \
-SDPA_HEAD(T, NAME, 96, 64, 2)                                                                      \
-SDPA_HEAD(T, NAME, 128, 64, 2)                                                                     \
-SDPA_HEAD(T, NAME, 256, 32, 1)                                                                     \
+SDPA_HEAD(T, NAME, 64, 64, 8)                                                                      \
+SDPA_HEAD(T, NAME, 80, 64, 8)                                                                      \
+SDPA_HEAD(T, NAME, 96, 64, 8)                                                                      \
+SDPA_HEAD(T, NAME, 128, 64, 8)                                                                     \
+SDPA_HEAD(T, NAME, 256, 32, 4)                                                                     \
 extern "C" __global__ void sdpa_combine_##NAME(T* out, AttnArgs a, unsigned int head_dim) {        \
     sdpa_combine<T>(out, a, head_dim);                                                             \
 }

@@ -407,13 +407,14 @@ pub mod launch {
         Ok((LaunchConfig::new(grid, BLOCK), rows))
     }
 
-    /// Threads per attention block (four warps).
+    /// Threads per decode attention block (four warps).
     pub const SDPA_THREADS: u32 = 128;
     /// Query rows one decode block handles (GQA group × queries per sequence).
     pub const SDPA_DECODE_ROWS: usize = 16;
-    /// Decode blocks aimed at across the whole call (about four per SM on an H100/H200); the
-    /// split count follows from the shape alone, so results do not depend on the device.
-    const SDPA_DECODE_BLOCKS: usize = 512;
+    /// Decode blocks aimed at across the whole call (several waves of six per SM on an
+    /// H100/H200, so the last wave's idle tail stays small); the split count follows from the
+    /// shape alone, so results do not depend on the device.
+    const SDPA_DECODE_BLOCKS: usize = 1024;
 
     fn grid_dim(what: &str, n: usize) -> Result<u32> {
         u32::try_from(n)
@@ -422,23 +423,24 @@ pub mod launch {
             .ok_or_else(|| Error::InvalidArgument(format!("{n} {what} exceed the grid limit")))
     }
 
-    /// The prefill attention kernel: blocks of 64 queries × query heads × batch, with shared
-    /// memory for two K/V tiles of 64 keys (32 for head_dim 256), rows padded by 8 elements.
+    /// The prefill attention kernel: blocks of 128 queries (8 warps; 64 queries and 4 warps for
+    /// head_dim 256) × query heads × batch, with shared memory for two K/V tiles of 64 keys (32
+    /// for head_dim 256), rows padded by 8 elements.
     pub fn sdpa_prefill(
         batch: usize,
         q_heads: usize,
         q_len: usize,
         head_dim: usize,
     ) -> Result<LaunchConfig> {
-        let bn = if head_dim > 128 { 32 } else { 64 };
+        let (bn, warps) = if head_dim > 128 { (32, 4) } else { (64, 8) };
         let smem = 2 * 2 * bn * (head_dim + 8) * 2;
         let grid = (
-            u32::try_from(q_len.div_ceil(64).max(1))
+            u32::try_from(q_len.div_ceil(16 * warps).max(1))
                 .map_err(|_| Error::InvalidArgument(format!("{q_len} queries")))?,
             grid_dim("query heads", q_heads)?,
             grid_dim("sequences", batch)?,
         );
-        Ok(LaunchConfig::new(grid, SDPA_THREADS).shared_mem(smem as u32))
+        Ok(LaunchConfig::new(grid, 32 * warps as u32).shared_mem(smem as u32))
     }
 
     /// How the decode kernel splits `keys` keys (a multiple of 64 per split):
@@ -451,17 +453,15 @@ pub mod launch {
         (chunk, keys.div_ceil(chunk).max(1))
     }
 
-    /// The decode attention kernel: splits × KV heads × batch blocks; shared memory for the
-    /// K/V tiles (double-buffered below head_dim 256) or the four warps' merge, whichever is
-    /// larger.
+    /// The decode attention kernel: splits × KV heads × batch blocks; shared memory for one
+    /// K/V tile of 64 keys or the four warps' merge, whichever is larger.
     pub fn sdpa_decode(
         batch: usize,
         kv_heads: usize,
         splits: usize,
         head_dim: usize,
     ) -> Result<LaunchConfig> {
-        let stages = if head_dim > 128 { 1 } else { 2 };
-        let tiles = stages * 2 * 64 * (head_dim + 8) * 2;
+        let tiles = 2 * 64 * (head_dim + 8) * 2;
         let merge = 4 * 16 * (head_dim + 2) * 4;
         let grid = (
             u32::try_from(splits)
