@@ -11,7 +11,7 @@
 //
 // Online softmax as in FlashAttention-2 (Dao 2023): the scores never leave registers; each warp
 // keeps a running max m and sum l per query row (in the log2 domain) and rescales its output
-// accumulator. K/V tiles go through shared memory with cp.async (double-buffered in prefill).
+// accumulator. K/V tiles go through shared memory with cp.async (double-buffered).
 //
 // sdpa_prefill: a block owns 128 consecutive queries of one head (64 for head_dim 256; 16 per
 //   warp) and walks the key tiles the causal mask leaves visible; a warp masks only the tiles
@@ -332,7 +332,9 @@ __device__ __forceinline__ void sdpa_prefill(const T* __restrict__ q, const T* _
     }
 }
 
-template <typename T, int D>
+// STAGES: 2 = double-buffered K/V tiles (1 for head_dim 256, to fit the shared memory of
+// sm_86/89). A single stage with more blocks per SM measured slower on an H100.
+template <typename T, int D, int STAGES>
 __device__ __forceinline__ void sdpa_decode(const T* __restrict__ q, const T* __restrict__ k,
                                             const T* __restrict__ v, T* __restrict__ out, const AttnArgs& a) {
     extern __shared__ __align__(16) unsigned char attn_smem[];
@@ -361,13 +363,31 @@ __device__ __forceinline__ void sdpa_decode(const T* __restrict__ q, const T* __
     const unsigned key_end = min(a.kv_len, key_begin + a.chunk);
     State<D> st;
     st.init();
-    // One tile at a time: small shared memory keeps six blocks per SM streaming.
-    for (unsigned key0 = key_begin; key0 < key_end; key0 += BN) {
-        load_kv<T, D, BN, ATTN_THREADS>(smem, smem + TILE, kh, vh, a, key0);
-        cp_async_wait<0>();
-        __syncthreads();
-        attend<T, D, 2, true>(qa, smem, smem + TILE, 16 * warp, key0, rows, a, st);
-        __syncthreads();
+    if (STAGES == 2) {
+        load_kv<T, D, BN, ATTN_THREADS>(smem, smem + TILE, kh, vh, a, key_begin);
+        int stage = 0;
+        for (unsigned key0 = key_begin; key0 < key_end; key0 += BN) {
+            T* ks = smem + stage * 2 * TILE;
+            if (key0 + BN < key_end) {
+                T* nx = smem + (stage ^ 1) * 2 * TILE;
+                load_kv<T, D, BN, ATTN_THREADS>(nx, nx + TILE, kh, vh, a, key0 + BN);
+                cp_async_wait<1>();
+            } else {
+                cp_async_wait<0>();
+            }
+            __syncthreads();
+            attend<T, D, 2, true>(qa, ks, ks + TILE, 16 * warp, key0, rows, a, st);
+            __syncthreads();
+            stage ^= 1;
+        }
+    } else {
+        for (unsigned key0 = key_begin; key0 < key_end; key0 += BN) {
+            load_kv<T, D, BN, ATTN_THREADS>(smem, smem + TILE, kh, vh, a, key0);
+            cp_async_wait<0>();
+            __syncthreads();
+            attend<T, D, 2, true>(qa, smem, smem + TILE, 16 * warp, key0, rows, a, st);
+            __syncthreads();
+        }
     }
     finish_sum<D>(st);
     // Merge the four warps (fixed order) through shared memory: [warp][16 rows][2 + D] f32.
@@ -445,7 +465,7 @@ extern "C" __global__ void __launch_bounds__(32 * WARPS) sdpa_prefill_##NAME##_d
 }                                                                                                  \
 extern "C" __global__ void __launch_bounds__(ATTN_THREADS) sdpa_decode_##NAME##_d##D(              \
         const T* q, const T* k, const T* v, T* out, AttnArgs a) {                                  \
-    sdpa_decode<T, D>(q, k, v, out, a);                                                            \
+    sdpa_decode<T, D, (D > 128 ? 1 : 2)>(q, k, v, out, a);                                         \
 }
 
 #define SDPA_KERNELS(T, NAME)                                                                      \

@@ -411,10 +411,10 @@ pub mod launch {
     pub const SDPA_THREADS: u32 = 128;
     /// Query rows one decode block handles (GQA group × queries per sequence).
     pub const SDPA_DECODE_ROWS: usize = 16;
-    /// Decode blocks aimed at across the whole call (several waves of six per SM on an
-    /// H100/H200, so the last wave's idle tail stays small); the split count follows from the
-    /// shape alone, so results do not depend on the device.
-    const SDPA_DECODE_BLOCKS: usize = 1024;
+    /// Decode blocks aimed at across the whole call (about four per SM on an H100/H200; 1024
+    /// measured slower); the split count follows from the shape alone, so results do not
+    /// depend on the device.
+    const SDPA_DECODE_BLOCKS: usize = 512;
 
     fn grid_dim(what: &str, n: usize) -> Result<u32> {
         u32::try_from(n)
@@ -453,15 +453,17 @@ pub mod launch {
         (chunk, keys.div_ceil(chunk).max(1))
     }
 
-    /// The decode attention kernel: splits × KV heads × batch blocks; shared memory for one
-    /// K/V tile of 64 keys or the four warps' merge, whichever is larger.
+    /// The decode attention kernel: splits × KV heads × batch blocks; shared memory for the
+    /// K/V tiles of 64 keys (double-buffered below head_dim 256) or the four warps' merge,
+    /// whichever is larger.
     pub fn sdpa_decode(
         batch: usize,
         kv_heads: usize,
         splits: usize,
         head_dim: usize,
     ) -> Result<LaunchConfig> {
-        let tiles = 2 * 64 * (head_dim + 8) * 2;
+        let stages = if head_dim > 128 { 1 } else { 2 };
+        let tiles = stages * 2 * 64 * (head_dim + 8) * 2;
         let merge = 4 * 16 * (head_dim + 2) * 4;
         let grid = (
             u32::try_from(splits)

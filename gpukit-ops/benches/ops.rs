@@ -64,6 +64,12 @@ fn time_ms(
     Ok(median(t))
 }
 
+/// Whether the case runs: all of them, or those whose name contains `GPUKIT_BENCH_FILTER`
+/// (e.g. `GPUKIT_BENCH_FILTER="sdpa decode"` for profiling one family).
+fn wanted(name: &str) -> bool {
+    std::env::var("GPUKIT_BENCH_FILTER").map_or(true, |f| name.contains(&f))
+}
+
 /// Enough copies of a `bytes`-sized input to exceed the 60 MB L2 at least twice over.
 fn rotation(bytes: usize) -> usize {
     (160usize << 20).div_ceil(bytes.max(1)).clamp(1, 16)
@@ -88,12 +94,16 @@ fn main() -> Res<()> {
 
     // bf16 GEMM: square products (torch.matmul) and LLM prefill shapes (linear, weights [n, k]).
     for (m, k, n) in [(4096usize, 4096usize, 4096usize), (8192, 8192, 8192)] {
+        let name = format!("gemm bf16 {m}x{k}x{n}");
+        if !wanted(&name) {
+            continue;
+        }
         let a = Tensor::rand(&[m, k], -1.0, 1.0, bf, 2, &dev)?;
         let b = Tensor::rand(&[k, n], -1.0, 1.0, bf, 3, &dev)?;
         let mut out = Tensor::empty(&[m, n], bf, &dev)?;
         let ms = time_ms(&dev, 10, 10, 5, |_| Ok(ops::matmul_into(&a, &b, &mut out)?))?;
         cases.push(Case {
-            name: format!("gemm bf16 {m}x{k}x{n}"),
+            name,
             kind: "matmul",
             params: format!("{{\"m\":{m},\"k\":{k},\"n\":{n}}}"),
             ms,
@@ -107,6 +117,10 @@ fn main() -> Res<()> {
         (2048, 4096, 14336),
         (2048, 14336, 4096),
     ] {
+        let name = format!("linear bf16 prefill {m}x{k}->{n}");
+        if !wanted(&name) {
+            continue;
+        }
         let x = Tensor::rand(&[m, k], -1.0, 1.0, bf, 4, &dev)?;
         let w = Tensor::rand(&[n, k], -1.0, 1.0, bf, 5, &dev)?;
         let mut out = Tensor::empty(&[m, n], bf, &dev)?;
@@ -114,7 +128,7 @@ fn main() -> Res<()> {
             Ok(ops::linear_into(&x, &w, None, Activation::None, &mut out)?)
         })?;
         cases.push(Case {
-            name: format!("linear bf16 prefill {m}x{k}->{n}"),
+            name,
             kind: "linear",
             params: format!("{{\"m\":{m},\"k\":{k},\"n\":{n}}}"),
             ms,
@@ -131,6 +145,10 @@ fn main() -> Res<()> {
         (14336, 4096),
         (896, 4864),
     ] {
+        let name = format!("gemv bf16 M=1 k={k} n={n}");
+        if !wanted(&name) {
+            continue;
+        }
         let wbytes = n * k * 2;
         let copies = rotation(wbytes);
         let ws = (0..copies)
@@ -148,7 +166,7 @@ fn main() -> Res<()> {
             )?)
         })?;
         cases.push(Case {
-            name: format!("gemv bf16 M=1 k={k} n={n}"),
+            name,
             kind: "gemv",
             params: format!("{{\"m\":1,\"k\":{k},\"n\":{n},\"copies\":{copies}}}"),
             ms,
@@ -159,6 +177,10 @@ fn main() -> Res<()> {
 
     // rms_norm and elementwise add, bf16, large enough to stream from HBM.
     for (rows, hidden) in [(16384usize, 4096usize), (8192, 2048)] {
+        let name = format!("rms_norm bf16 {rows}x{hidden}");
+        if !wanted(&name) {
+            continue;
+        }
         let x = Tensor::rand(&[rows, hidden], -1.0, 1.0, bf, 7, &dev)?;
         let w = Tensor::rand(&[hidden], 0.5, 1.5, bf, 8, &dev)?;
         let mut out = Tensor::empty(&[rows, hidden], bf, &dev)?;
@@ -166,7 +188,7 @@ fn main() -> Res<()> {
             Ok(ops::rms_norm_into(&x, &w, 1e-5, &mut out)?)
         })?;
         cases.push(Case {
-            name: format!("rms_norm bf16 {rows}x{hidden}"),
+            name,
             kind: "rms_norm",
             params: format!("{{\"rows\":{rows},\"hidden\":{hidden}}}"),
             ms,
@@ -175,6 +197,10 @@ fn main() -> Res<()> {
         });
     }
     for n in [1usize << 26, 1 << 24] {
+        let name = format!("add bf16 n={n}");
+        if !wanted(&name) {
+            continue;
+        }
         let a = Tensor::rand(&[n], -1.0, 1.0, bf, 9, &dev)?;
         let b = Tensor::rand(&[n], -1.0, 1.0, bf, 10, &dev)?;
         let mut out = Tensor::empty(&[n], bf, &dev)?;
@@ -182,7 +208,7 @@ fn main() -> Res<()> {
             Ok(ops::binary_into(BinaryOp::Add, &a, &b, &mut out)?)
         })?;
         cases.push(Case {
-            name: format!("add bf16 n={n}"),
+            name,
             kind: "add",
             params: format!("{{\"n\":{n}}}"),
             ms,
@@ -229,6 +255,10 @@ fn attention_cases(dev: &Device, cases: &mut Vec<Case>) -> Res<()> {
         let heads = 2048 / d;
         for seq in [1024usize, 4096, 16384] {
             let batch = 16384 / seq;
+            let name = format!("sdpa prefill causal d={d} seq={seq} b={batch} h={heads}");
+            if !wanted(&name) {
+                continue;
+            }
             let r = |seed| Tensor::rand(&[batch, heads, seq, d], -1.0, 1.0, bf, seed, dev);
             let (q, k, v) = (r(20)?, r(21)?, r(22)?);
             let out = Tensor::empty(q.shape(), bf, dev)?;
@@ -238,7 +268,7 @@ fn attention_cases(dev: &Device, cases: &mut Vec<Case>) -> Res<()> {
                 Ok(sdpa_into(&q, &k, &v, scale, causal, &out, &ws)?)
             })?;
             cases.push(Case {
-                name: format!("sdpa prefill causal d={d} seq={seq} b={batch} h={heads}"),
+                name,
                 kind: "sdpa_prefill",
                 params: format!("{{\"batch\":{batch},\"heads\":{heads},\"seq\":{seq},\"d\":{d}}}"),
                 ms,
@@ -250,6 +280,13 @@ fn attention_cases(dev: &Device, cases: &mut Vec<Case>) -> Res<()> {
     }
     for (q_heads, kv_heads) in [(32usize, 8usize), (32, 4)] {
         for len in [1024usize, 8192, 32768] {
+            let name = format!(
+                "sdpa decode GQA {} len={len} kv_heads={kv_heads}",
+                q_heads / kv_heads
+            );
+            if !wanted(&name) {
+                continue;
+            }
             let d = 128;
             let bytes = 2 * kv_heads * len * d * 2;
             let copies = rotation(bytes);
@@ -275,7 +312,7 @@ fn attention_cases(dev: &Device, cases: &mut Vec<Case>) -> Res<()> {
                 Ok(sdpa_into(&q, k, v, 0.088, causal, &out, &ws)?)
             })?;
             cases.push(Case {
-                name: format!("sdpa decode GQA {} len={len} kv_heads={kv_heads}", q_heads / kv_heads),
+                name,
                 kind: "sdpa_decode",
                 params: format!(
                     "{{\"q_heads\":{q_heads},\"kv_heads\":{kv_heads},\"len\":{len},\"d\":{d},\"copies\":{copies}}}"
@@ -295,6 +332,10 @@ fn quantized_gemv_cases(dev: &Device, cases: &mut Vec<Case>) -> Res<()> {
     let (k, n) = (4096usize, 14336usize);
     let w: Vec<f32> = Tensor::rand(&[n * k], -1.0, 1.0, DType::F32, 40, &Device::Cpu)?.to_vec()?;
     for f in [QuantFormat::Q4_0, QuantFormat::Q8_0] {
+        let name = format!("qgemv {f:?} M=1 k={k} n={n}");
+        if !wanted(&name) {
+            continue;
+        }
         let q = quantize(f, &w)?;
         let copies = rotation(q.len());
         let mats = (0..copies)
@@ -313,7 +354,7 @@ fn quantized_gemv_cases(dev: &Device, cases: &mut Vec<Case>) -> Res<()> {
             Ok(qgemv_into(&x, &mats[i % copies], &mut out)?)
         })?;
         cases.push(Case {
-            name: format!("qgemv {f:?} M=1 k={k} n={n}"),
+            name,
             kind: "qgemv",
             params: format!("{{\"k\":{k},\"n\":{n},\"format\":\"{f:?}\"}}"),
             ms,
