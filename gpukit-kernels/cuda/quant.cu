@@ -39,25 +39,111 @@ DEQUANT_KERNELS(f16, f16)
 DEQUANT_KERNELS(bf16, bf16)
 
 // Quantized GEMV for one row of x: out[n] = Σ_k dequant(w[n, k]) · x[k], w stored as rows of
-// K/32 blocks. One warp per output; lane l takes blocks l, l + 32, …, dequantizes each block as
-// dequant_one does and dots it with x in f32; the warp combines in a fixed butterfly order.
+// K/32 blocks. One warp per output row; four lanes share a block (8 of its 32 values each), so a
+// warp covers 8 consecutive blocks per step and reads them as one contiguous run; each lane
+// issues the loads of four steps before using them. Per block: d · Σ q·x (+ m · Σ x for Q4_1) in
+// f32; the warp combines in a fixed butterfly order (deterministic).
+__device__ __forceinline__ unsigned ld_u16(const u8* p) {
+    return *reinterpret_cast<const unsigned short*>(p);
+}
+__device__ __forceinline__ float f16_bits(unsigned b) {
+    return __half2float(__ushort_as_half((unsigned short)b));
+}
+
+// Four consecutive values of x as f32 (one 16- or 8-byte load when aligned).
+template <typename T> __device__ __forceinline__ void load_x4(const T* p, bool vec, float* o) {
+    if (vec && sizeof(T) == 4) {
+        const float4 f = *reinterpret_cast<const float4*>(p);
+        o[0] = f.x; o[1] = f.y; o[2] = f.z; o[3] = f.w;
+    } else if (vec) {
+        const uint2 r = *reinterpret_cast<const uint2*>(p);
+        const T* h = reinterpret_cast<const T*>(&r);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) o[i] = to_f32(h[i]);
+    } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) o[i] = to_f32(p[i]);
+    }
+}
+
+// FMT: 0 = Q8_0, 1 = Q4_0, 2 = Q4_1.
+template <typename T, int FMT>
+__device__ __forceinline__ float qgemv_row(const u8* __restrict__ row, const T* __restrict__ x,
+                                           unsigned int blocks, bool xvec) {
+    constexpr unsigned int BB = FMT == 0 ? 34 : (FMT == 1 ? 18 : 20);
+    constexpr int U = 4;
+    const unsigned int lane = threadIdx.x & 31, sub = lane & 3, bl = lane >> 2;
+    float acc = 0.0f;
+    for (unsigned int base = 0; base < blocks; base += 8 * U) {
+        unsigned int q[U][2];
+        float d[U], m[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const unsigned int b = base + 8 * u + bl;
+            if (b < blocks) {
+                const u8* p = row + (unsigned long long)b * BB;
+                d[u] = f16_bits(ld_u16(p));
+                if (FMT == 0) {
+                    const u8* qs = p + 2 + 8 * sub;
+                    q[u][0] = ld_u16(qs) | (ld_u16(qs + 2) << 16);
+                    q[u][1] = ld_u16(qs + 4) | (ld_u16(qs + 6) << 16);
+                } else if (FMT == 1) {
+                    const u8* qs = p + 2 + 4 * sub;
+                    q[u][0] = ld_u16(qs) | (ld_u16(qs + 2) << 16);
+                } else {
+                    m[u] = f16_bits(ld_u16(p + 2));
+                    q[u][0] = *reinterpret_cast<const unsigned int*>(p + 4 + 4 * sub);
+                }
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const unsigned int b = base + 8 * u + bl;
+            if (b >= blocks) continue;
+            const T* xb = x + (unsigned long long)b * 32;
+            float s = 0.0f;
+            if (FMT == 0) {
+                float xa[4], xc[4];
+                load_x4(xb + 8 * sub, xvec, xa);
+                load_x4(xb + 8 * sub + 4, xvec, xc);
+#pragma unroll
+                for (int i = 0; i < 4; ++i) s = fmaf((float)(signed char)(q[u][0] >> (8 * i)), xa[i], s);
+#pragma unroll
+                for (int i = 0; i < 4; ++i) s = fmaf((float)(signed char)(q[u][1] >> (8 * i)), xc[i], s);
+                acc = fmaf(d[u], s, acc);
+            } else {
+                float xl[4], xh[4], sx = 0.0f;
+                load_x4(xb + 4 * sub, xvec, xl);
+                load_x4(xb + 16 + 4 * sub, xvec, xh);
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    const unsigned int byte = (q[u][0] >> (8 * i)) & 0xFF;
+                    const int off = FMT == 1 ? 8 : 0;
+                    s = fmaf((float)((int)(byte & 0x0F) - off), xl[i], s);
+                    s = fmaf((float)((int)(byte >> 4) - off), xh[i], s);
+                    if (FMT == 2) sx += xl[i] + xh[i];
+                }
+                acc = fmaf(d[u], s, acc);
+                if (FMT == 2) acc = fmaf(m[u], sx, acc);
+            }
+        }
+    }
+    return acc;
+}
+
 #define QGEMV_KERNELS(T, NAME)                                                                     \
 extern "C" __global__ void qgemv_##NAME(const u8* __restrict__ w, const T* __restrict__ x,         \
-        T* __restrict__ out, unsigned int N, unsigned int K, int format) {                         \
-    const unsigned int lane = threadIdx.x & 31;                                                    \
+        T* __restrict__ out, unsigned int N, unsigned int K, int format, int x_vec) {              \
     const unsigned long long n = (blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x) >> 5; \
     if (n >= N) return;                                                                            \
     const unsigned int blocks = K / 32;                                                            \
     const unsigned int bb = format == 0 ? 34 : (format == 1 ? 18 : 20);                            \
     const u8* row = w + n * blocks * bb;                                                           \
-    float acc = 0.0f;                                                                              \
-    for (unsigned int b = lane; b < blocks; b += 32) {                                             \
-        const T* xb = x + b * 32;                                                                  \
-        for (unsigned int j = 0; j < 32; ++j)                                                      \
-            acc = fmaf(dequant_one(row + (unsigned long long)b * bb, format, j), to_f32(xb[j]), acc); \
-    }                                                                                              \
+    float acc = format == 0 ? qgemv_row<T, 0>(row, x, blocks, x_vec != 0)                          \
+              : format == 1 ? qgemv_row<T, 1>(row, x, blocks, x_vec != 0)                          \
+                            : qgemv_row<T, 2>(row, x, blocks, x_vec != 0);                         \
     acc = warp_sum(acc);                                                                           \
-    if (lane == 0) out[n] = from_f32<T>(acc);                                                      \
+    if ((threadIdx.x & 31) == 0) out[n] = from_f32<T>(acc);                                        \
 }
 
 QGEMV_KERNELS(float, f32)

@@ -411,10 +411,11 @@ pub mod launch {
     pub const SDPA_THREADS: u32 = 128;
     /// Query rows one decode block handles (GQA group × queries per sequence).
     pub const SDPA_DECODE_ROWS: usize = 16;
-    /// Decode blocks aimed at across the whole call (about four per SM on an H100/H200; 1024
-    /// measured slower); the split count follows from the shape alone, so results do not
-    /// depend on the device.
-    const SDPA_DECODE_BLOCKS: usize = 512;
+    /// Decode blocks aimed at across the whole call: one full wave on a 132-SM H100/H200 (three
+    /// blocks per SM fit). Nsight Compute showed 512 blocks running as 1.29 waves, the partial
+    /// wave idling most of the GPU. The split count follows from the shape alone, so results
+    /// do not depend on the device.
+    const SDPA_DECODE_BLOCKS: usize = 396;
 
     fn grid_dim(what: &str, n: usize) -> Result<u32> {
         u32::try_from(n)

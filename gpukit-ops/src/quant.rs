@@ -274,7 +274,8 @@ impl QuantMatrix {
 }
 
 /// `out [1, rows] = x [1, cols] · Wᵀ` reading the quantized blocks directly (no dequantized copy
-/// of W): one warp per output on CUDA; on the CPU, dequantize-then-product (the reference).
+/// of W): one warp per output on CUDA, four lanes per 32-value block; on the CPU,
+/// dequantize-then-product (the reference).
 ///
 /// # Errors
 /// Shape, dtype and device errors.
@@ -306,6 +307,13 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
         crate::Device::Cuda(c) => {
             let x = x.contiguous()?;
             need_contiguous("qgemv", out, "the output")?;
+            if dptr(&w.data)?.0 % 4 != 0 {
+                return Err(Error::shape(
+                    "qgemv",
+                    "quantized weights must start at a 4-byte aligned address (GGUF aligns \
+                     tensor data to 32 bytes)",
+                ));
+            }
             let code: i32 = match w.format {
                 QuantFormat::Q8_0 => 0,
                 QuantFormat::Q4_0 => 1,
@@ -317,9 +325,11 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
                 .arg(dptr(out)?)
                 .arg(u32_dim("qgemv", w.rows)?)
                 .arg(u32_dim("qgemv", w.cols)?)
-                .arg(code);
+                .arg(code)
+                .arg(i32::from(dptr(&x)?.0 % (4 * x.dtype().size_in_bytes()) as u64 == 0));
             // SAFETY: w.data holds rows × cols/32 blocks of the format (checked in
-            // `QuantMatrix::new`), x holds cols values, out rows.
+            // `QuantMatrix::new`; blocks start at even offsets, as the kernel's 2-byte loads
+            // need), x holds cols values (vector loads only when aligned), out rows.
             unsafe {
                 c.launch(
                     Kernel::QGemv(x.dtype()),

@@ -868,6 +868,16 @@ op_test!(kv_cache_and_quantized_gemv, |dev: &Device| {
             let (x, xv) = input(&[1, k], dt, -1.0, 1.0, s + 1, dev);
             let mut out = poisoned(&[1, n], dt, dev);
             qgemv_into(&x, &qm, &mut out).unwrap();
+            // The same x at an unaligned address (a view one element in): scalar loads.
+            let (x2, _) = input(&[1, k + 1], dt, -1.0, 1.0, s + 1, dev);
+            ops::copy_into(&x, &mut x2.narrow(1, 1, k).unwrap()).unwrap();
+            let mut out2 = poisoned(&[1, n], dt, dev);
+            qgemv_into(&x2.narrow(1, 1, k).unwrap(), &qm, &mut out2).unwrap();
+            assert_eq!(
+                out2.to_vec_f64().unwrap(),
+                out.to_vec_f64().unwrap(),
+                "qgemv {f:?} {dt}: unaligned x"
+            );
             let want: Vec<f64> = (0..n)
                 .map(|r| (0..k).map(|c| f64::from(deq[r * k + c]) * xv[c]).sum())
                 .collect();
