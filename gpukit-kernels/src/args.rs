@@ -108,6 +108,33 @@ pub struct AttentionArgs {
 // `pad` field fills it).
 unsafe impl DeviceCopy for AttentionArgs {}
 
+/// Arguments of the sampler (`SamplerArgs` in `cuda/sampling.cu`; the layouts must match).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[repr(C)]
+pub struct SamplerArgs {
+    /// 0 = greedy.
+    pub temperature: f32,
+    /// Top-p mass (1 = off).
+    pub top_p: f32,
+    /// Min-p fraction of the largest probability (0 = off).
+    pub min_p: f32,
+    /// Repetition penalty (1 = off).
+    pub penalty: f32,
+    /// Top-k (0 = off).
+    pub top_k: u32,
+    /// Vocabulary size (logits per row).
+    pub vocab: u32,
+    /// Recent ids per row.
+    pub window: u32,
+    /// Padding (keeps `seed` 8-byte aligned, as in C).
+    pub pad: u32,
+    /// The request's seed.
+    pub seed: u64,
+}
+
+// SAFETY: `repr(C)`, integers and floats, no implicit padding (the explicit `pad` field).
+unsafe impl DeviceCopy for SamplerArgs {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,5 +155,6 @@ mod tests {
         // long long strides[4][3]; unsigned ×4; float; unsigned ×7; float* partial
         assert_eq!(std::mem::size_of::<AttentionArgs>(), 96 + 16 + 4 + 28 + 8);
         assert_eq!(std::mem::offset_of!(AttentionArgs, partial), 144);
+        assert_eq!(std::mem::size_of::<SamplerArgs>(), 40);
     }
 }

@@ -21,7 +21,7 @@ pub mod ops;
 pub mod registry;
 mod targets;
 
-pub use args::{AttentionArgs, MAX_DIMS, StridedIndex};
+pub use args::{AttentionArgs, MAX_DIMS, SamplerArgs, StridedIndex};
 pub use dtype::DType;
 pub use error::{Error, Result};
 pub use gemm::{BLayout, Epilogue, F32Precision, GemmProvider, GemmShape};

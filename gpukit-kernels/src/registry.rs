@@ -33,11 +33,13 @@ pub enum KernelModule {
     Kv,
     /// `attention.cu`: scaled dot-product attention (flash prefill, split-K decode).
     Attention,
+    /// `sampling.cu`: token sampling (Philox, penalties, temperature, top-k/p, min-p).
+    Sampling,
 }
 
 impl KernelModule {
     /// Every module.
-    pub const ALL: [KernelModule; 9] = [
+    pub const ALL: [KernelModule; 10] = [
         KernelModule::Elementwise,
         KernelModule::Reduce,
         KernelModule::Norm,
@@ -47,6 +49,7 @@ impl KernelModule {
         KernelModule::Quant,
         KernelModule::Kv,
         KernelModule::Attention,
+        KernelModule::Sampling,
     ];
 
     /// The file stem.
@@ -61,6 +64,7 @@ impl KernelModule {
             KernelModule::Quant => "quant",
             KernelModule::Kv => "kv",
             KernelModule::Attention => "attention",
+            KernelModule::Sampling => "sampling",
         }
     }
 
@@ -76,6 +80,7 @@ impl KernelModule {
             KernelModule::Quant => include_str!("../cuda/quant.cu"),
             KernelModule::Kv => include_str!("../cuda/kv.cu"),
             KernelModule::Attention => include_str!("../cuda/attention.cu"),
+            KernelModule::Sampling => include_str!("../cuda/sampling.cu"),
         }
     }
 }
@@ -168,6 +173,8 @@ pub enum Kernel {
     },
     /// `sdpa_combine_<dt>`: merges the splits of the decode kernel.
     SdpaCombine(DType),
+    /// `sample_<dt>`: one token id per row of logits.
+    Sample(DType),
     /// `gemv_<dt>` / `gemv_<dt>_vec` / `gemv_<dt>_vec_m1`.
     Gemv {
         /// Element type (float).
@@ -238,6 +245,7 @@ impl Kernel {
             Kernel::Dequantize(_) | Kernel::QGemv(_) => KernelModule::Quant,
             Kernel::KvAppend(_) => KernelModule::Kv,
             Kernel::Sdpa { .. } | Kernel::SdpaCombine(_) => KernelModule::Attention,
+            Kernel::Sample(_) => KernelModule::Sampling,
         }
     }
 
@@ -308,6 +316,7 @@ impl Kernel {
                 )
             }
             Kernel::SdpaCombine(dt) => format!("sdpa_combine_{}", half_float("sdpa", dt)?),
+            Kernel::Sample(dt) => format!("sample_{}", float("sampling", dt)?),
             Kernel::Gemv {
                 dtype,
                 vectorized,
@@ -473,6 +482,14 @@ pub mod launch {
             grid_dim("sequences", batch)?,
         );
         Ok(LaunchConfig::new(grid, SDPA_THREADS).shared_mem(tiles.max(merge) as u32))
+    }
+
+    /// The sampler: one block of 1024 threads per row, a penalty bitmap of the vocabulary in
+    /// dynamic shared memory.
+    pub fn sampler(rows: usize, vocab: usize) -> Result<LaunchConfig> {
+        let grid = u32::try_from(rows.max(1))
+            .map_err(|_| Error::InvalidArgument(format!("{rows} rows exceed the grid limit")))?;
+        Ok(LaunchConfig::new(grid, 1024).shared_mem((vocab.div_ceil(32) * 4) as u32))
     }
 
     /// The decode combine kernel: one block of `head_dim` threads per (row, KV head, batch).
@@ -739,6 +756,7 @@ mod tests {
                 Kernel::QGemv(dt),
                 Kernel::KvAppend(dt),
                 Kernel::SdpaCombine(dt),
+                Kernel::Sample(dt),
             ]);
             for head_dim in SDPA_HEAD_DIMS {
                 for decode in [false, true] {

@@ -8,6 +8,7 @@ use gpukit_driver::Event;
 use gpukit_ops::attention::{AttentionMask, attention_shape, sdpa_into, sdpa_workspace_len};
 use gpukit_ops::ops::{self, Activation};
 use gpukit_ops::quant::{QuantFormat, QuantMatrix, qgemv_into, quantize};
+use gpukit_ops::sampling::{SamplingParams, sample_tokens_into};
 use gpukit_ops::{BinaryOp, DType, Device, Tensor};
 use gpukit_sched::{LanePriority, Runtime};
 
@@ -219,6 +220,7 @@ fn main() -> Res<()> {
 
     attention_cases(&dev, &mut cases)?;
     quantized_gemv_cases(&dev, &mut cases)?;
+    sampling_cases(&dev, &mut cases)?;
 
     println!("{:<44} {:>10} {:>10}", "case", "ms", "GB/s");
     let rows: Vec<String> = cases
@@ -361,6 +363,54 @@ fn quantized_gemv_cases(dev: &Device, cases: &mut Vec<Case>) -> Res<()> {
             bytes: (q.len() + (k + n) * 2) as f64,
             flops: 2.0 * (k * n) as f64,
         });
+    }
+    Ok(())
+}
+
+/// One token from bf16 logits [1, vocab]: greedy, temperature, and top-k 50 + top-p 0.9.
+fn sampling_cases(dev: &Device, cases: &mut Vec<Case>) -> Res<()> {
+    for vocab in [49_152usize, 128_256] {
+        for (label, params) in [
+            ("greedy", SamplingParams::default()),
+            (
+                "temperature",
+                SamplingParams {
+                    temperature: 0.8,
+                    ..Default::default()
+                },
+            ),
+            (
+                "top-k+top-p",
+                SamplingParams {
+                    temperature: 0.8,
+                    top_k: 50,
+                    top_p: 0.9,
+                    ..Default::default()
+                },
+            ),
+        ] {
+            let name = format!("sampling {label} vocab={vocab}");
+            if !wanted(&name) {
+                continue;
+            }
+            let logits = Tensor::rand(&[1, vocab], -8.0, 8.0, DType::BF16, 50, dev)?;
+            let step = Tensor::from_slice(&[3i64], &[1], dev)?;
+            let out = Tensor::empty(&[1], DType::I32, dev)?;
+            let ms = time_ms(dev, 20, 20, 5, |_| {
+                Ok(sample_tokens_into(&logits, None, &params, &step, &out)?)
+            })?;
+            cases.push(Case {
+                name,
+                kind: "sampling",
+                params: format!(
+                    "{{\"vocab\":{vocab},\"temperature\":{},\"top_k\":{},\"top_p\":{}}}",
+                    params.temperature, params.top_k, params.top_p
+                ),
+                ms,
+                bytes: (vocab * 2) as f64,
+                flops: 0.0,
+            });
+        }
     }
     Ok(())
 }

@@ -326,7 +326,9 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
                 .arg(u32_dim("qgemv", w.rows)?)
                 .arg(u32_dim("qgemv", w.cols)?)
                 .arg(code)
-                .arg(i32::from(dptr(&x)?.0 % (4 * x.dtype().size_in_bytes()) as u64 == 0));
+                .arg(i32::from(
+                    dptr(&x)?.0 % (4 * x.dtype().size_in_bytes()) as u64 == 0,
+                ));
             // SAFETY: w.data holds rows × cols/32 blocks of the format (checked in
             // `QuantMatrix::new`; blocks start at even offsets, as the kernel's 2-byte loads
             // need), x holds cols values (vector loads only when aligned), out rows.

@@ -1,19 +1,32 @@
 //! Token sampling: the Philox-4x32-10 counter-based generator (Salmon et al., "Parallel random
-//! numbers: as easy as 1, 2, 3", SC 2011) and the CPU reference of the sampler the device kernels
-//! reproduce.
+//! numbers: as easy as 1, 2, 3", SC 2011), the CPU reference of the sampler, and
+//! [`sample_tokens_into`], which runs it on tensors (on CUDA: one 1024-thread block per row,
+//! `gpukit-kernels/cuda/sampling.cu`).
 //!
-//! A draw is a pure function of (seed, step): the same seed gives the same tokens on any run and
-//! any device. The sampler works in f32 in a fixed order so a device implementation can match it
-//! id for id:
+//! A draw is a pure function of (seed, step, row): the same seed gives the same tokens on any run
+//! and any device. The reference does every f32 operation in the order the device block does
+//! (the vocabulary split into [`SAMPLER_THREADS`] contiguous chunks, sums chunk by chunk), and
+//! uses its own [`exp_det`], so device and CPU pick the same id, bit for bit:
 //! 1. repetition penalty over the window of previous ids (CTRL, Keskar et al. 2019): a positive
 //!    logit is divided by the penalty, a negative one multiplied;
 //! 2. temperature 0 → greedy (first maximum);
-//! 3. logits / temperature, softmax (max-subtracted);
-//! 4. candidates ordered by probability, descending, ties by lower id; top-k keeps the first k;
-//!    top-p keeps the shortest prefix whose mass reaches p; min-p keeps those with probability
-//!    ≥ min_p · the largest;
-//! 5. one uniform draw in [0, 1) scaled by the kept mass picks the token by cumulative sum in that
-//!    order.
+//! 3. p = softmax(logits / temperature) (max-subtracted);
+//! 4. filters, each a threshold on p, ties at the threshold kept (as HF transformers' top-k
+//!    does): top-k keeps p ≥ the k-th largest; top-p keeps the highest probabilities whose mass
+//!    (over the whole distribution) reaches p; min-p keeps p ≥ min_p · the largest. The
+//!    thresholds are found by bisection on the f32 bit patterns;
+//! 5. one uniform draw in [0, 1) scaled by the kept mass picks the token by cumulative sum in
+//!    id order.
+
+use gpukit_driver::KernelArgs;
+use gpukit_kernels::{DType, Kernel, SamplerArgs};
+
+use crate::ops::{check_out, dptr, same_device, u32_dim};
+use crate::{Device, Error, Result, Tensor};
+
+/// Threads of the device sampler's block: the vocabulary is split into this many contiguous
+/// chunks, on the device and in the reference.
+pub const SAMPLER_THREADS: usize = 1024;
 
 /// Philox-4x32-10: 128-bit counter, 64-bit key → four 32-bit words.
 pub fn philox4x32_10(counter: [u32; 4], key: [u32; 2]) -> [u32; 4] {
@@ -39,14 +52,48 @@ pub fn philox4x32_10(counter: [u32; 4], key: [u32; 2]) -> [u32; 4] {
     c
 }
 
-/// The uniform draw in [0, 1) for `step` of a request seeded with `seed`: the top 24 bits of
-/// Philox word 0 at counter (step, 0, 0, 0), key (seed low, seed high) — exact in f32.
+/// The uniform draw in [0, 1) for `step` of a request seeded with `seed` (row 0 of a batch):
+/// the top 24 bits of Philox word 0 at counter (step, 0, 0, 0), key (seed low, seed high) —
+/// exact in f32.
 pub fn uniform(seed: u64, step: u64) -> f32 {
+    uniform_at(seed, step, 0)
+}
+
+/// The uniform draw for `row` of a batch: counter (step low, step high, row, 0).
+pub fn uniform_at(seed: u64, step: u64, row: u32) -> f32 {
     let w = philox4x32_10(
-        [step as u32, (step >> 32) as u32, 0, 0],
+        [step as u32, (step >> 32) as u32, row, 0],
         [seed as u32, (seed >> 32) as u32],
     );
     (w[0] >> 8) as f32 * (1.0 / 16_777_216.0)
+}
+
+/// `e^x` for the sampler (x ≤ 0), computed the same way on the CPU and the device: x·log2(e)
+/// split into integer and fraction, 2^fraction by its degree-7 Taylor polynomial in fused
+/// multiply-adds, scaled by 2^integer (relative error < 1e-5 down to 2^-126, mostly from
+/// rounding x·log2(e)); 0 below 2^-126.
+pub fn exp_det(x: f32) -> f32 {
+    const C: [u32; 8] = [
+        0x3f80_0000,
+        0x3f31_7218,
+        0x3e75_fdf0,
+        0x3d63_5847,
+        0x3c1d_955b,
+        0x3aae_c3ff,
+        0x3921_8489,
+        0x377f_e5fe,
+    ];
+    let t = x * f32::from_bits(0x3fb8_aa3b);
+    if t.is_nan() || t < -126.0 {
+        return 0.0;
+    }
+    let n = t.floor();
+    let f = t - n;
+    let mut r = f32::from_bits(C[7]);
+    for &c in C[..7].iter().rev() {
+        r = r.mul_add(f, f32::from_bits(c));
+    }
+    r * f32::from_bits(((n as i32 + 127) as u32) << 23)
 }
 
 /// Sampling parameters. The defaults are greedy decoding.
@@ -79,89 +126,314 @@ impl Default for SamplingParams {
     }
 }
 
-/// The candidates that survive the filters, in draw order, with their probabilities (not yet
-/// renormalised). Empty `logits` give no candidates.
-pub fn candidates(logits: &[f32], recent: &[u32], p: &SamplingParams) -> Vec<(u32, f32)> {
-    let mut l = logits.to_vec();
-    if p.repetition_penalty != 1.0 {
-        let mut seen = vec![false; l.len()];
-        for &id in recent {
-            if let Some(s) = seen.get_mut(id as usize)
-                && !*s
-            {
-                *s = true;
-                let x = &mut l[id as usize];
-                *x = if *x > 0.0 {
-                    *x / p.repetition_penalty
-                } else {
-                    *x * p.repetition_penalty
-                };
-            }
-        }
-    }
-    if l.is_empty() {
-        return Vec::new();
-    }
-    if p.temperature <= 0.0 {
-        let mut best = 0;
-        for (i, &x) in l.iter().enumerate() {
-            if x > l[best] {
-                best = i;
-            }
-        }
-        return vec![(best as u32, 1.0)];
-    }
-    let max = l
-        .iter()
-        .fold(f32::NEG_INFINITY, |a, &b| a.max(b / p.temperature));
-    let mut probs: Vec<(u32, f32)> = l
-        .iter()
-        .enumerate()
-        .map(|(i, &x)| (i as u32, (x / p.temperature - max).exp()))
-        .collect();
-    let total: f32 = probs.iter().map(|c| c.1).sum();
-    for c in &mut probs {
-        c.1 /= total;
-    }
-    probs.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    if p.top_k > 0 {
-        probs.truncate(p.top_k);
-    }
-    if p.top_p < 1.0 {
-        let mut mass = 0.0;
-        let mut keep = probs.len();
-        for (i, c) in probs.iter().enumerate() {
-            mass += c.1;
-            if mass >= p.top_p {
-                keep = i + 1;
-                break;
-            }
-        }
-        probs.truncate(keep);
-    }
-    if p.min_p > 0.0 {
-        let floor = probs[0].1 * p.min_p;
-        probs.retain(|c| c.1 >= floor);
-    }
-    probs
+/// The vocabulary chunk of sampler thread `t` (contiguous ids).
+fn chunk(v: usize, t: usize) -> std::ops::Range<usize> {
+    let c = v.div_ceil(SAMPLER_THREADS);
+    (t * c).min(v)..((t + 1) * c).min(v)
 }
 
-/// Samples the token for `step` (CPU reference).
-pub fn sample(logits: &[f32], recent: &[u32], p: &SamplingParams, step: u64) -> Option<u32> {
-    let c = candidates(logits, recent, p);
-    if c.len() <= 1 {
-        return c.first().map(|x| x.0);
-    }
-    let mass: f32 = c.iter().map(|x| x.1).sum();
-    let target = uniform(p.seed, step) * mass;
-    let mut acc = 0.0;
-    for &(id, prob) in &c {
-        acc += prob;
-        if target < acc {
-            return Some(id);
+/// Per-thread partial sums → total: 32 groups of 32 summed in order, then the group sums in
+/// order (the device's two-level reduction).
+fn sum2(s: &[f32; SAMPLER_THREADS]) -> f32 {
+    s.chunks(32)
+        .map(|g| g.iter().fold(0.0f32, |a, &b| a + b))
+        .fold(0.0f32, |a, b| a + b)
+}
+
+/// The sampler's probabilities and the threshold the filters leave (see the module docs).
+struct Dist {
+    p: Vec<f32>,
+    theta: f32,
+}
+
+fn penalized(logits: &[f32], recent: &[u32], penalty: f32) -> Vec<f32> {
+    let mut l = logits.to_vec();
+    if penalty != 1.0 {
+        let mut seen = vec![false; l.len()];
+        for &id in recent {
+            if let Some(s) = seen.get_mut(id as usize) {
+                *s = true;
+            }
+        }
+        for (x, s) in l.iter_mut().zip(seen) {
+            if s {
+                *x = if *x > 0.0 { *x / penalty } else { *x * penalty };
+            }
         }
     }
-    c.last().map(|x| x.0)
+    l
+}
+
+fn distribution(l: &[f32], p: &SamplingParams) -> Dist {
+    let v = l.len();
+    let z: Vec<f32> = l.iter().map(|&x| x / p.temperature).collect();
+    let m = z.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+    let e: Vec<f32> = z.iter().map(|&x| exp_det(x - m)).collect();
+    let mut s = [0f32; SAMPLER_THREADS];
+    for (t, st) in s.iter_mut().enumerate() {
+        *st = e[chunk(v, t)].iter().fold(0.0f32, |a, &b| a + b);
+    }
+    let total = sum2(&s);
+    let prob: Vec<f32> = e.iter().map(|&x| x / total).collect();
+    let mut theta = 0f32;
+    if p.min_p > 0.0 {
+        theta = theta.max(p.min_p * (1.0 / total));
+    }
+    // Largest bit pattern b in [0, 1.0] with pred(b); pred(0) holds, pred(1.0 + ulp) does not.
+    let bisect = |pred: &dyn Fn(f32) -> bool| -> f32 {
+        let (mut lo, mut hi) = (0u32, 0x3f80_0001u32);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if pred(f32::from_bits(mid)) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        f32::from_bits(lo)
+    };
+    if p.top_k > 0 && p.top_k < v {
+        let count = |th: f32| prob.iter().filter(|&&x| x >= th).count() >= p.top_k;
+        theta = theta.max(bisect(&count));
+    }
+    if p.top_p < 1.0 {
+        let mass = |th: f32| {
+            let mut s = [0f32; SAMPLER_THREADS];
+            for (t, st) in s.iter_mut().enumerate() {
+                *st = prob[chunk(v, t)]
+                    .iter()
+                    .fold(0.0f32, |a, &b| if b >= th { a + b } else { a });
+            }
+            sum2(&s) >= p.top_p
+        };
+        if mass(0.0) {
+            theta = theta.max(bisect(&mass));
+        }
+    }
+    Dist { p: prob, theta }
+}
+
+/// The ids that survive the filters, in id order, with their probabilities (not renormalised).
+/// Greedy gives the one chosen id. Empty `logits` give none.
+pub fn candidates(logits: &[f32], recent: &[u32], p: &SamplingParams) -> Vec<(u32, f32)> {
+    if logits.is_empty() {
+        return Vec::new();
+    }
+    let l = penalized(logits, recent, p.repetition_penalty);
+    if p.temperature <= 0.0 {
+        return vec![(greedy(&l), 1.0)];
+    }
+    let d = distribution(&l, p);
+    d.p.iter()
+        .enumerate()
+        .filter(|(_, x)| **x >= d.theta)
+        .map(|(i, &x)| (i as u32, x))
+        .collect()
+}
+
+fn greedy(l: &[f32]) -> u32 {
+    let mut best = 0;
+    for (i, &x) in l.iter().enumerate() {
+        if x > l[best] {
+            best = i;
+        }
+    }
+    best as u32
+}
+
+/// Samples the token for `step` (CPU reference; row 0 of a batch).
+pub fn sample(logits: &[f32], recent: &[u32], p: &SamplingParams, step: u64) -> Option<u32> {
+    sample_row(logits, recent, p, step, 0)
+}
+
+/// Samples the token of `row` of a batch for `step` (CPU reference).
+pub fn sample_row(
+    logits: &[f32],
+    recent: &[u32],
+    p: &SamplingParams,
+    step: u64,
+    row: u32,
+) -> Option<u32> {
+    if logits.is_empty() {
+        return None;
+    }
+    let l = penalized(logits, recent, p.repetition_penalty);
+    if p.temperature <= 0.0 {
+        return Some(greedy(&l));
+    }
+    let v = l.len();
+    let d = distribution(&l, p);
+    let kept = |x: f32| x >= d.theta;
+    let mut mass = [0f32; SAMPLER_THREADS];
+    for (t, ms) in mass.iter_mut().enumerate() {
+        *ms = d.p[chunk(v, t)]
+            .iter()
+            .fold(0.0f32, |a, &b| if kept(b) { a + b } else { a });
+    }
+    // Exclusive scan in the device's order: within each group of 32, then over the groups.
+    let mut excl = [0f32; SAMPLER_THREADS];
+    let mut offset = 0f32;
+    for (g, group) in mass.chunks(32).enumerate() {
+        let mut local = 0f32;
+        for (i, &m) in group.iter().enumerate() {
+            excl[g * 32 + i] = local;
+            local += m;
+        }
+        for e in &mut excl[g * 32..g * 32 + 32] {
+            *e += offset;
+        }
+        offset += local;
+    }
+    let target = uniform_at(p.seed, step, row) * offset;
+    let t = (0..SAMPLER_THREADS)
+        .rev()
+        .find(|&t| mass[t] > 0.0 && excl[t] <= target)
+        .unwrap_or(0);
+    let mut acc = excl[t];
+    let mut last = None;
+    for i in chunk(v, t) {
+        if kept(d.p[i]) {
+            acc += d.p[i];
+            last = Some(i as u32);
+            if target < acc {
+                return last;
+            }
+        }
+    }
+    // Unreachable with finite logits (the most probable id is always kept); the device agrees.
+    last.or(Some(0))
+}
+
+impl SamplingParams {
+    /// Checks the ranges: temperature ≥ 0, top_p in (0, 1], min_p in [0, 1], penalty > 0.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] naming the bad parameter.
+    pub fn validate(&self) -> Result<()> {
+        let ok = self.temperature >= 0.0
+            && self.top_p > 0.0
+            && self.top_p <= 1.0
+            && (0.0..=1.0).contains(&self.min_p)
+            && self.repetition_penalty > 0.0;
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::shape(
+                "sampling",
+                format!(
+                    "parameters out of range (temperature ≥ 0, 0 < top_p ≤ 1, 0 ≤ min_p ≤ 1, \
+                     repetition_penalty > 0): {self:?}"
+                ),
+            ))
+        }
+    }
+}
+
+/// Samples one token id per row of `logits [rows, vocab]` (float) into `out [rows]` (i32), for
+/// the step held in `step` (i64 `[1]`, read on the device so a captured decode step replays with
+/// the next value). `recent [rows, window]` (i32, negative entries empty) are the ids the
+/// repetition penalty applies to. Row `r` draws at Philox counter (step, r). Allocates nothing;
+/// capturable. The CPU runs the reference, which picks the same ids.
+///
+/// # Errors
+/// Shape, dtype and device errors; out-of-range parameters.
+pub fn sample_tokens_into(
+    logits: &Tensor,
+    recent: Option<&Tensor>,
+    params: &SamplingParams,
+    step: &Tensor,
+    out: &Tensor,
+) -> Result<()> {
+    params.validate()?;
+    let mut operands = vec![logits, step];
+    operands.extend(recent);
+    let dev = same_device("sampling", &operands)?;
+    if logits.rank() != 2 || !logits.dtype().is_float() || logits.shape()[1] == 0 {
+        return Err(Error::shape(
+            "sampling",
+            format!(
+                "logits {:?} {} must be a float [rows, vocab] with vocab ≥ 1",
+                logits.shape(),
+                logits.dtype()
+            ),
+        ));
+    }
+    let (rows, vocab) = (logits.shape()[0], logits.shape()[1]);
+    Error::expect_dtype("sampling step", step.dtype(), DType::I64)?;
+    if step.shape() != [1] {
+        return Err(Error::shape("sampling", "step must be an i64 [1]"));
+    }
+    let window = match recent {
+        Some(r) => {
+            Error::expect_dtype("sampling recent ids", r.dtype(), DType::I32)?;
+            if r.rank() != 2 || r.shape()[0] != rows {
+                return Err(Error::shape(
+                    "sampling",
+                    format!("recent ids {:?} must be [{rows}, window]", r.shape()),
+                ));
+            }
+            r.shape()[1]
+        }
+        None => 0,
+    };
+    check_out("sampling", out, &[rows], DType::I32, &dev, &operands)?;
+    match &dev {
+        Device::Cpu => {
+            let l: Vec<f32> = logits.to_vec_f64()?.into_iter().map(|x| x as f32).collect();
+            let ids: Vec<i32> = match recent {
+                Some(r) => r.to_vec()?,
+                None => Vec::new(),
+            };
+            let st = step.to_vec::<i64>()?[0] as u64;
+            let picked: Vec<f64> = (0..rows)
+                .map(|r| {
+                    let rec: Vec<u32> = ids[r * window..(r + 1) * window]
+                        .iter()
+                        .filter(|&&i| i >= 0)
+                        .map(|&i| i as u32)
+                        .collect();
+                    let row = &l[r * vocab..(r + 1) * vocab];
+                    f64::from(sample_row(row, &rec, params, st, r as u32).unwrap_or(0))
+                })
+                .collect();
+            crate::ops::write_host(out, picked)
+        }
+        Device::Cuda(c) => {
+            let logits = logits.contiguous()?;
+            let recent = recent.map(Tensor::contiguous).transpose()?;
+            crate::ops::need_contiguous("sampling", out, "the output")?;
+            let args = SamplerArgs {
+                temperature: params.temperature,
+                top_p: params.top_p,
+                min_p: params.min_p,
+                penalty: params.repetition_penalty,
+                top_k: u32::try_from(params.top_k).unwrap_or(u32::MAX),
+                vocab: u32_dim("sampling", vocab)?,
+                window: u32_dim("sampling", window)?,
+                pad: 0,
+                seed: params.seed,
+            };
+            let cfg = gpukit_kernels::registry::launch::sampler(rows, vocab)?;
+            let kernel = Kernel::Sample(logits.dtype());
+            let f = c.kernels().function(kernel)?;
+            if cfg.shared_mem_bytes > f.max_dynamic_shared_mem_bytes() {
+                f.set_max_dynamic_shared_memory(cfg.shared_mem_bytes)?;
+            }
+            let ka = KernelArgs::new()
+                .arg(dptr(&logits)?)
+                .arg(match &recent {
+                    Some(r) => dptr(r)?,
+                    None => gpukit_driver::DevicePtr::default(),
+                })
+                .arg(dptr(step)?)
+                .arg(args)
+                .arg(dptr(out)?);
+            // SAFETY: logits hold rows × vocab values, recent rows × window i32 (read only when
+            // window > 0), step one i64, out rows i32; the penalty bitmap fits the dynamic
+            // shared memory asked for.
+            unsafe { c.launch(kernel, &cfg, &ka) }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -208,7 +480,7 @@ mod tests {
                 .map(|c| c.0)
                 .collect::<Vec<_>>()
         };
-        assert_eq!(ids(&t), vec![1, 3, 2, 0, 4]);
+        assert_eq!(ids(&t), vec![0, 1, 2, 3, 4]);
         assert_eq!(
             ids(&SamplingParams {
                 top_k: 2,
@@ -229,16 +501,79 @@ mod tests {
                 top_p: 0.85,
                 ..t.clone()
             }),
-            vec![1, 3, 2]
+            vec![1, 2, 3]
         );
         assert_eq!(
             ids(&SamplingParams {
                 min_p: 0.3,
                 ..t.clone()
             }),
-            vec![1, 3, 2]
+            vec![1, 2, 3]
         );
         assert_eq!(ids(&SamplingParams { min_p: 0.5, ..t }), vec![1, 3]);
+    }
+
+    #[test]
+    fn exp_det_is_close_to_exp() {
+        let mut worst = 0f64;
+        // Down to x = -87 (2^-125.5); below 2^-126 the result is 0 by definition.
+        for i in 0..=174_000 {
+            let x = -(i as f32) * 0.000_5;
+            let want = f64::from(x).exp();
+            let rel = ((f64::from(exp_det(x)) - want) / want).abs();
+            worst = worst.max(rel);
+        }
+        assert!(worst < 1e-5, "exp_det relative error {worst:e}");
+        assert_eq!(exp_det(0.0), 1.0);
+        assert_eq!(exp_det(-200.0), 0.0);
+        assert_eq!(exp_det(f32::NEG_INFINITY), 0.0);
+    }
+
+    #[test]
+    fn top_k_keeps_ties_at_the_cut_and_filters_intersect() {
+        let logits = [2.0f32, 1.0, 1.0, 1.0, 0.0];
+        let t = SamplingParams {
+            temperature: 1.0,
+            ..Default::default()
+        };
+        let ids = |p: &SamplingParams| {
+            candidates(&logits, &[], p)
+                .iter()
+                .map(|c| c.0)
+                .collect::<Vec<_>>()
+        };
+        // k = 2: the second largest value is shared by ids 1, 2, 3 — all kept (HF semantics).
+        assert_eq!(
+            ids(&SamplingParams {
+                top_k: 2,
+                ..t.clone()
+            }),
+            vec![0, 1, 2, 3]
+        );
+        assert_eq!(
+            ids(&SamplingParams {
+                top_k: 1,
+                top_p: 0.99,
+                ..t.clone()
+            }),
+            vec![0]
+        );
+        assert!(
+            SamplingParams {
+                top_p: 0.0,
+                ..t.clone()
+            }
+            .validate()
+            .is_err()
+        );
+        assert!(
+            SamplingParams {
+                repetition_penalty: 0.0,
+                ..t
+            }
+            .validate()
+            .is_err()
+        );
     }
 
     #[test]

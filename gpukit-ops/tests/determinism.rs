@@ -128,6 +128,7 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
     use gpukit_ops::attention::{AttentionMask, attention_shape, sdpa_into, sdpa_workspace_len};
     use gpukit_ops::kv_cache::KvCache;
     use gpukit_ops::rope::{RopeLayout, rope_inplace};
+    use gpukit_ops::sampling::{SamplingParams, sample_tokens_into};
     let rt = Runtime::with_devices(&[0]).unwrap();
     let lane = rt
         .device(0)
@@ -162,8 +163,22 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
         let inv_freq = Tensor::rand(&[32], 0.0, 1.0, DType::F32, 8, &dev).unwrap();
         let (kn, vn) = (r(&[3, 2, 64], 9), r(&[3, 2, 64], 10));
         let pos = Tensor::from_slice(&[5i32], &[1], &dev).unwrap();
+        let logits = r(&[3, 49_159], 11);
+        let step = Tensor::from_slice(&[12i64], &[1], &dev).unwrap();
+        let sampling = SamplingParams {
+            temperature: 0.9,
+            top_p: 0.9,
+            top_k: 64,
+            seed: 5,
+            ..Default::default()
+        };
         let e = |shape: &[usize]| Tensor::empty(shape, dt, &dev).unwrap();
-        let mut outs = vec![e(&[1, 8, 200, 128]), e(&[1, 8, 1, 128]), e(&[7, 4, 64])];
+        let mut outs = vec![
+            e(&[1, 8, 200, 128]),
+            e(&[1, 8, 1, 128]),
+            e(&[7, 4, 64]),
+            Tensor::empty(&[3], DType::I32, &dev).unwrap(),
+        ];
         let mut cache = KvCache::new(2, 16, 64, dt, &dev).unwrap();
         let run = |o: &mut [Tensor], cache: &mut KvCache| -> gpukit_ops::Result<()> {
             sdpa_into(&qp, &kp, &vp, 0.088, mask, &o[0], &ws)?;
@@ -177,6 +192,7 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
                 RopeLayout::RotateHalf,
             )?;
             cache.append_at(&kn, &vn, &pos)?;
+            sample_tokens_into(&logits, None, &sampling, &step, &o[3])?;
             Ok(())
         };
         run(&mut outs, &mut cache).unwrap();
@@ -192,7 +208,16 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
         };
         assert_eq!(again(&outs, &cache), first, "{dt}: two eager runs differ");
         for o in outs.iter_mut() {
-            ops::copy_into(&Tensor::full(o.shape(), f64::NAN, dt, &dev).unwrap(), o).unwrap();
+            let poison = if o.dtype() == DType::I32 {
+                -1.0
+            } else {
+                f64::NAN
+            };
+            ops::copy_into(
+                &Tensor::full(o.shape(), poison, o.dtype(), &dev).unwrap(),
+                o,
+            )
+            .unwrap();
         }
         let mut fresh = KvCache::new(2, 16, 64, dt, &dev).unwrap();
         let mut captured = outs.clone();
@@ -206,8 +231,8 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
             "{dt}: graph replay differs from eager"
         );
         println!(
-            "[gpu] determinism {dt}: sdpa prefill + split-K decode, rope, kv append bitwise equal \
-             twice and under graph replay"
+            "[gpu] determinism {dt}: sdpa prefill + split-K decode, rope, kv append, sampling \
+             bitwise equal twice and under graph replay"
         );
     }
 }

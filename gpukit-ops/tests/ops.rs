@@ -1068,3 +1068,122 @@ op_test!(sdpa_attention, |dev: &Device| {
         assert!(sdpa_into(&q, &k, &k, 1.0, causal, &out, &short).is_err());
     }
 });
+
+op_test!(
+    sampling_on_the_device_matches_the_reference,
+    |dev: &Device| {
+        use gpukit_ops::sampling::{SamplingParams, sample_tokens_into};
+        let s = seed();
+        let greedy = SamplingParams::default();
+        let t = SamplingParams {
+            temperature: 0.8,
+            seed: s,
+            ..Default::default()
+        };
+        let configs = [
+            greedy.clone(),
+            SamplingParams {
+                repetition_penalty: 1.3,
+                ..greedy
+            },
+            t.clone(),
+            SamplingParams {
+                top_k: 40,
+                ..t.clone()
+            },
+            SamplingParams {
+                top_p: 0.9,
+                ..t.clone()
+            },
+            SamplingParams {
+                min_p: 0.05,
+                repetition_penalty: 1.3,
+                ..t.clone()
+            },
+            SamplingParams {
+                top_k: 50,
+                top_p: 0.95,
+                min_p: 0.02,
+                repetition_penalty: 1.2,
+                temperature: 1.1,
+                seed: s ^ 7,
+            },
+        ];
+        let rows = 3;
+        let sizes: &[usize] = if matches!(dev, Device::Cuda(_)) {
+            &[5, 1000, 49_159]
+        } else {
+            &[5, 1000]
+        };
+        let mut n = 0;
+        for &vocab in sizes {
+            for dt in [DType::F32, DType::BF16] {
+                let (logits, _) = input(&[rows, vocab], dt, -4.0, 4.0, s + vocab as u64, dev);
+                let ids: Vec<i32> = (0..rows * 6).map(|i| ((i * 37) % vocab) as i32).collect();
+                let mut ids = ids;
+                ids[1] = -1; // an empty slot
+                let recent = Tensor::from_slice(&ids, &[rows, 6], dev).unwrap();
+                let cpu_logits = logits.to_device(&Device::Cpu).unwrap();
+                let cpu_recent = recent.to_device(&Device::Cpu).unwrap();
+                for p in &configs {
+                    for step in [0i64, 1, 17, 1 << 33] {
+                        let st = Tensor::from_slice(&[step], &[1], dev).unwrap();
+                        let out = Tensor::full(&[rows], -7.0, DType::I32, dev).unwrap();
+                        sample_tokens_into(&logits, Some(&recent), p, &st, &out).unwrap();
+                        let got = out.to_vec::<i32>().unwrap();
+                        let want = Tensor::full(&[rows], -7.0, DType::I32, &Device::Cpu).unwrap();
+                        let cst = Tensor::from_slice(&[step], &[1], &Device::Cpu).unwrap();
+                        sample_tokens_into(&cpu_logits, Some(&cpu_recent), p, &cst, &want).unwrap();
+                        assert_eq!(
+                            got,
+                            want.to_vec::<i32>().unwrap(),
+                            "vocab {vocab} {dt} step {step} {p:?}"
+                        );
+                        assert!(got.iter().all(|&i| i >= 0 && (i as usize) < vocab));
+                        n += 1;
+                    }
+                }
+            }
+        }
+        // The draws follow the softmax: chi-square over 2000 steps of a 4-token vocabulary
+        // (3 degrees of freedom, p = 0.001 at 16.27).
+        let lg = [0.0f32, 1.0, 2.0, 0.5];
+        let logits = Tensor::from_slice(&lg, &[1, 4], dev).unwrap();
+        let p = SamplingParams {
+            temperature: 1.0,
+            seed: s,
+            ..Default::default()
+        };
+        let out = Tensor::zeros(&[1], DType::I32, dev).unwrap();
+        let mut counts = [0f64; 4];
+        let draws = 2000;
+        for step in 0..draws {
+            let st = Tensor::from_slice(&[step as i64], &[1], dev).unwrap();
+            sample_tokens_into(&logits, None, &p, &st, &out).unwrap();
+            counts[out.to_vec::<i32>().unwrap()[0] as usize] += 1.0;
+        }
+        let z: f64 = lg.iter().map(|&l| f64::from(l).exp()).sum();
+        let chi2: f64 = lg
+            .iter()
+            .zip(&counts)
+            .map(|(&l, &c)| {
+                let e = f64::from(l).exp() / z * f64::from(draws);
+                (c - e) * (c - e) / e
+            })
+            .sum();
+        assert!(chi2 < 16.27, "chi-square {chi2} for counts {counts:?}");
+        println!(
+            "[{}] sampling: {n} draws equal to the reference; chi-square {chi2:.2}",
+            dev.describe()
+        );
+        // Errors: a bad parameter, a wrong step dtype.
+        let st = Tensor::from_slice(&[0i64], &[1], dev).unwrap();
+        let bad = SamplingParams {
+            top_p: 1.5,
+            ..p.clone()
+        };
+        assert!(sample_tokens_into(&logits, None, &bad, &st, &out).is_err());
+        let st32 = Tensor::from_slice(&[0i32], &[1], dev).unwrap();
+        assert!(sample_tokens_into(&logits, None, &p, &st32, &out).is_err());
+    }
+);
