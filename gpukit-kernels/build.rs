@@ -6,6 +6,9 @@
 //! /usr/local/cuda, the cache `cargo xtask setup-cuda` fills). Without it the build still
 //! succeeds, with a warning, and kernels are compiled at run time instead. With it, a kernel that
 //! does not compile fails the build: this is the kernel check `cargo xtask test` relies on.
+//!
+//! `GPUKIT_EMBED_TARGETS=sm_90a,...` embeds only the listed targets (the GPU bundle does this to
+//! stay small); the others are compiled at run time.
 
 // A build script reports failure by panicking: that is how cargo fails the build.
 #![allow(clippy::expect_used, clippy::panic)]
@@ -18,6 +21,14 @@ use gpukit_driver::Nvrtc;
 mod targets;
 use targets::{TARGETS, compile_options};
 
+/// Whether to embed `target`: all of them, or only those listed in `GPUKIT_EMBED_TARGETS`
+/// (comma-separated target names, e.g. `sm_90a`; the GPU bundle uses it to stay small). The
+/// others are then compiled at run time with NVRTC.
+fn embed(target: &str) -> bool {
+    std::env::var("GPUKIT_EMBED_TARGETS")
+        .map_or(true, |list| list.split(',').any(|t| t.trim() == target))
+}
+
 fn main() {
     println!("cargo:rerun-if-changed=cuda");
     for var in [
@@ -26,6 +37,7 @@ fn main() {
         "CUDA_PATH",
         "GPUKIT_CACHE_DIR",
         "XDG_CACHE_HOME",
+        "GPUKIT_EMBED_TARGETS",
     ] {
         println!("cargo:rerun-if-env-changed={var}");
     }
@@ -60,6 +72,9 @@ fn main() {
                     .to_string();
                 let source = std::fs::read_to_string(src_path).expect("readable source");
                 for (target, arch, output) in TARGETS {
+                    if !embed(target) {
+                        continue;
+                    }
                     let opts = compile_options(
                         arch,
                         output,

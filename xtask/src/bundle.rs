@@ -18,6 +18,11 @@ use anyhow::{Context, Result, bail};
 /// What the device tool carries at most, less room for the checkout itself.
 const MAX_BUNDLE_BYTES: u64 = 56 << 20;
 
+/// Kernel images embedded in the bundle's binaries: the GPU machine's H100/H200 (sm_90) only, so
+/// that every binary does not carry five images of every kernel. Any other GPU compiles the
+/// kernels at run time with NVRTC (installed there). Read by `gpukit-kernels/build.rs`.
+const BUNDLE_EMBED_TARGETS: &str = "sm_90a";
+
 const RUN_SH: &str = include_str!("run.sh");
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -49,7 +54,10 @@ pub fn build(root: &Path) -> Result<()> {
     for dir in ["tests", "benches", "bin"] {
         std::fs::create_dir_all(out.join(dir))?;
     }
-    let mut manifest = format!("gpukit GPU bundle\ncommit: {}\n", git_head(root));
+    let mut manifest = format!(
+        "gpukit GPU bundle\ncommit: {}\nembedded kernel images: {BUNDLE_EMBED_TARGETS}\n",
+        git_head(root)
+    );
     let mut total = 0u64;
     for a in &artifacts {
         let dir = match a.kind {
@@ -101,6 +109,7 @@ fn compile(root: &Path, command: &[&str]) -> Result<Vec<Artifact>> {
     eprintln!("$ {cargo} {}", args.join(" "));
     let mut child = Command::new(&cargo)
         .args(&args)
+        .env("GPUKIT_EMBED_TARGETS", BUNDLE_EMBED_TARGETS)
         .current_dir(root)
         .stdout(Stdio::piped())
         .spawn()
