@@ -8,9 +8,47 @@ __device__ __forceinline__ float f16_at(const u8* p) {
     return __half2float(__ushort_as_half(bits));
 }
 
-// format: 0 = Q8_0 (34-byte blocks), 1 = Q4_0 (18), 2 = Q4_1 (20).
+// Q4_K/Q5_K sub-block j's 6-bit scale and min (ggml's get_scale_min_k4).
+__device__ __forceinline__ void scale_min_k4(int j, const u8* q, int& sc, int& m) {
+    if (j < 4) {
+        sc = q[j] & 63;
+        m = q[j + 4] & 63;
+    } else {
+        sc = (q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4);
+        m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+// Value j of a 256-value K-quant super-block: format 3 = Q4_K (144 bytes), 4 = Q5_K (176),
+// 5 = Q6_K (210), computed with the reference's roundings.
+__device__ __forceinline__ float dequant_k(const u8* __restrict__ b, int format, unsigned int j) {
+    if (format == 5) {
+        const unsigned int n = j / 128, quarter = (j % 128) / 32, l = j % 32;
+        const u8* ql = b + 64 * n;
+        const u8* qh = b + 128 + 32 * n;
+        const signed char* sc = reinterpret_cast<const signed char*>(b + 192 + 8 * n);
+        const unsigned int low = quarter == 0 ? ql[l] & 0x0F : quarter == 1 ? ql[l + 32] & 0x0F
+                               : quarter == 2 ? ql[l] >> 4 : ql[l + 32] >> 4;
+        const int q6 = (int)(signed char)(low | (((qh[l] >> (2 * quarter)) & 3) << 4)) - 32;
+        return __fmul_rn(__fmul_rn(f16_at(b + 208), (float)sc[l / 16 + 2 * quarter]), (float)q6);
+    }
+    const unsigned int c = j / 64, half = (j % 64) / 32, l = j % 32, sub = 2 * c + half;
+    int sc, m;
+    scale_min_k4((int)sub, b + 4, sc, m);
+    const u8* qs = b + (format == 3 ? 16 : 48) + 32 * c;
+    int v = half == 0 ? qs[l] & 0x0F : qs[l] >> 4;
+    if (format == 4 && ((b[16 + l] >> sub) & 1)) v += 16;
+    return __fsub_rn(__fmul_rn(__fmul_rn(f16_at(b), (float)sc), (float)v),
+                     __fmul_rn(f16_at(b + 2), (float)m));
+}
+
+// format: 0 = Q8_0 (34-byte blocks), 1 = Q4_0 (18), 2 = Q4_1 (20), 3-5 = the K-quants.
 __device__ __forceinline__ float dequant_one(const u8* __restrict__ q, int format,
                                              unsigned long long i) {
+    if (format >= 3) {
+        const unsigned int bb = format == 3 ? 144 : (format == 4 ? 176 : 210);
+        return dequant_k(q + (i / 256) * bb, format, (unsigned int)(i % 256));
+    }
     const unsigned long long blk = i / 32;
     const unsigned int j = (unsigned int)(i % 32);
     if (format == 0) {
@@ -136,6 +174,17 @@ extern "C" __global__ void qgemv_##NAME(const u8* __restrict__ w, const T* __res
         T* __restrict__ out, unsigned int N, unsigned int K, int format, int x_vec) {              \
     const unsigned long long n = (blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x) >> 5; \
     if (n >= N) return;                                                                            \
+    if (format >= 3) {                                                                             \
+        /* K-quants: value by value (correct, not tuned). */                                       \
+        const unsigned int bb = format == 3 ? 144 : (format == 4 ? 176 : 210);                     \
+        const u8* krow = w + n * (K / 256) * bb;                                                   \
+        float acc = 0.0f;                                                                          \
+        for (unsigned int k = threadIdx.x & 31; k < K; k += 32)                                    \
+            acc = fmaf(dequant_one(krow, format, k), to_f32(x[k]), acc);                           \
+        acc = warp_sum(acc);                                                                       \
+        if ((threadIdx.x & 31) == 0) out[n] = from_f32<T>(acc);                                    \
+        return;                                                                                    \
+    }                                                                                              \
     const unsigned int blocks = K / 32;                                                            \
     const unsigned int bb = format == 0 ? 34 : (format == 1 ? 18 : 20);                            \
     const u8* row = w + n * blocks * bb;                                                           \

@@ -1,8 +1,8 @@
-//! GGML block quantization formats — Q8_0, Q4_0, Q4_1 — as stored in GGUF files: layout,
-//! dequantization and the reference quantizers.
+//! GGML block quantization formats — Q8_0, Q4_0, Q4_1 and the K-quants Q4_K, Q5_K, Q6_K — as
+//! stored in GGUF files: layout, dequantization, and reference quantizers for the first three.
 //!
 //! Definitions follow ggml's reference C (`ggml-quants.c`: `quantize_row_q*_ref`,
-//! `dequantize_row_q*`). Every format packs 32 values per block behind f16 scale(s):
+//! `dequantize_row_q*`). The simple formats pack 32 values per block behind f16 scale(s):
 //!
 //! | format | block bytes | value |
 //! |---|---|---|
@@ -11,15 +11,28 @@
 //! | Q4_1 | 2 (d) + 2 (m) + 16 | `q · d + m` |
 //!
 //! In a 4-bit block, byte `j` holds value `j` in its low nibble and value `j + 16` in its high
-//! nibble. Dequantization is computed in f32 exactly as written (a product, then a sum, never
-//! fused), so it is reproducible bit for bit on any machine and by the CUDA kernels.
+//! nibble. The K-quants pack 256 values in super-blocks of 16 or 32-value sub-blocks with
+//! quantized sub-block scales:
+//!
+//! | format | block bytes | value |
+//! |---|---|---|
+//! | Q4_K | d, dmin (f16) + 12 (8 × 6-bit scale and min) + 128 (4-bit q) | `(d·sc)·q − dmin·m` |
+//! | Q5_K | as Q4_K + 32 (fifth bits) before the 4-bit part | `(d·sc)·q − dmin·m` |
+//! | Q6_K | 128 (low 4 bits) + 64 (high 2 bits) + 16 × i8 scales + d (f16) | `(d·sc)·(q − 32)` |
+//!
+//! Dequantization is computed in f32 exactly as written (each product and sum rounded, never
+//! fused), so it is reproducible bit for bit on any machine and by the CUDA kernels; the
+//! K-quants are checked against gguf-py (llama.cpp's Python package) on fixed blocks.
 
 use half::f16;
 
 use crate::{Error, Result};
 
-/// Values per block, for every format here.
+/// Values per block of Q8_0, Q4_0 and Q4_1.
 pub const BLOCK: usize = 32;
+
+/// Values per super-block of the K-quants.
+pub const QK_K: usize = 256;
 
 /// A block quantization format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -30,42 +43,85 @@ pub enum QuantFormat {
     Q4_0,
     /// 4-bit values, f16 scale and f16 minimum per 32.
     Q4_1,
+    /// 4-bit values in 256-value super-blocks of eight 32-value sub-blocks (6-bit scales/mins).
+    Q4K,
+    /// 5-bit values, laid out like Q4_K plus a plane of fifth bits.
+    Q5K,
+    /// 6-bit values in 256-value super-blocks of sixteen 16-value sub-blocks (8-bit scales).
+    Q6K,
 }
 
 impl QuantFormat {
-    /// Bytes per block of 32 values.
+    /// Every format.
+    pub const ALL: [QuantFormat; 6] = [
+        QuantFormat::Q8_0,
+        QuantFormat::Q4_0,
+        QuantFormat::Q4_1,
+        QuantFormat::Q4K,
+        QuantFormat::Q5K,
+        QuantFormat::Q6K,
+    ];
+
+    /// Bytes per block.
     pub const fn block_bytes(self) -> usize {
         match self {
             QuantFormat::Q8_0 => 34,
             QuantFormat::Q4_0 => 18,
             QuantFormat::Q4_1 => 20,
+            QuantFormat::Q4K => 144,
+            QuantFormat::Q5K => 176,
+            QuantFormat::Q6K => 210,
         }
     }
 
-    /// The GGML type name (`q8_0`, …).
+    /// Values per block (32, or 256 for the K-quants).
+    pub const fn block_values(self) -> usize {
+        match self {
+            QuantFormat::Q8_0 | QuantFormat::Q4_0 | QuantFormat::Q4_1 => BLOCK,
+            QuantFormat::Q4K | QuantFormat::Q5K | QuantFormat::Q6K => QK_K,
+        }
+    }
+
+    /// The GGML type name (`q8_0`, …, `q4_K`).
     pub const fn name(self) -> &'static str {
         match self {
             QuantFormat::Q8_0 => "q8_0",
             QuantFormat::Q4_0 => "q4_0",
             QuantFormat::Q4_1 => "q4_1",
+            QuantFormat::Q4K => "q4_K",
+            QuantFormat::Q5K => "q5_K",
+            QuantFormat::Q6K => "q6_K",
+        }
+    }
+
+    /// The format code the CUDA kernels take.
+    pub(crate) const fn code(self) -> i32 {
+        match self {
+            QuantFormat::Q8_0 => 0,
+            QuantFormat::Q4_0 => 1,
+            QuantFormat::Q4_1 => 2,
+            QuantFormat::Q4K => 3,
+            QuantFormat::Q5K => 4,
+            QuantFormat::Q6K => 5,
         }
     }
 
     /// Bytes holding `n` values.
     ///
     /// # Errors
-    /// [`Error::Shape`] unless `n` is a multiple of [`BLOCK`].
+    /// [`Error::Shape`] unless `n` is a whole number of blocks.
     pub fn bytes_for(self, n: usize) -> Result<usize> {
-        if !n.is_multiple_of(BLOCK) {
+        let bv = self.block_values();
+        if !n.is_multiple_of(bv) {
             return Err(Error::shape(
                 "quantized tensor",
                 format!(
-                    "{n} values are not a whole number of {BLOCK}-value {} blocks",
+                    "{n} values are not a whole number of {bv}-value {} blocks",
                     self.name()
                 ),
             ));
         }
-        Ok(n / BLOCK * self.block_bytes())
+        Ok(n / bv * self.block_bytes())
     }
 }
 
@@ -73,24 +129,86 @@ fn scale(b: &[u8], at: usize) -> f32 {
     f16::from_le_bytes([b[at], b[at + 1]]).to_f32()
 }
 
-/// Dequantizes `bytes` (whole blocks) into `out` (32 values per block).
+/// Sub-block `j` (0..8) scale and min of a Q4_K/Q5_K super-block's 12 packed bytes (ggml's
+/// `get_scale_min_k4`).
+fn scale_min_k4(j: usize, q: &[u8]) -> (u8, u8) {
+    if j < 4 {
+        (q[j] & 63, q[j + 4] & 63)
+    } else {
+        (
+            (q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4),
+            (q[j + 4] >> 4) | ((q[j] >> 6) << 4),
+        )
+    }
+}
+
+/// Q4_K (`FIVE = false`) or Q5_K super-block → 256 values.
+fn dequantize_q45k<const FIVE: bool>(b: &[u8], y: &mut [f32]) {
+    let (d, dmin) = (scale(b, 0), scale(b, 2));
+    let scales = &b[4..16];
+    let (qh, qs) = if FIVE {
+        (&b[16..48], &b[48..176])
+    } else {
+        (&b[0..0], &b[16..144])
+    };
+    for c in 0..4 {
+        let q = &qs[32 * c..32 * c + 32];
+        for half in 0..2 {
+            let (sc, m) = scale_min_k4(2 * c + half, scales);
+            let (d1, m1) = (d * f32::from(sc), dmin * f32::from(m));
+            for l in 0..32 {
+                let mut v = if half == 0 { q[l] & 0x0F } else { q[l] >> 4 };
+                if FIVE && qh[l] & (1 << (2 * c + half)) != 0 {
+                    v += 16;
+                }
+                y[64 * c + 32 * half + l] = d1 * f32::from(v) - m1;
+            }
+        }
+    }
+}
+
+/// Q6_K super-block → 256 values.
+fn dequantize_q6k(b: &[u8], y: &mut [f32]) {
+    let (ql, qh, sc) = (&b[0..128], &b[128..192], &b[192..208]);
+    let d = scale(b, 208);
+    for n in 0..2 {
+        let (ql, qh, sc, y) = (
+            &ql[64 * n..],
+            &qh[32 * n..],
+            &sc[8 * n..],
+            &mut y[128 * n..],
+        );
+        for l in 0..32 {
+            let is = l / 16;
+            let q =
+                |low: u8, shift: u32| f32::from(((low | (((qh[l] >> shift) & 3) << 4)) as i8) - 32);
+            let s = |i: usize| d * f32::from(sc[is + i] as i8);
+            y[l] = s(0) * q(ql[l] & 0x0F, 0);
+            y[l + 32] = s(2) * q(ql[l + 32] & 0x0F, 2);
+            y[l + 64] = s(4) * q(ql[l] >> 4, 4);
+            y[l + 96] = s(6) * q(ql[l + 32] >> 4, 6);
+        }
+    }
+}
+
+/// Dequantizes `bytes` (whole blocks) into `out` ([`QuantFormat::block_values`] per block).
 ///
 /// # Errors
 /// [`Error::Shape`] if `bytes` is not whole blocks or `out` has the wrong length.
 pub fn dequantize(format: QuantFormat, bytes: &[u8], out: &mut [f32]) -> Result<()> {
-    let bb = format.block_bytes();
-    if !bytes.len().is_multiple_of(bb) || bytes.len() / bb * BLOCK != out.len() {
+    let (bb, bv) = (format.block_bytes(), format.block_values());
+    if !bytes.len().is_multiple_of(bb) || bytes.len() / bb * bv != out.len() {
         return Err(Error::shape(
             "dequantize",
             format!(
-                "{} bytes of {} for {} values (blocks of {bb} bytes hold {BLOCK} values)",
+                "{} bytes of {} for {} values (blocks of {bb} bytes hold {bv} values)",
                 bytes.len(),
                 format.name(),
                 out.len()
             ),
         ));
     }
-    for (b, y) in bytes.chunks_exact(bb).zip(out.chunks_exact_mut(BLOCK)) {
+    for (b, y) in bytes.chunks_exact(bb).zip(out.chunks_exact_mut(bv)) {
         match format {
             QuantFormat::Q8_0 => {
                 let d = scale(b, 0);
@@ -114,16 +232,27 @@ pub fn dequantize(format: QuantFormat, bytes: &[u8], out: &mut [f32]) -> Result<
                     y[j + BLOCK / 2] = f32::from(q >> 4) * d + m;
                 }
             }
+            QuantFormat::Q4K => dequantize_q45k::<false>(b, y),
+            QuantFormat::Q5K => dequantize_q45k::<true>(b, y),
+            QuantFormat::Q6K => dequantize_q6k(b, y),
         }
     }
     Ok(())
 }
 
-/// Quantizes `x` (a multiple of 32 values) with ggml's reference quantizer for `format`.
+/// Quantizes `x` (a multiple of 32 values) with ggml's reference quantizer for `format`
+/// (Q8_0, Q4_0, Q4_1).
 ///
 /// # Errors
-/// [`Error::Shape`] unless `x.len()` is a multiple of [`BLOCK`].
+/// [`Error::Shape`] unless `x.len()` is a multiple of [`BLOCK`]; [`Error::DType`] for the
+/// K-quants (gpukit reads them; it has no quantizer for them).
 pub fn quantize(format: QuantFormat, x: &[f32]) -> Result<Vec<u8>> {
+    if format.block_values() != BLOCK {
+        return Err(Error::dtype(
+            "quantize",
+            format!("no reference quantizer for {}", format.name()),
+        ));
+    }
     let mut out = Vec::with_capacity(format.bytes_for(x.len())?);
     for v in x.chunks_exact(BLOCK) {
         match format {
@@ -159,13 +288,16 @@ pub fn quantize(format: QuantFormat, x: &[f32]) -> Result<Vec<u8>> {
                 let q = |x: f32| (((x - min) * id + 0.5) as i8).min(15) as u8;
                 out.extend((0..BLOCK / 2).map(|j| q(v[j]) | (q(v[j + BLOCK / 2]) << 4)));
             }
+            QuantFormat::Q4K | QuantFormat::Q5K | QuantFormat::Q6K => {
+                unreachable!("refused above")
+            }
         }
     }
     Ok(out)
 }
 
 /// Dequantizes a tensor of raw `format` blocks (u8, 1-D, whole blocks, on any device) into a new
-/// `dtype` tensor of `32 · blocks` values on the same device. f32 output is bit-identical on the
+/// `dtype` tensor of `block_values · blocks` values on the same device. f32 output is bit-identical on the
 /// CPU and on CUDA.
 ///
 /// # Errors
@@ -196,7 +328,7 @@ pub fn dequantize_tensor(
             format!("{bytes} bytes are not whole {} blocks", format.name()),
         ));
     }
-    let n = bytes / format.block_bytes() * BLOCK;
+    let n = bytes / format.block_bytes() * format.block_values();
     let device = q.device();
     match &device {
         crate::Device::Cpu => {
@@ -209,17 +341,12 @@ pub fn dequantize_tensor(
         crate::Device::Cuda(c) => {
             need_contiguous("dequantize", q, "the blocks")?;
             let out = crate::Tensor::empty(&[n], dtype, &device)?;
-            let code: i32 = match format {
-                QuantFormat::Q8_0 => 0,
-                QuantFormat::Q4_0 => 1,
-                QuantFormat::Q4_1 => 2,
-            };
             let args = KernelArgs::new()
                 .arg(dptr(q)?)
                 .arg(dptr(&out)?)
                 .arg(n as u64)
-                .arg(code);
-            // SAFETY: q holds n/32 whole blocks of `format`; out holds n elements.
+                .arg(format.code());
+            // SAFETY: q holds n / block_values whole blocks of `format`; out holds n elements.
             unsafe {
                 c.launch(
                     Kernel::Dequantize(dtype),
@@ -232,7 +359,7 @@ pub fn dequantize_tensor(
     }
 }
 
-/// A weight matrix `[rows, cols]` kept in a block format: `rows` rows of `cols / 32` blocks,
+/// A weight matrix `[rows, cols]` kept in a block format: `rows` rows of `cols / block_values` blocks,
 /// as GGUF stores a linear layer's weight (`y = x · Wᵀ`).
 #[derive(Clone, Debug)]
 pub struct QuantMatrix {
@@ -242,7 +369,7 @@ pub struct QuantMatrix {
     pub format: QuantFormat,
     /// Output features (n).
     pub rows: usize,
-    /// Input features (k, a multiple of 32).
+    /// Input features (k, a whole number of blocks).
     pub cols: usize,
 }
 
@@ -314,18 +441,13 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
                      tensor data to 32 bytes)",
                 ));
             }
-            let code: i32 = match w.format {
-                QuantFormat::Q8_0 => 0,
-                QuantFormat::Q4_0 => 1,
-                QuantFormat::Q4_1 => 2,
-            };
             let args = KernelArgs::new()
                 .arg(dptr(&w.data)?)
                 .arg(dptr(&x)?)
                 .arg(dptr(out)?)
                 .arg(u32_dim("qgemv", w.rows)?)
                 .arg(u32_dim("qgemv", w.cols)?)
-                .arg(code)
+                .arg(w.format.code())
                 .arg(i32::from(
                     dptr(&x)?.0 % (4 * x.dtype().size_in_bytes()) as u64 == 0,
                 ));
@@ -422,6 +544,9 @@ mod tests {
         assert!(dequantize(QuantFormat::Q8_0, &[0u8; 33], &mut y).is_err());
         assert!(dequantize(QuantFormat::Q4_0, &[0u8; 18], &mut y[..16]).is_err());
         assert!(quantize(QuantFormat::Q4_1, &[0.0; 31]).is_err());
+        assert!(quantize(QuantFormat::Q4K, &[0.0; 256]).is_err());
+        assert_eq!(QuantFormat::Q6K.bytes_for(512).unwrap(), 420);
+        assert!(QuantFormat::Q5K.bytes_for(32).is_err());
         assert_eq!(QuantFormat::Q4_1.bytes_for(64).unwrap(), 40);
     }
 }

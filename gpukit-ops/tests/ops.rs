@@ -1187,3 +1187,99 @@ op_test!(
         assert!(sample_tokens_into(&logits, None, &p, &st32, &out).is_err());
     }
 );
+
+op_test!(k_quants_match_gguf_py, |dev: &Device| {
+    use gpukit_ops::quant::{QuantFormat, QuantMatrix, dequantize, dequantize_tensor, qgemv_into};
+    // Blocks and values from gguf-py (tests/fixtures/make_kquants.py keeps the script).
+    let fixture: serde_json::Value =
+        serde_json::from_str(include_str!("fixtures/kquants.json")).unwrap();
+    let s = seed();
+    for f in [QuantFormat::Q4K, QuantFormat::Q5K, QuantFormat::Q6K] {
+        let case = &fixture[f.name()];
+        let hex = case["blocks"].as_str().unwrap();
+        let bytes: Vec<u8> = (0..hex.len() / 2)
+            .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+            .collect();
+        let want: Vec<u32> = case["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap() as u32)
+            .collect();
+        let mut cpu = vec![0f32; want.len()];
+        dequantize(f, &bytes, &mut cpu).unwrap();
+        assert_eq!(
+            cpu.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            want,
+            "{} CPU dequantization vs gguf-py",
+            f.name()
+        );
+        let q = Tensor::from_slice(&bytes, &[bytes.len()], dev).unwrap();
+        let got: Vec<f32> = dequantize_tensor(&q, f, DType::F32)
+            .unwrap()
+            .to_vec()
+            .unwrap();
+        assert_eq!(
+            got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            want,
+            "{} dequantize_tensor on {} vs gguf-py",
+            f.name(),
+            dev.describe()
+        );
+        // GEMV straight from random super-blocks (finite f16 scales), against
+        // dequantize-then-product.
+        let (n, k) = (37usize, 768usize);
+        let mut raw: Vec<u8> = Tensor::rand(
+            &[n * f.bytes_for(k).unwrap()],
+            0.0,
+            255.99,
+            DType::F32,
+            s,
+            &Device::Cpu,
+        )
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .map(|&x| x as u8)
+        .collect();
+        let scale_at: &[usize] = if f == QuantFormat::Q6K {
+            &[208]
+        } else {
+            &[0, 2]
+        };
+        for (i, b) in raw.chunks_exact_mut(f.block_bytes()).enumerate() {
+            for &at in scale_at {
+                let v = half::f16::from_f32(((i * 7 + at) % 13) as f32 / 13.0 - 0.4);
+                b[at..at + 2].copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        let mut deq = vec![0f32; n * k];
+        dequantize(f, &raw, &mut deq).unwrap();
+        let qm = QuantMatrix::new(
+            Tensor::from_slice(&raw, &[raw.len()], dev).unwrap(),
+            f,
+            n,
+            k,
+        )
+        .unwrap();
+        for dt in [DType::F32, DType::BF16] {
+            let (x, xv) = input(&[1, k], dt, -1.0, 1.0, s + 3, dev);
+            let mut out = poisoned(&[1, n], dt, dev);
+            qgemv_into(&x, &qm, &mut out).unwrap();
+            let want: Vec<f64> = (0..n)
+                .map(|r| (0..k).map(|c| f64::from(deq[r * k + c]) * xv[c]).sum())
+                .collect();
+            assert_close(
+                &format!("qgemv {} {dt}", f.name()),
+                &out.to_vec_f64().unwrap(),
+                &want,
+                tol(dt),
+            );
+        }
+    }
+    println!(
+        "[{}] K-quants: dequantization bit-identical to gguf-py; GEMV within tolerance",
+        dev.describe()
+    );
+});
