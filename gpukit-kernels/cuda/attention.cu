@@ -89,6 +89,13 @@ template <> __device__ __forceinline__ void mma16816<f16>(float* c, const unsign
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// 2^x by the special-function unit (flush-to-zero; 2^-inf = 0).
+__device__ __forceinline__ float fast_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
 // Two floats as a packed pair of T (first in the low half), round to nearest even.
 template <typename T> __device__ __forceinline__ unsigned pack2(float lo, float hi);
 template <> __device__ __forceinline__ unsigned pack2<bf16>(float lo, float hi) {
@@ -134,9 +141,10 @@ __device__ __forceinline__ bool visible(const AttnArgs& a, unsigned key, int pos
 }
 
 // Attends one warp's 16 rows over NT·8 keys of the shared-memory tile starting at row kb (key
-// index key0 + kb): scores on tensor cores, mask (MASK: only tiles that need it) and bias,
-// online-softmax update, then P·V.
-template <typename T, int D, int NT, bool MASK>
+// index key0 + kb): scores on tensor cores, mask (MASK: only tiles that need it) and ALiBi bias,
+// online-softmax update, then P·V. Without ALiBi the row maximum is taken on the raw scores and
+// the scale folds into the exponent's FMA (as FlashAttention-2 does).
+template <typename T, int D, int NT, bool MASK, bool ALIBI>
 __device__ __forceinline__ void attend(const unsigned (&qa)[D / 16][4], const T* ks, const T* vs, int kb,
                                        unsigned key0, const Rows& rows, const AttnArgs& a, State<D>& st) {
     constexpr int LD = D + 8;
@@ -163,27 +171,30 @@ __device__ __forceinline__ void attend(const unsigned (&qa)[D / 16][4], const T*
         for (int e = 0; e < 4; ++e) {
             const int r = e >> 1;
             const unsigned key = key0 + kb + 8 * j + 2 * t + (e & 1);
-            float v = s[j][e] * a.scale_log2 + rows.slope[r] * (float)((int)key - rows.pos[r]);
+            float v = s[j][e];
+            if (ALIBI) v = fmaf(v, a.scale_log2, rows.slope[r] * (float)((int)key - rows.pos[r]));
             if (MASK && !visible(a, key, rows.pos[r])) v = -GPUKIT_INF;
             s[j][e] = v;
             mx[r] = fmaxf(mx[r], v);
         }
     }
+    // Scores are in the log2 domain with ALiBi, raw (scale still to apply, > 0) without.
+    const float sc = ALIBI ? 1.0f : a.scale_log2;
     float base[2], alpha[2], sum[2] = {0.0f, 0.0f};
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
         mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
         mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-        const float mn = fmaxf(st.m[r], mx[r]);
+        const float mn = fmaxf(st.m[r], mx[r] * sc);
         base[r] = mn == -GPUKIT_INF ? 0.0f : mn;  // nothing visible yet: keep exp2 finite
-        alpha[r] = exp2f(st.m[r] - base[r]);
+        alpha[r] = fast_exp2(st.m[r] - base[r]);
         st.m[r] = mn;
     }
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-            s[j][e] = exp2f(s[j][e] - base[e >> 1]);
+            s[j][e] = fast_exp2(fmaf(s[j][e], sc, -base[e >> 1]));
             sum[e >> 1] += s[j][e];
         }
     }
@@ -312,8 +323,13 @@ __device__ __forceinline__ void sdpa_prefill(const T* __restrict__ q, const T* _
             }
             __syncthreads();
             const int view = tile_view(a, key0, key0 + BN - 1, wpos_min, wpos_max);
-            if (view == 2) attend<T, D, BN / 8, false>(qa, ks, ks + TILE, 0, key0, rows, a, st);
-            else if (view == 1) attend<T, D, BN / 8, true>(qa, ks, ks + TILE, 0, key0, rows, a, st);
+            if (a.alibi) {
+                if (view == 2) attend<T, D, BN / 8, false, true>(qa, ks, ks + TILE, 0, key0, rows, a, st);
+                else if (view == 1) attend<T, D, BN / 8, true, true>(qa, ks, ks + TILE, 0, key0, rows, a, st);
+            } else {
+                if (view == 2) attend<T, D, BN / 8, false, false>(qa, ks, ks + TILE, 0, key0, rows, a, st);
+                else if (view == 1) attend<T, D, BN / 8, true, false>(qa, ks, ks + TILE, 0, key0, rows, a, st);
+            }
             __syncthreads();
             stage ^= 1;
         }
@@ -376,7 +392,8 @@ __device__ __forceinline__ void sdpa_decode(const T* __restrict__ q, const T* __
                 cp_async_wait<0>();
             }
             __syncthreads();
-            attend<T, D, 2, true>(qa, ks, ks + TILE, 16 * warp, key0, rows, a, st);
+            if (a.alibi) attend<T, D, 2, true, true>(qa, ks, ks + TILE, 16 * warp, key0, rows, a, st);
+            else attend<T, D, 2, true, false>(qa, ks, ks + TILE, 16 * warp, key0, rows, a, st);
             __syncthreads();
             stage ^= 1;
         }
@@ -385,7 +402,8 @@ __device__ __forceinline__ void sdpa_decode(const T* __restrict__ q, const T* __
             load_kv<T, D, BN, ATTN_THREADS>(smem, smem + TILE, kh, vh, a, key0);
             cp_async_wait<0>();
             __syncthreads();
-            attend<T, D, 2, true>(qa, smem, smem + TILE, 16 * warp, key0, rows, a, st);
+            if (a.alibi) attend<T, D, 2, true, true>(qa, smem, smem + TILE, 16 * warp, key0, rows, a, st);
+            else attend<T, D, 2, true, false>(qa, smem, smem + TILE, 16 * warp, key0, rows, a, st);
             __syncthreads();
         }
     }

@@ -17,7 +17,7 @@ struct SamplerArgs {
     unsigned int top_k;  // 0: off
     unsigned int vocab;
     unsigned int window; // recent ids per row (negative entries are empty)
-    unsigned int pad;
+    unsigned int cache;  // 1: probabilities kept in shared memory after the normaliser
     unsigned long long seed;
 };
 
@@ -92,7 +92,9 @@ template <typename T>
 __device__ void sample_row(const T* __restrict__ logits, const int* __restrict__ recent,
                            const long long* __restrict__ step_ptr, const SamplerArgs& a,
                            int* __restrict__ out) {
-    extern __shared__ unsigned sampler_smem[];  // penalty bitmap [ceil(vocab / 32)]
+    // Dynamic shared memory: the penalty bitmap [ceil(vocab / 32)], then with `cache` the
+    // probabilities, thread-interleaved ([chunk index][thread]: conflict-free).
+    extern __shared__ unsigned sampler_smem[];
     __shared__ float sh[SAMPLER_THREADS + 32];
     __shared__ float shv[32];
     __shared__ unsigned shi[32];
@@ -149,7 +151,12 @@ __device__ void sample_row(const T* __restrict__ logits, const int* __restrict__
     for (unsigned i = lo; i < hi; ++i)
         s = __fadd_rn(s, exp_det(__fsub_rn(__fdiv_rn(logit(row, pen, i, a.penalty), a.temperature), m)));
     const float total = sum2(s, sh);
-#define SAMPLER_P(i) __fdiv_rn(exp_det(__fsub_rn(__fdiv_rn(logit(row, pen, (i), a.penalty), a.temperature), m)), total)
+#define SAMPLER_P_NEW(i) __fdiv_rn(exp_det(__fsub_rn(__fdiv_rn(logit(row, pen, (i), a.penalty), a.temperature), m)), total)
+    // Each thread only ever reads its own chunk: no barrier needed after filling the cache.
+    float* pc = reinterpret_cast<float*>(sampler_smem + words);
+    if (a.cache)
+        for (unsigned i = lo; i < hi; ++i) pc[(i - lo) * SAMPLER_THREADS + tid] = SAMPLER_P_NEW(i);
+#define SAMPLER_P(i) (a.cache ? pc[((i) - lo) * SAMPLER_THREADS + tid] : SAMPLER_P_NEW(i))
     float theta = 0.0f;
     if (a.min_p > 0.0f) theta = fmaxf(theta, __fmul_rn(a.min_p, __fdiv_rn(1.0f, total)));
     if (a.top_k > 0 && a.top_k < V) {
@@ -229,6 +236,7 @@ __device__ void sample_row(const T* __restrict__ logits, const int* __restrict__
         out[row_i] = last < 0 ? 0 : last;
     }
 #undef SAMPLER_P
+#undef SAMPLER_P_NEW
 }
 
 #define SAMPLER_KERNELS(T, NAME)                                                                   \

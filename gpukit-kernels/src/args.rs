@@ -126,13 +126,14 @@ pub struct SamplerArgs {
     pub vocab: u32,
     /// Recent ids per row.
     pub window: u32,
-    /// Padding (keeps `seed` 8-byte aligned, as in C).
-    pub pad: u32,
+    /// 1: keep the probabilities in shared memory (the launch must provide
+    /// [`registry::launch::sampler`](crate::registry::launch::sampler)'s cache bytes).
+    pub cache: u32,
     /// The request's seed.
     pub seed: u64,
 }
 
-// SAFETY: `repr(C)`, integers and floats, no implicit padding (the explicit `pad` field).
+// SAFETY: `repr(C)`, integers and floats, no implicit padding (seed falls on offset 32).
 unsafe impl DeviceCopy for SamplerArgs {}
 
 #[cfg(test)]

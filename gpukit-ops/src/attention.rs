@@ -259,7 +259,8 @@ pub fn sdpa(q: &Tensor, k: &Tensor, v: &Tensor, scale: f32, mask: AttentionMask)
 ///
 /// # Errors
 /// [`Error::Shape`] for mismatched shapes, heads that do not group, a causal mask with more
-/// queries than keys, an empty sliding window, misaligned strides or a short workspace;
+/// queries than keys, an empty sliding window, a scale that is not positive and finite,
+/// misaligned strides or a short workspace;
 /// [`Error::DType`] for mixed dtypes, and on CUDA for dtypes other than f16/bf16 or a head_dim
 /// the kernels are not built for.
 pub fn sdpa_into(
@@ -286,6 +287,12 @@ pub fn sdpa_into(
     shape.check(q.numel(), k.numel(), v.numel(), &mask)?;
     if shape.kv_len == 0 {
         return Err(Error::shape("sdpa", "attention over zero keys"));
+    }
+    if !(scale.is_finite() && scale > 0.0) {
+        return Err(Error::shape(
+            "sdpa",
+            format!("the softmax scale must be positive and finite, got {scale}"),
+        ));
     }
     match &dev {
         Device::Cpu => {

@@ -491,4 +491,83 @@ mod tests {
                 .is_err()
         );
     }
+
+    /// The tables against HF transformers itself: inverse frequencies and attention factors
+    /// written by `tests/fixtures/make_rope_hf.py` (transformers 5.17, on the GPU machine) for
+    /// each rope type.
+    #[test]
+    fn tables_match_hf_transformers() {
+        let fixture: serde_json::Value =
+            serde_json::from_str(include_str!("../tests/fixtures/rope_hf.json")).unwrap();
+        let mut checked = 0;
+        for case in fixture["cases"].as_array().unwrap() {
+            let p = &case["params"];
+            let f = |k: &str| p[k].as_f64().unwrap();
+            let u = |k: &str| p[k].as_u64().unwrap() as usize;
+            let scaling = match p["rope_type"].as_str().unwrap() {
+                "default" => RopeScaling::None,
+                "linear" => RopeScaling::Linear {
+                    factor: f("factor"),
+                },
+                "dynamic" => RopeScaling::DynamicNtk {
+                    factor: f("factor"),
+                    max_position: case["max_position_embeddings"].as_u64().unwrap() as usize,
+                },
+                "yarn" => RopeScaling::Yarn {
+                    factor: f("factor"),
+                    original_max_position: u("original_max_position_embeddings"),
+                    beta_fast: 32.0,
+                    beta_slow: 1.0,
+                    attention_factor: None,
+                },
+                "llama3" => RopeScaling::Llama3 {
+                    factor: f("factor"),
+                    low_freq_factor: f("low_freq_factor"),
+                    high_freq_factor: f("high_freq_factor"),
+                    original_max_position: u("original_max_position_embeddings"),
+                },
+                other => panic!("unknown rope type {other}"),
+            };
+            let head_dim = case["head_dim"].as_u64().unwrap() as usize;
+            let rotary_dim =
+                (head_dim as f64 * case["partial_rotary_factor"].as_f64().unwrap()) as usize;
+            let cfg = RopeConfig {
+                rotary_dim,
+                base: case["rope_theta"].as_f64().unwrap(),
+                scaling,
+            };
+            let seq_len = case["seq_len"].as_u64().map_or(1, |v| v as usize);
+            let table = cfg.table(seq_len).unwrap();
+            let want: Vec<u32> = case["inv_freq_bits"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_i64().unwrap() as u32)
+                .collect();
+            let got: Vec<u32> = table.inv_freq.iter().map(|x| x.to_bits()).collect();
+            let name = case["name"].as_str().unwrap();
+            let worst = got
+                .iter()
+                .zip(&want)
+                .map(|(a, b)| (i64::from(*a) - i64::from(*b)).unsigned_abs())
+                .max()
+                .unwrap();
+            assert_eq!(got.len(), want.len(), "{name}: table length");
+            // HF computes in float32 torch ops (pow, division, blends), gpukit in f64 rounded
+            // once: a few ulp apart (measured ≤ 3), angles within ~3e-7 relative.
+            assert!(
+                worst <= 4,
+                "{name}: inv_freq differs from HF by {worst} ulp"
+            );
+            let af = case["attention_factor"].as_f64().unwrap();
+            assert!(
+                (f64::from(table.attention_scale) - af).abs() <= 1e-6 * af,
+                "{name}: attention scale {} vs HF {af}",
+                table.attention_scale
+            );
+            println!("rope {name}: inv_freq within {worst} ulp of HF, attention scale {af}");
+            checked += 1;
+        }
+        assert_eq!(checked, 6);
+    }
 }

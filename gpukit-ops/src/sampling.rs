@@ -402,6 +402,14 @@ pub fn sample_tokens_into(
             let logits = logits.contiguous()?;
             let recent = recent.map(Tensor::contiguous).transpose()?;
             crate::ops::need_contiguous("sampling", out, "the output")?;
+            let search = params.temperature > 0.0
+                && ((params.top_k > 0 && params.top_k < vocab) || params.top_p < 1.0);
+            let (cfg, cache) = gpukit_kernels::registry::launch::sampler(
+                rows,
+                vocab,
+                search,
+                c.props().shared_memory_per_block_optin_bytes as usize,
+            )?;
             let args = SamplerArgs {
                 temperature: params.temperature,
                 top_p: params.top_p,
@@ -410,10 +418,9 @@ pub fn sample_tokens_into(
                 top_k: u32::try_from(params.top_k).unwrap_or(u32::MAX),
                 vocab: u32_dim("sampling", vocab)?,
                 window: u32_dim("sampling", window)?,
-                pad: 0,
+                cache: u32::from(cache),
                 seed: params.seed,
             };
-            let cfg = gpukit_kernels::registry::launch::sampler(rows, vocab)?;
             let kernel = Kernel::Sample(logits.dtype());
             let f = c.kernels().function(kernel)?;
             if cfg.shared_mem_bytes > f.max_dynamic_shared_mem_bytes() {
@@ -429,8 +436,8 @@ pub fn sample_tokens_into(
                 .arg(args)
                 .arg(dptr(out)?);
             // SAFETY: logits hold rows × vocab values, recent rows × window i32 (read only when
-            // window > 0), step one i64, out rows i32; the penalty bitmap fits the dynamic
-            // shared memory asked for.
+            // window > 0), step one i64, out rows i32; the penalty bitmap (and, with `cache`,
+            // the probabilities) fit the dynamic shared memory asked for.
             unsafe { c.launch(kernel, &cfg, &ka) }
         }
     }
