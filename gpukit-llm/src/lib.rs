@@ -2,7 +2,45 @@
 //!
 //! Large language models on gpukit (layer 6, above `gpukit-ops`; beside `gpukit-audio`).
 //!
-//! What it will own (not written yet): loaders for safetensors (mmap, sharded) and GGUF (quantized
-//! tensors kept quantized on the device), tokenizers and chat templates, `ModelSpec` for GPT-2,
-//! Llama, Mistral, Qwen2 and Qwen3, a preallocated KV cache, and an engine that runs prefill and a
+//! Written so far: [`gguf`], the GGUF (v2/v3) reader — metadata of every value type, tensor
+//! infos, alignment, memory-mapped tensor bytes, every size checked against the file.
+//!
+//! Still to come: the safetensors loader (mmap, sharded), tokenizers and chat templates,
+//! `ModelSpec` for GPT-2, Llama, Mistral, Qwen2 and Qwen3, and an engine that runs prefill and a
 //! decode step captured as one CUDA graph, sampling on the device.
+
+pub mod gguf;
+
+use std::path::PathBuf;
+
+/// Errors of the LLM layer. Each names the file (and the tensor) it concerns.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The file could not be opened or mapped.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The file is malformed, truncated or inconsistent.
+    #[error("{}: {detail}", file.display())]
+    Format {
+        /// The file.
+        file: PathBuf,
+        /// What is wrong, and where.
+        detail: String,
+    },
+    /// Something a model needs is not in the file.
+    #[error("{}: no {what}", file.display())]
+    Missing {
+        /// The file.
+        file: PathBuf,
+        /// What is missing (e.g. "tensor `output.weight`").
+        what: String,
+    },
+}
+
+/// Result of the LLM layer.
+pub type Result<T> = std::result::Result<T, Error>;
