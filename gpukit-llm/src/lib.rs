@@ -3,12 +3,15 @@
 //! Large language models on gpukit (layer 6, above `gpukit-ops`; beside `gpukit-audio`).
 //!
 //! Written so far: [`gguf`], the GGUF (v2/v3) reader — metadata of every value type, tensor
-//! infos, alignment, memory-mapped tensor bytes, every size checked against the file.
+//! infos, alignment, memory-mapped tensor bytes, every size checked against the file — and
+//! [`checkpoint`], safetensors checkpoints (one file or shards through the index, memory-mapped,
+//! converted to the compute dtype and placed on a device).
 //!
-//! Still to come: the safetensors loader (mmap, sharded), tokenizers and chat templates,
+//! Still to come: tokenizers and chat templates,
 //! `ModelSpec` for GPT-2, Llama, Mistral, Qwen2 and Qwen3, and an engine that runs prefill and a
 //! decode step captured as one CUDA graph, sampling on the device.
 
+pub mod checkpoint;
 pub mod gguf;
 
 use std::path::PathBuf;
