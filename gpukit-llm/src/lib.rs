@@ -17,6 +17,7 @@
 pub mod chat;
 pub mod checkpoint;
 pub mod gguf;
+pub mod model;
 pub mod store;
 pub mod tokenizer;
 

@@ -74,3 +74,46 @@ fn default_model_gguf_and_tokenizer() {
         assert_eq!(text, case["text"].as_str().unwrap(), "{messages:?}");
     }
 }
+
+/// The CI questions, through the model's own chat template (SmolLM's default system
+/// prompt included), greedy, on the CPU.
+#[test]
+fn default_model_answers_on_the_cpu() {
+    let path = DEFAULT_MODEL
+        .fetch(&mut |line| eprintln!("{line}"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let f = GgufFile::open(&path).unwrap();
+    let tok = Tokenizer::from_gguf(f.header(), &path).unwrap();
+    let chat = ChatTemplate::from_gguf(f.header(), &tok, &path).unwrap();
+    let model = gpukit_llm::model::Llama::from_gguf(&f, &gpukit_ops::Device::Cpu).unwrap();
+    let eos = tok.eos_id().unwrap();
+    for (question, want) in [
+        (
+            "What is the capital of France? Answer in one word.",
+            "Paris",
+        ),
+        (
+            "How many legs does a spider have? Answer with a number.",
+            "8",
+        ),
+        ("What is 2 + 2?", "4"),
+    ] {
+        let prompt = chat
+            .render(&[Message::new("user", question)], true)
+            .unwrap();
+        let ids = tok.encode(&prompt).unwrap();
+        let t0 = std::time::Instant::now();
+        let out = model.generate_greedy(&ids, 24, &[eos], |_| {}).unwrap();
+        let answer = tok.decode(&out).unwrap();
+        println!(
+            "{question} → {answer:?} ({} prompt tokens, {} new, {:.1} s)",
+            ids.len(),
+            out.len(),
+            t0.elapsed().as_secs_f64()
+        );
+        assert!(
+            answer.contains(want),
+            "{question} → {answer:?}, expected {want}"
+        );
+    }
+}

@@ -7,7 +7,7 @@
 
 use gpukit_driver::KernelArgs;
 use gpukit_kernels::registry::launch;
-use gpukit_kernels::{BLayout, Epilogue, F32Precision, GemmShape, Kernel};
+use gpukit_kernels::{BLayout, DType, Epilogue, F32Precision, GemmShape, Kernel};
 
 use super::{check_out, dptr, float_only, need_contiguous, same_device, u32_dim, write_host};
 use crate::device::Device;
@@ -69,6 +69,20 @@ fn matmul_dims(a: &Tensor, b: &Tensor) -> Result<Dims> {
         n,
         shared_b,
     })
+}
+
+/// A host tensor's buffer, read-locked.
+fn host_f32(t: &Tensor) -> Result<std::sync::RwLockReadGuard<'_, crate::HostData>> {
+    t.host()
+        .ok_or_else(|| Error::shape("cpu", "expected a host tensor"))
+}
+
+/// The f32 elements of a host buffer.
+fn f32_slice(d: &crate::HostData) -> Result<&[f32]> {
+    match d {
+        crate::HostData::F32(v) => Ok(v),
+        _ => Err(Error::shape("cpu", "expected f32 data")),
+    }
 }
 
 /// f32 values of a contiguous copy.
@@ -269,11 +283,8 @@ pub fn linear_into(
     }
     match &dev {
         Device::Cpu => {
-            let (xv, wv) = (f32_values(x)?, f32_values(w)?);
             let bv = bias.map(f32_values).transpose()?;
-            let mut c = vec![0f32; m * n];
-            cpu_gemm(&xv, &wv, &mut c, m, k, n, true);
-            let vals = c.iter().enumerate().map(|(i, &v)| {
+            let epilogue = |i: usize, v: f32| -> f64 {
                 let y = f64::from(v) + bv.as_ref().map_or(0.0, |b| f64::from(b[i % n]));
                 match act {
                     Activation::None => y,
@@ -283,7 +294,36 @@ pub fn linear_into(
                         0.5 * y * (1.0 + u.tanh())
                     }
                 }
-            });
+            };
+            // Dense f32 operands: straight from and into the host buffers (no copies of the
+            // weights: this is the CPU decode path). Otherwise through f32 copies.
+            let dense = |t: &Tensor| t.dtype() == DType::F32 && t.is_contiguous();
+            if dense(x) && dense(w) && dense(out) {
+                let (xg, wg) = (host_f32(x)?, host_f32(w)?);
+                let (xs, ws) = (
+                    &f32_slice(&xg)?[x.layout().offset()..][..m * k],
+                    &f32_slice(&wg)?[w.layout().offset()..][..n * k],
+                );
+                let offset = out.layout().offset();
+                let mut og = out
+                    .host_mut()
+                    .ok_or_else(|| Error::shape("cpu", "expected a host output"))?;
+                let crate::HostData::F32(ov) = &mut *og else {
+                    return Err(Error::shape("cpu", "expected an f32 output"));
+                };
+                let os = &mut ov[offset..][..m * n];
+                cpu_gemm(xs, ws, os, m, k, n, true);
+                if bias.is_some() || act != Activation::None {
+                    for (i, o) in os.iter_mut().enumerate() {
+                        *o = epilogue(i, *o) as f32;
+                    }
+                }
+                return Ok(());
+            }
+            let (xv, wv) = (f32_values(x)?, f32_values(w)?);
+            let mut c = vec![0f32; m * n];
+            cpu_gemm(&xv, &wv, &mut c, m, k, n, true);
+            let vals = c.iter().enumerate().map(|(i, &v)| epilogue(i, v));
             write_host(out, vals.collect::<Vec<_>>())
         }
         Device::Cuda(c) => {
