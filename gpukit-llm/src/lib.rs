@@ -16,6 +16,7 @@
 
 pub mod chat;
 pub mod checkpoint;
+pub mod engine;
 pub mod gguf;
 pub mod model;
 pub mod store;

@@ -367,37 +367,4 @@ impl Llama {
         session.pos += t;
         Ok(logits)
     }
-
-    /// Greedy decoding: the prompt, then the most probable token each step until one of
-    /// `stop` or `max_new` tokens; `on_token` sees each new id as it is produced.
-    ///
-    /// # Errors
-    /// As [`Llama::forward`].
-    pub fn generate_greedy(
-        &self,
-        prompt: &[u32],
-        max_new: usize,
-        stop: &[u32],
-        mut on_token: impl FnMut(u32),
-    ) -> Result<Vec<u32>> {
-        let mut session = self.session(prompt.len() + max_new)?;
-        let mut logits = self.forward(&mut session, prompt)?;
-        let mut out = Vec::new();
-        for _ in 0..max_new {
-            let mut best = 0;
-            for (i, &l) in logits.iter().enumerate() {
-                if l > logits[best] {
-                    best = i;
-                }
-            }
-            let id = best as u32;
-            if stop.contains(&id) {
-                break;
-            }
-            out.push(id);
-            on_token(id);
-            logits = self.forward(&mut session, &[id])?;
-        }
-        Ok(out)
-    }
 }

@@ -11,6 +11,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use gpukit_llm::chat::{ChatTemplate, Message};
+use gpukit_llm::engine::{Engine, GenerateOptions, StopReason};
 use gpukit_llm::gguf::{GgmlType, GgufFile};
 use gpukit_llm::store::DEFAULT_MODEL;
 use gpukit_llm::tokenizer::Tokenizer;
@@ -76,17 +77,13 @@ fn default_model_gguf_and_tokenizer() {
 }
 
 /// The CI questions, through the model's own chat template (SmolLM's default system
-/// prompt included), greedy, on the CPU.
+/// prompt included), greedy, on the CPU; the text arrives in pieces that add up to the answer.
 #[test]
 fn default_model_answers_on_the_cpu() {
     let path = DEFAULT_MODEL
         .fetch(&mut |line| eprintln!("{line}"))
         .unwrap_or_else(|e| panic!("{e}"));
-    let f = GgufFile::open(&path).unwrap();
-    let tok = Tokenizer::from_gguf(f.header(), &path).unwrap();
-    let chat = ChatTemplate::from_gguf(f.header(), &tok, &path).unwrap();
-    let model = gpukit_llm::model::Llama::from_gguf(&f, &gpukit_ops::Device::Cpu).unwrap();
-    let eos = tok.eos_id().unwrap();
+    let engine = Engine::load(&path, &gpukit_ops::Device::Cpu).unwrap();
     for (question, want) in [
         (
             "What is the capital of France? Answer in one word.",
@@ -98,22 +95,52 @@ fn default_model_answers_on_the_cpu() {
         ),
         ("What is 2 + 2?", "4"),
     ] {
-        let prompt = chat
-            .render(&[Message::new("user", question)], true)
+        let prompt = engine
+            .chat_prompt(&[Message::new("user", question)])
             .unwrap();
-        let ids = tok.encode(&prompt).unwrap();
-        let t0 = std::time::Instant::now();
-        let out = model.generate_greedy(&ids, 24, &[eos], |_| {}).unwrap();
-        let answer = tok.decode(&out).unwrap();
+        let mut answer = String::new();
+        let opts = GenerateOptions {
+            max_new_tokens: 24,
+            ..Default::default()
+        };
+        let stats = engine
+            .generate(&prompt, &opts, &mut |piece| answer.push_str(piece))
+            .unwrap();
         println!(
-            "{question} → {answer:?} ({} prompt tokens, {} new, {:.1} s)",
-            ids.len(),
-            out.len(),
-            t0.elapsed().as_secs_f64()
+            "{question} → {answer:?} ({} prompt tokens, {} new, prefill {:.2} s, {:.1} tokens/s)",
+            stats.prompt_tokens,
+            stats.new_tokens,
+            stats.prefill.as_secs_f64(),
+            stats.decode_tokens_per_s()
         );
         assert!(
             answer.contains(want),
             "{question} → {answer:?}, expected {want}"
         );
+        assert_eq!(
+            stats.stop,
+            StopReason::Eos,
+            "{question}: the answer should end by itself"
+        );
     }
+    // A stop string cuts the text before it.
+    let prompt = engine
+        .chat_prompt(&[Message::new(
+            "user",
+            "What is the capital of France? Answer in one word.",
+        )])
+        .unwrap();
+    let mut text = String::new();
+    let opts = GenerateOptions {
+        max_new_tokens: 24,
+        stop: vec![" is".into()],
+        ..Default::default()
+    };
+    let stats = engine
+        .generate(&prompt, &opts, &mut |p| text.push_str(p))
+        .unwrap();
+    assert_eq!(
+        (text.as_str(), stats.stop),
+        ("The capital of France", StopReason::StopString)
+    );
 }
