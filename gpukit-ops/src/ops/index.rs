@@ -63,12 +63,16 @@ pub fn index_select_into(x: &Tensor, axis: usize, ids: &Tensor, out: &mut Tensor
             let xl = x.layout();
             let src = x.host().ok_or_else(|| Error::shape("cpu", "host"))?;
             let mut dst = out.host_mut().ok_or_else(|| Error::shape("cpu", "host"))?;
-            let xi: Vec<usize> = xl.indices().collect();
+            // A dense x is addressed directly (an embedding lookup must not walk the whole
+            // table); a strided view through its element indices.
+            let xi: Option<Vec<usize>> = (!x.is_contiguous()).then(|| xl.indices().collect());
             for (t, o) in out.layout().indices().enumerate() {
                 let (r, i) = (t / inner, t % inner);
                 let (j, oo) = (r % n, r / n);
                 let row = idv[j] as usize;
-                dst.copy_elem(o, &src, xi[(oo * len + row) * inner + i]);
+                let k = (oo * len + row) * inner + i;
+                let from = xi.as_ref().map_or(xl.offset() + k, |v| v[k]);
+                dst.copy_elem(o, &src, from);
             }
             Ok(())
         }
