@@ -551,6 +551,35 @@ op_test!(embedding_and_index_select, |dev: &Device| {
                 "{dt} row {r}"
             );
         }
+        // Views: rows 5.. of the table (dense, at an offset) and its transpose (strided).
+        let tail = table.narrow(0, 5, vocab - 5).unwrap();
+        let got = ops::embedding(&tail, &Tensor::from_slice(&[0i32, 7], &[2], dev).unwrap())
+            .unwrap()
+            .to_vec_f64()
+            .unwrap();
+        assert_eq!(
+            &got[..hidden],
+            &tv[5 * hidden..][..hidden],
+            "{dt} offset view"
+        );
+        assert_eq!(
+            &got[hidden..],
+            &tv[12 * hidden..][..hidden],
+            "{dt} offset view"
+        );
+        let cols = ops::index_select(
+            &table.transpose(0, 1).unwrap(),
+            1,
+            &Tensor::from_slice(&[3i32], &[1], dev).unwrap(),
+        )
+        .unwrap()
+        .to_vec_f64()
+        .unwrap();
+        assert_eq!(
+            cols,
+            tv[3 * hidden..][..hidden].to_vec(),
+            "{dt} strided view"
+        );
         // index_select along a middle axis with i64 ids.
         let (x, xv) = input(&[3, 10, 4], dt, -1.0, 1.0, s + 1, dev);
         let sel = Tensor::from_slice(&[9i64, 0, 9, 4], &[4], dev).unwrap();
