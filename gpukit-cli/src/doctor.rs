@@ -9,49 +9,55 @@ use gpukit_llm::store::{DEFAULT_MODEL, models_dir};
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
-/// Prints one check. A missing optional part (the GPU stack: models run on the CPU without
-/// it) is a note, not a failure.
-fn check(ok: bool, what: &str, detail: &str, fix: &str) -> bool {
-    if ok {
-        println!("[ok]   {what}: {detail}");
-    } else {
-        println!("[fix]  {what}: {detail}\n       → {fix}");
+/// Prints one check and returns whether it passed. A missing optional part (the GPU stack:
+/// models run on the CPU without it) is a note, not something to fix.
+fn check(ok: bool, required: bool, what: &str, detail: &str, fix: &str) -> bool {
+    let tag = match (ok, required) {
+        (true, _) => "[ok]  ",
+        (false, true) => "[fix] ",
+        (false, false) => "[note]",
+    };
+    println!("{tag} {what}: {detail}");
+    if !ok {
+        println!("       → {fix}");
     }
     ok
-}
-
-fn note(ok: bool, what: &str, detail: &str, fix: &str) {
-    if ok {
-        println!("[ok]   {what}: {detail}");
-    } else {
-        println!("[note] {what}: {detail}\n       → {fix}");
-    }
 }
 
 /// Runs every check; fails if a required one needs fixing.
 pub fn doctor() -> Result<()> {
     let mut all = true;
-    match driver_version() {
-        Ok((a, b)) => note(true, "CUDA driver", &format!("supports CUDA {a}.{b}"), ""),
-        Err(e) => note(
+    // The GPU stack is optional (notes, not failures): the results are not collected.
+    let _ = match driver_version() {
+        Ok((a, b)) => check(
+            true,
+            false,
+            "CUDA driver",
+            &format!("supports CUDA {a}.{b}"),
+            "",
+        ),
+        Err(e) => check(
+            false,
             false,
             "CUDA driver",
             &e.to_string(),
             "install the NVIDIA driver (CUDA 13.0 or newer) to use a GPU; models run on the CPU \
              without one",
         ),
-    }
+    };
     if let Ok(n) = device_count() {
-        note(
+        check(
             n > 0,
+            false,
             "CUDA devices",
             &format!("{n} found"),
             "no usable GPU: check `nvidia-smi`",
         );
     }
-    match Nvrtc::get() {
-        Ok(n) => note(
+    let _ = match Nvrtc::get() {
+        Ok(n) => check(
             true,
+            false,
             "NVRTC",
             &format!(
                 "{}.{} at {}",
@@ -61,18 +67,20 @@ pub fn doctor() -> Result<()> {
             ),
             "",
         ),
-        Err(e) => note(
+        Err(e) => check(
+            false,
             false,
             "NVRTC",
             &e.to_string(),
             "only needed on GPUs newer than the embedded kernels: `cargo xtask setup-cuda`, or \
              `pip install nvidia-cuda-nvrtc==13.0.88`",
         ),
-    }
+    };
     let dir = models_dir();
     let writable = std::fs::create_dir_all(&dir).is_ok() && tempfile::tempfile_in(&dir).is_ok();
     all &= check(
         writable,
+        true,
         "cache folder",
         &dir.display().to_string(),
         "make it writable, or point GPUKIT_CACHE_DIR at a writable folder",
@@ -82,6 +90,7 @@ pub fn doctor() -> Result<()> {
         let ok = DEFAULT_MODEL.verify().unwrap_or(false);
         all &= check(
             ok,
+            true,
             "default model",
             &format!(
                 "{} (SHA-256 {})",
@@ -100,6 +109,7 @@ pub fn doctor() -> Result<()> {
             .is_ok_and(|o| o.status.success());
         all &= check(
             pip,
+            true,
             "default model",
             &format!(
                 "not fetched yet; `gpukit generate` fetches it with pip ({})",

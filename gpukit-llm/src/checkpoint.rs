@@ -12,6 +12,7 @@ use gpukit_ops::{DType, Device, Tensor};
 use half::{bf16, f16};
 use safetensors::tensor::{Dtype, Metadata, SafeTensors};
 
+use crate::le::{Float, f32s, u16s};
 use crate::{Error, Result};
 
 /// The index file of a sharded checkpoint.
@@ -248,40 +249,27 @@ impl Checkpoint {
         let bytes = self.bytes(name)?;
         let shape = info.shape.clone();
         let bad = |detail: String| format(&shard.path, format!("tensor `{name}`: {detail}"));
-        let pairs = |b: &[u8]| -> Vec<u16> {
-            b.chunks_exact(2)
-                .map(|c| u16::from_le_bytes([c[0], c[1]]))
-                .collect()
-        };
         let f32s = || -> Result<Vec<f32>> {
-            Ok(match info.dtype {
-                Dtype::F32 => bytes
-                    .chunks_exact(4)
-                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                    .collect(),
-                Dtype::F16 => pairs(bytes)
-                    .into_iter()
-                    .map(|b| f16::from_bits(b).to_f32())
-                    .collect(),
-                Dtype::BF16 => pairs(bytes)
-                    .into_iter()
-                    .map(|b| bf16::from_bits(b).to_f32())
-                    .collect(),
+            let kind = match info.dtype {
+                Dtype::F32 => Float::F32,
+                Dtype::F16 => Float::F16,
+                Dtype::BF16 => Float::BF16,
                 other => {
                     return Err(bad(format!(
                         "stored as {other:?}; only F32, F16 and BF16 load as float tensors"
                     )));
                 }
-            })
+            };
+            Ok(f32s(kind, bytes))
         };
         let upload = |r: gpukit_ops::Result<Tensor>| r.map_err(|e| bad(format!("upload: {e}")));
         match (info.dtype, dtype) {
             (Dtype::BF16, DType::BF16) => {
-                let v: Vec<bf16> = pairs(bytes).into_iter().map(bf16::from_bits).collect();
+                let v: Vec<bf16> = u16s(bytes).into_iter().map(bf16::from_bits).collect();
                 upload(Tensor::from_slice(&v, &shape, device))
             }
             (Dtype::F16, DType::F16) => {
-                let v: Vec<f16> = pairs(bytes).into_iter().map(f16::from_bits).collect();
+                let v: Vec<f16> = u16s(bytes).into_iter().map(f16::from_bits).collect();
                 upload(Tensor::from_slice(&v, &shape, device))
             }
             (_, DType::F32) => upload(Tensor::from_slice(&f32s()?, &shape, device)),

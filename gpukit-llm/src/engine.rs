@@ -157,16 +157,6 @@ impl Engine {
         &self.path
     }
 
-    /// The tokenizer.
-    pub fn tokenizer(&self) -> &Tokenizer {
-        &self.tokenizer
-    }
-
-    /// The model.
-    pub fn model(&self) -> &Llama {
-        &self.model
-    }
-
     /// The prompt of a conversation through the model's chat template, the assistant's turn
     /// opened.
     ///

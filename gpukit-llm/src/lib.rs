@@ -6,9 +6,9 @@
 //! infos, alignment, memory-mapped tensor bytes, every size checked against the file — and
 //! [`checkpoint`], safetensors checkpoints (one file or shards through the index, memory-mapped,
 //! converted to the compute dtype and placed on a device) — and [`store`], the default model
-//! (fetched with pip into the cache, SHA-256 checked) — and [`tokenizer`] (HF `tokenizer.json`
-//! or the byte-level BPE tokenizer a GGUF file describes), and [`chat`] (chat templates rendered
-//! as HF transformers renders them).
+//! (fetched with pip into the cache, SHA-256 checked) — and [`tokenizer`] (the byte-level BPE
+//! tokenizer a GGUF file describes), and [`chat`] (chat templates rendered as HF transformers
+//! renders them).
 //!
 //! Still to come:
 //! `ModelSpec` for GPT-2, Llama, Mistral, Qwen2 and Qwen3, and an engine that runs prefill and a
@@ -18,6 +18,7 @@ pub mod chat;
 pub mod checkpoint;
 pub mod engine;
 pub mod gguf;
+mod le;
 pub mod model;
 pub mod store;
 pub mod tokenizer;

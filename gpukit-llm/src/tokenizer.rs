@@ -1,5 +1,5 @@
-//! Tokenizers: HF `tokenizer.json` files, or the equivalent tokenizer built from GGUF metadata,
-//! both through the HF `tokenizers` crate (pure-Rust regex).
+//! The tokenizer a GGUF file describes, built with the HF `tokenizers` crate (pure-Rust regex).
+//! (HF `tokenizer.json` files come with safetensors models, which are not run yet.)
 //!
 //! From GGUF (`tokenizer.ggml.model = "gpt2"`, byte-level BPE): the vocabulary
 //! (`tokenizer.ggml.tokens`), the merges, the token types (control tokens — type 3 — and
@@ -193,26 +193,6 @@ impl Tokenizer {
             inner,
             bos: id("tokenizer.ggml.bos_token_id"),
             eos: id("tokenizer.ggml.eos_token_id"),
-            add_bos,
-        })
-    }
-
-    /// Loads an HF `tokenizer.json` (`bos`/`eos` as the model's config gives them).
-    ///
-    /// # Errors
-    /// [`Error::Format`] if the file cannot be read or parsed.
-    pub fn from_file(
-        path: &Path,
-        bos: Option<u32>,
-        eos: Option<u32>,
-        add_bos: bool,
-    ) -> Result<Tokenizer> {
-        let inner = tokenizers::Tokenizer::from_file(path)
-            .map_err(|e| tk_err(path, "tokenizer.json", e))?;
-        Ok(Tokenizer {
-            inner,
-            bos,
-            eos,
             add_bos,
         })
     }

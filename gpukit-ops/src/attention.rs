@@ -370,10 +370,6 @@ fn sdpa_cuda(
     };
     let ptrs = [dptr(q)?, dptr(k)?, dptr(v)?, dptr(out)?];
     let run = |kernel: Kernel, cfg: &gpukit_driver::LaunchConfig, args: KernelArgs| {
-        let f = c.kernels().function(kernel)?;
-        if cfg.shared_mem_bytes > f.max_dynamic_shared_mem_bytes() {
-            f.set_max_dynamic_shared_memory(cfg.shared_mem_bytes)?;
-        }
         // SAFETY: q, k, v and out are rank-4 tensors of the checked shape whose strides the
         // arguments carry (rows 16-byte aligned, head dimension contiguous); the kernels read
         // only rows < q_len / kv_len of heads < q_heads / kv_heads; the partial workspace holds

@@ -127,7 +127,8 @@ impl CudaDevice {
         Ok(p)
     }
 
-    /// Launches `kernel` on the lane.
+    /// Launches `kernel` on the lane. A launch asking for more dynamic shared memory than the
+    /// default 48 KiB raises the kernel's limit first (up to the device's opt-in maximum).
     ///
     /// # Safety
     /// The arguments must match the kernel's parameters and every pointer must address live
@@ -139,6 +140,9 @@ impl CudaDevice {
         args: &KernelArgs,
     ) -> Result<()> {
         let f = self.inner.kernels.function(kernel)?;
+        if cfg.shared_mem_bytes > f.max_dynamic_shared_mem_bytes() {
+            f.set_max_dynamic_shared_memory(cfg.shared_mem_bytes)?;
+        }
         // SAFETY: forwarded to the caller.
         unsafe { f.launch(self.stream(), cfg, args) }?;
         Ok(())

@@ -222,53 +222,6 @@ fn dequantize_block(format: QuantFormat, b: &[u8], y: &mut [f32]) {
     }
 }
 
-/// Σ dequant(block) · x over one block (`x` has the block's values). The 32-value formats are
-/// computed as d·Σq·x (+ m·Σx) on fixed-size arrays the compiler vectorizes; the K-quants
-/// dequantize into `tmp` first.
-fn block_dot(format: QuantFormat, b: &[u8], x: &[f32], tmp: &mut [f32; QK_K]) -> f32 {
-    let dot = |q: &[f32; BLOCK], x: &[f32]| -> f32 {
-        let mut s = [0f32; 8];
-        for (qc, xc) in q.chunks_exact(8).zip(x.chunks_exact(8)) {
-            for i in 0..8 {
-                s[i] += qc[i] * xc[i];
-            }
-        }
-        s.iter().sum()
-    };
-    match format {
-        QuantFormat::Q8_0 => {
-            let mut q = [0f32; BLOCK];
-            for (v, &byte) in q.iter_mut().zip(&b[2..34]) {
-                *v = f32::from(byte as i8);
-            }
-            scale(b, 0) * dot(&q, x)
-        }
-        QuantFormat::Q4_0 | QuantFormat::Q4_1 => {
-            let (qs, off) = if format == QuantFormat::Q4_0 {
-                (&b[2..18], 8.0)
-            } else {
-                (&b[4..20], 0.0)
-            };
-            let mut q = [0f32; BLOCK];
-            for j in 0..BLOCK / 2 {
-                q[j] = f32::from(qs[j] & 0x0F) - off;
-                q[j + BLOCK / 2] = f32::from(qs[j] >> 4) - off;
-            }
-            let d = scale(b, 0) * dot(&q, x);
-            if format == QuantFormat::Q4_1 {
-                d + scale(b, 2) * x.iter().sum::<f32>()
-            } else {
-                d
-            }
-        }
-        _ => {
-            let n = format.block_values();
-            dequantize_block(format, b, &mut tmp[..n]);
-            tmp[..n].iter().zip(x).map(|(a, b)| a * b).sum()
-        }
-    }
-}
-
 /// Dequantizes `bytes` (whole blocks) into `out` ([`QuantFormat::block_values`] per block).
 ///
 /// # Errors
@@ -477,8 +430,8 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
     check_out("qgemv", out, &[1, w.rows], x.dtype(), &dev, &[x, &w.data])?;
     match &dev {
         crate::Device::Cpu => {
-            // Row by row, block by block, in parallel over rows: the weights are read once,
-            // quantized (the CPU decode path), never expanded whole.
+            // Row by row, block by block, in parallel over rows: each block is expanded into a
+            // small buffer and dotted with x; the matrix is never expanded whole.
             use rayon::prelude::*;
             let xv: Vec<f32> = x.to_vec_f64()?.into_iter().map(|v| v as f32).collect();
             let data = w
@@ -498,7 +451,8 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
                     let row = &raw[(c * 16 + i) * row_bytes..][..row_bytes];
                     let mut acc = 0f32;
                     for (b, xb) in row.chunks_exact(bb).zip(xv.chunks_exact(bv)) {
-                        acc += block_dot(w.format, b, xb, &mut tmp);
+                        dequantize_block(w.format, b, &mut tmp[..bv]);
+                        acc += tmp[..bv].iter().zip(xb).map(|(a, b)| a * b).sum::<f32>();
                     }
                     *yr = acc;
                 }

@@ -422,10 +422,6 @@ pub fn sample_tokens_into(
                 seed: params.seed,
             };
             let kernel = Kernel::Sample(logits.dtype());
-            let f = c.kernels().function(kernel)?;
-            if cfg.shared_mem_bytes > f.max_dynamic_shared_mem_bytes() {
-                f.set_max_dynamic_shared_memory(cfg.shared_mem_bytes)?;
-            }
             let ka = KernelArgs::new()
                 .arg(dptr(&logits)?)
                 .arg(match &recent {

@@ -16,9 +16,8 @@ fn bits(t: &Tensor) -> Vec<u64> {
         .collect()
 }
 
-#[test]
-#[ignore = "needs a CUDA device"]
-fn gpu_every_op_is_bitwise_deterministic_and_graph_equals_eager() {
+/// Ops on a normal-priority lane of device 0 (the runtime is returned to keep it alive).
+fn cuda_device() -> (Runtime, CudaDevice) {
     let rt = Runtime::with_devices(&[0]).unwrap();
     let lane = rt
         .device(0)
@@ -27,6 +26,13 @@ fn gpu_every_op_is_bitwise_deterministic_and_graph_equals_eager() {
         .lane(LanePriority::Normal)
         .unwrap();
     let cuda = CudaDevice::new(&lane).unwrap();
+    (rt, cuda)
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn gpu_every_op_is_bitwise_deterministic_and_graph_equals_eager() {
+    let (_rt, cuda) = cuda_device();
     let dev = Device::Cuda(cuda.clone());
     for dt in [DType::F32, DType::BF16] {
         let r = |shape: &[usize], seed| Tensor::rand(shape, -2.0, 2.0, dt, seed, &dev).unwrap();
@@ -129,14 +135,7 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
     use gpukit_ops::kv_cache::KvCache;
     use gpukit_ops::rope::{RopeLayout, rope_inplace};
     use gpukit_ops::sampling::{SamplingParams, sample_tokens_into};
-    let rt = Runtime::with_devices(&[0]).unwrap();
-    let lane = rt
-        .device(0)
-        .unwrap()
-        .default_tenant()
-        .lane(LanePriority::Normal)
-        .unwrap();
-    let cuda = CudaDevice::new(&lane).unwrap();
+    let (_rt, cuda) = cuda_device();
     let dev = Device::Cuda(cuda.clone());
     let mask = AttentionMask {
         causal: true,
