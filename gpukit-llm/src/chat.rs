@@ -100,6 +100,47 @@ impl ChatTemplate {
         )
     }
 
+    /// The template of an HF model directory: `chat_template.jinja` (transformers 5), else
+    /// `tokenizer_config.json`'s `chat_template` (a string, or a list of named templates of which
+    /// `default` is taken), with that file's `bos_token` / `eos_token`.
+    ///
+    /// # Errors
+    /// [`Error::Missing`] if the directory has no template; [`Error::Format`] if it does not
+    /// parse.
+    pub fn from_hf_dir(dir: &Path) -> Result<ChatTemplate> {
+        let config =
+            crate::tokenizer::read_json(&dir.join("tokenizer_config.json"))?.unwrap_or_default();
+        let jinja = dir.join("chat_template.jinja");
+        let source = if jinja.is_file() {
+            std::fs::read_to_string(&jinja).map_err(|source| Error::Io {
+                path: jinja.clone(),
+                source,
+            })?
+        } else {
+            match config.get("chat_template") {
+                Some(serde_json::Value::String(s)) => s.clone(),
+                Some(serde_json::Value::Array(list)) => list
+                    .iter()
+                    .find(|t| t.get("name").and_then(|n| n.as_str()) == Some("default"))
+                    .and_then(|t| t.get("template"))
+                    .and_then(|t| t.as_str())
+                    .map(str::to_string)
+                    .unwrap_or_default(),
+                _ => String::new(),
+            }
+        };
+        if source.is_empty() {
+            return Err(Error::Missing {
+                file: dir.to_path_buf(),
+                what: "chat template (chat_template.jinja or tokenizer_config.json's \
+                       chat_template)"
+                    .into(),
+            });
+        }
+        let token = |k: &str| crate::tokenizer::special_token(&config, k).unwrap_or_default();
+        ChatTemplate::new(&source, &token("bos_token"), &token("eos_token"))
+    }
+
     /// Renders `messages`, ending with the assistant's turn opened when
     /// `add_generation_prompt`.
     ///

@@ -1,19 +1,105 @@
 //! The generation loop: a model, its tokenizer and chat template; prefill then decode with the
-//! sampler of `gpukit_ops::sampling` (seeded Philox draws: the same seed gives the same text),
-//! stopping on EOS, a stop string or the token budget, and handing out text as it is produced
-//! in whole UTF-8 characters.
+//! sampler of `gpukit_ops::sampling` run where the logits are (seeded Philox draws: the same
+//! seed gives the same text on the CPU and on CUDA), stopping on EOS, a stop string or the token
+//! budget, and handing out text as it is produced in whole UTF-8 characters.
+//!
+//! Models load from a GGUF file or an HF model directory (`config.json`, safetensors weights,
+//! `tokenizer.json`, `tokenizer_config.json` / `chat_template.jinja`).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use gpukit_ops::Device;
-use gpukit_ops::sampling::{SamplingParams, sample};
+use gpukit_ops::sampling::{SamplingParams, sample_tokens_into};
+use gpukit_ops::{DType, Device, Tensor};
+use gpukit_sched::{LanePriority, Runtime};
 
 use crate::chat::{ChatTemplate, Message};
+use crate::checkpoint::Checkpoint;
 use crate::gguf::GgufFile;
-use crate::model::Llama;
-use crate::tokenizer::Tokenizer;
+use crate::model::{LoadOptions, Model};
+use crate::spec::ModelSpec;
+use crate::tokenizer::{Tokenizer, read_json};
 use crate::{Error, Result};
+
+/// Where a model runs: the CPU, or a lane of a CUDA device (with the runtime that owns it).
+pub struct ComputeDevice {
+    device: Device,
+    runtime: Option<Runtime>,
+}
+
+impl std::fmt::Debug for ComputeDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ComputeDevice({})", self.device.describe())
+    }
+}
+
+impl ComputeDevice {
+    /// Opens `name`: `cpu`, `cuda` (device 0), `cuda:N`, or `auto` (CUDA device 0 when the
+    /// driver and a device are present, else the CPU).
+    ///
+    /// # Errors
+    /// [`Error::Device`] for an unknown name, a missing driver or device (saying what to
+    /// install or choose), or a GPU gpukit cannot run on.
+    pub fn open(name: &str) -> Result<ComputeDevice> {
+        let ordinal = match name {
+            "cpu" => return Ok(ComputeDevice::cpu()),
+            "auto" => {
+                let present = gpukit_driver::driver_available()
+                    && gpukit_driver::device_count().is_ok_and(|n| n > 0);
+                if !present {
+                    return Ok(ComputeDevice::cpu());
+                }
+                0
+            }
+            "cuda" => 0,
+            other => other
+                .strip_prefix("cuda:")
+                .and_then(|n| n.parse::<usize>().ok())
+                .ok_or_else(|| {
+                    Error::Device(format!(
+                        "device \"{other}\": expected auto, cpu, cuda or cuda:N"
+                    ))
+                })?,
+        };
+        if !gpukit_driver::driver_available() {
+            return Err(Error::Device(format!(
+                "cuda:{ordinal}: the NVIDIA driver (libcuda.so.1) is not installed; install it \
+                 or use --device cpu"
+            )));
+        }
+        let dev_err = |e: &dyn std::fmt::Display| Error::Device(format!("cuda:{ordinal}: {e}"));
+        let runtime = Runtime::with_devices(&[ordinal]).map_err(|e| dev_err(&e))?;
+        let lane = runtime
+            .device(0)
+            .and_then(|d| d.default_tenant().lane(LanePriority::Normal))
+            .map_err(|e| dev_err(&e))?;
+        let device = Device::cuda(&lane).map_err(|e| dev_err(&e))?;
+        Ok(ComputeDevice {
+            device,
+            runtime: Some(runtime),
+        })
+    }
+
+    /// The CPU.
+    pub fn cpu() -> ComputeDevice {
+        ComputeDevice {
+            device: Device::Cpu,
+            runtime: None,
+        }
+    }
+
+    /// The device ops run on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The most device memory the pool has handed out so far, in bytes (`None` on the CPU).
+    pub fn peak_device_bytes(&self) -> Option<usize> {
+        let rt = self.runtime.as_ref()?;
+        let d = rt.device(0).ok()?;
+        Some(d.pool().stats().allocator.peak_allocated_bytes)
+    }
+}
 
 /// How to generate.
 #[derive(Clone, Debug)]
@@ -77,6 +163,18 @@ impl GenerateStats {
     }
 }
 
+/// What to continue.
+#[derive(Clone, Copy, Debug)]
+pub enum Prompt<'a> {
+    /// Raw text (special tokens written in it are recognised; the model's BOS is added as its
+    /// tokenizer asks).
+    Text(&'a str),
+    /// A conversation, rendered with the model's chat template and the assistant's turn opened.
+    Chat(&'a [Message]),
+    /// Token ids, as they are.
+    Ids(&'a [u32]),
+}
+
 /// Turns token ids into text pieces made of whole UTF-8 characters: a token that ends inside a
 /// multi-byte character is held back until the character is complete.
 struct TextStream<'a> {
@@ -114,9 +212,11 @@ impl<'a> TextStream<'a> {
 
 /// A model ready to generate.
 pub struct Engine {
-    model: Llama,
+    model: Model,
     tokenizer: Tokenizer,
     chat: Option<ChatTemplate>,
+    /// Ids that end generation (a model may have several, e.g. Llama 3's `<|eot_id|>`).
+    eos: Vec<u32>,
     path: PathBuf,
 }
 
@@ -126,30 +226,100 @@ impl std::fmt::Debug for Engine {
     }
 }
 
+/// `eos_token_id` of an HF config: an id or a list of ids.
+fn eos_ids(config: Option<&serde_json::Value>) -> Vec<u32> {
+    match config.and_then(|c| c.get("eos_token_id")) {
+        Some(serde_json::Value::Array(a)) => a
+            .iter()
+            .filter_map(|v| v.as_u64().and_then(|x| u32::try_from(x).ok()))
+            .collect(),
+        Some(v) => v
+            .as_u64()
+            .and_then(|x| u32::try_from(x).ok())
+            .into_iter()
+            .collect(),
+        None => Vec::new(),
+    }
+}
+
 impl Engine {
-    /// Loads a GGUF model file onto `device`.
+    /// Loads a model onto `device`: a GGUF file, or an HF model directory (`config.json`,
+    /// `model.safetensors` or a sharded index, `tokenizer.json`, and optionally
+    /// `tokenizer_config.json`, `chat_template.jinja`, `generation_config.json`).
+    /// `on_layer(i, n)` is called before each of the `n` layers loads (for a progress bar).
     ///
     /// # Errors
-    /// Errors of the GGUF reader, the tokenizer and the model loader, each naming the file.
-    pub fn load(path: &Path, device: &Device) -> Result<Engine> {
+    /// Errors of the readers, the tokenizer and the model loader, each naming the file.
+    pub fn load(
+        path: &Path,
+        device: &Device,
+        opts: LoadOptions,
+        on_layer: &mut dyn FnMut(usize, usize),
+    ) -> Result<Engine> {
+        if path.is_dir() {
+            return Self::load_hf(path, device, opts, on_layer);
+        }
         if path.extension().is_none_or(|e| e != "gguf") {
             return Err(Error::Format {
                 file: path.to_path_buf(),
-                detail: "only GGUF model files can be run so far (safetensors models need \
-                         config.json support, which is not written yet)"
+                detail: "not a model: give a .gguf file or an HF model directory (with \
+                         config.json and safetensors weights)"
                     .into(),
             });
         }
         let f = GgufFile::open(path)?;
         let tokenizer = Tokenizer::from_gguf(f.header(), path)?;
         let chat = ChatTemplate::from_gguf(f.header(), &tokenizer, path).ok();
-        let model = Llama::from_gguf(&f, device)?;
+        let model = Model::from_gguf(&f, device, opts, on_layer)?;
         Ok(Engine {
+            eos: tokenizer.eos_id().into_iter().collect(),
             model,
             tokenizer,
             chat,
             path: path.to_path_buf(),
         })
+    }
+
+    fn load_hf(
+        dir: &Path,
+        device: &Device,
+        opts: LoadOptions,
+        on_layer: &mut dyn FnMut(usize, usize),
+    ) -> Result<Engine> {
+        let config_path = dir.join("config.json");
+        let config_text = std::fs::read_to_string(&config_path).map_err(|source| Error::Io {
+            path: config_path.clone(),
+            source,
+        })?;
+        let spec = ModelSpec::from_config_json(&config_text, &config_path)?;
+        let tokenizer = Tokenizer::from_hf_dir(dir)?;
+        let chat = ChatTemplate::from_hf_dir(dir).ok();
+        let ck = Checkpoint::open(dir)?;
+        let model = Model::from_safetensors(spec, &ck, dir, device, opts, on_layer)?;
+        let config = read_json(&config_path)?;
+        let generation = read_json(&dir.join("generation_config.json"))?;
+        let mut eos = eos_ids(generation.as_ref());
+        eos.extend(eos_ids(config.as_ref()));
+        eos.extend(tokenizer.eos_id());
+        eos.sort_unstable();
+        eos.dedup();
+        Ok(Engine {
+            model,
+            tokenizer,
+            chat,
+            eos,
+            path: dir.to_path_buf(),
+        })
+    }
+
+    /// The model.
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// The tokenizer.
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
     }
 
     /// The model file.
@@ -170,15 +340,16 @@ impl Engine {
         chat.render(messages, true)
     }
 
-    /// Generates a continuation of `prompt` (text, special tokens allowed), calling `on_text`
-    /// with each new piece of text as soon as it is complete.
+    /// Generates a continuation of `prompt`, calling `on_text` with each new piece of text as
+    /// soon as it is complete. Sampling runs where the model runs (on CUDA, only the chosen id
+    /// comes back to the host each step).
     ///
     /// # Errors
     /// Tokenizer and forward-pass errors; an empty prompt; a prompt longer than the model's
-    /// context.
+    /// context; a chat prompt for a model without a chat template.
     pub fn generate(
         &self,
-        prompt: &str,
+        prompt: Prompt<'_>,
         opts: &GenerateOptions,
         on_text: &mut dyn FnMut(&str),
     ) -> Result<GenerateStats> {
@@ -186,8 +357,14 @@ impl Engine {
             file: "generation options".into(),
             detail: e.to_string(),
         })?;
-        let ids = self.tokenizer.encode(prompt)?;
-        let ctx = self.model.config().context_length;
+        let ids = match prompt {
+            Prompt::Text(text) => self.tokenizer.encode(text)?,
+            Prompt::Chat(messages) => self
+                .tokenizer
+                .encode_rendered(&self.chat_prompt(messages)?)?,
+            Prompt::Ids(ids) => ids.to_vec(),
+        };
+        let ctx = self.model.spec().max_positions;
         if ids.is_empty() || ids.len() >= ctx {
             return Err(Error::Format {
                 file: "prompt".into(),
@@ -200,21 +377,22 @@ impl Engine {
         }
         let budget = opts.max_new_tokens.min(ctx - ids.len());
         let mut session = self.model.session(ids.len() + budget)?;
-        let eos = self.tokenizer.eos_id();
+        let mut sampler = Sampler::new(self.model.device(), opts)?;
         let t0 = Instant::now();
         let mut logits = self.model.forward(&mut session, &ids)?;
+        // The first id comes with the prefill (its logits are ready only when it ends).
+        let mut history: Vec<u32> = ids.clone();
+        let mut next = sampler.sample(&logits, &history, 0)?;
         let prefill = t0.elapsed();
         let t1 = Instant::now();
-        let mut history: Vec<u32> = ids.clone();
         let mut stream = TextStream::new(&self.tokenizer);
         let mut held = String::new();
         let longest_stop = opts.stop.iter().map(String::len).max().unwrap_or(0);
         let mut stop = StopReason::MaxTokens;
         let mut produced = 0;
         for step in 0..budget {
-            let recent = &history[history.len().saturating_sub(opts.repetition_window)..];
-            let id = sample(&logits, recent, &opts.sampling, step as u64).unwrap_or(0);
-            if Some(id) == eos {
+            let id = next;
+            if self.eos.contains(&id) {
                 stop = StopReason::Eos;
                 break;
             }
@@ -239,6 +417,7 @@ impl Engine {
             }
             if step + 1 < budget {
                 logits = self.model.forward(&mut session, &[id])?;
+                next = sampler.sample(&logits, &history, step as i64 + 1)?;
             }
         }
         if stop != StopReason::StopString {
@@ -253,5 +432,57 @@ impl Engine {
             decode: t1.elapsed(),
             stop,
         })
+    }
+}
+
+/// The sampler's device buffers: the window of recent ids, the step and the chosen id.
+struct Sampler<'a> {
+    opts: &'a GenerateOptions,
+    device: Device,
+    out: Tensor,
+}
+
+fn sampling_err(e: gpukit_ops::Error) -> Error {
+    Error::Format {
+        file: "sampling".into(),
+        detail: e.to_string(),
+    }
+}
+
+impl<'a> Sampler<'a> {
+    fn new(device: &Device, opts: &'a GenerateOptions) -> Result<Self> {
+        Ok(Sampler {
+            opts,
+            device: device.clone(),
+            out: Tensor::zeros(&[1], DType::I32, device).map_err(sampling_err)?,
+        })
+    }
+
+    /// The id drawn from `logits [1, vocab]` at `step`, the penalty looking at the end of
+    /// `history`.
+    fn sample(&mut self, logits: &Tensor, history: &[u32], step: i64) -> Result<u32> {
+        let window = self.opts.repetition_window;
+        let recent = if window > 0 && self.opts.sampling.repetition_penalty != 1.0 {
+            // Negative entries are empty slots.
+            let mut ids = vec![-1i32; window];
+            let tail = &history[history.len().saturating_sub(window)..];
+            for (slot, &id) in ids.iter_mut().zip(tail) {
+                *slot = id as i32;
+            }
+            Some(Tensor::from_slice(&ids, &[1, window], &self.device).map_err(sampling_err)?)
+        } else {
+            None
+        };
+        let step = Tensor::from_slice(&[step], &[1], &self.device).map_err(sampling_err)?;
+        sample_tokens_into(
+            logits,
+            recent.as_ref(),
+            &self.opts.sampling,
+            &step,
+            &self.out,
+        )
+        .map_err(sampling_err)?;
+        let id = self.out.to_vec::<i32>().map_err(sampling_err)?;
+        Ok(id.first().map_or(0, |&i| i.max(0) as u32))
     }
 }

@@ -20,6 +20,7 @@ pub mod engine;
 pub mod gguf;
 mod le;
 pub mod model;
+pub mod spec;
 pub mod store;
 pub mod tokenizer;
 
@@ -60,6 +61,9 @@ pub enum Error {
         /// What is missing (e.g. "tensor `output.weight`").
         what: String,
     },
+    /// The compute device cannot be used (the message says what to install or choose).
+    #[error("{0}")]
+    Device(String),
 }
 
 /// Result of the LLM layer.

@@ -1,154 +1,133 @@
-//! Llama-architecture models (`general.architecture = "llama"`: RMSNorm, RoPE, grouped-query
-//! attention, SwiGLU MLP, tied or separate LM head) read from GGUF, and their forward pass on
-//! gpukit-ops tensors.
+//! A decoder-only transformer built from a [`ModelSpec`] — GPT-2, Llama, Mistral, Qwen2, Qwen3 —
+//! with weights from an HF safetensors checkpoint or a GGUF file, and its forward pass on
+//! gpukit-ops tensors (CPU or CUDA).
 //!
-//! This is the reference path: weights are dequantized to f32 when loaded and every op runs on
-//! the device given (the CPU today; the CUDA path — quantized weights kept on the device, bf16
-//! compute, the decode step captured as a graph — is the next step). GGUF stores Q/K weights
-//! permuted for adjacent-pair RoPE (llama.cpp's convention), so RoPE is applied in that layout.
+//! Weights are stored in the compute dtype chosen at load (f32 on the CPU; bf16 by default on
+//! CUDA). GGUF block-quantized weights stay quantized on CUDA: decode steps read them with the
+//! quantized GEMV, longer inputs dequantize one matrix at a time into a scratch tensor for the
+//! GEMM. On the CPU they are dequantized once at load (the f32 GEMM is faster there than
+//! unpacking blocks every step). GGUF Llama files store Q/K rows permuted for adjacent-pair RoPE
+//! (llama.cpp's convention); RoPE is applied in that layout rather than rewriting the weights.
+//!
+//! The attention reads the preallocated KV cache in place (`[kv_heads, max_len, head_dim]`
+//! views, no copies), grouped-query heads without replication.
 
 use std::path::Path;
 
 use gpukit_ops::attention::{AttentionMask, sdpa};
 use gpukit_ops::kv_cache::KvCache;
 use gpukit_ops::ops::{self, Activation};
-use gpukit_ops::quant::QuantFormat;
-use gpukit_ops::rope::{RopeConfig, RopeLayout, RopeScaling, rope_inplace};
+use gpukit_ops::quant::{QuantFormat, QuantMatrix, dequantize_tensor, qgemv_into};
+use gpukit_ops::rope::{RopeLayout, rope_inplace};
 use gpukit_ops::{BinaryOp, DType, Device, Tensor, UnaryOp};
+use half::{bf16, f16};
 
-use crate::gguf::{GgmlType, GgufFile, GgufHeader};
+use crate::checkpoint::Checkpoint;
+use crate::gguf::{GgmlType, GgufFile};
 use crate::le::{Float, f32s};
+use crate::spec::{Arch, MlpKind, ModelSpec, NormKind, Positions};
 use crate::{Error, Result};
 
-/// Architectures this module runs.
-pub const SUPPORTED_ARCHITECTURES: [&str; 1] = ["llama"];
-
-/// A Llama model's hyperparameters.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LlamaConfig {
-    /// Transformer blocks.
-    pub n_layers: usize,
-    /// Hidden size.
-    pub hidden: usize,
-    /// MLP inner size.
-    pub ffn: usize,
-    /// Query heads.
-    pub n_heads: usize,
-    /// Key/value heads.
-    pub n_kv_heads: usize,
-    /// Values per head.
-    pub head_dim: usize,
-    /// Rotated dimensions per head.
-    pub rotary_dim: usize,
-    /// RoPE base.
-    pub rope_base: f64,
-    /// RMSNorm epsilon.
-    pub rms_eps: f32,
-    /// Vocabulary size.
-    pub vocab: usize,
-    /// Trained context length.
-    pub context_length: usize,
+/// A linear layer's weight: dense `[out, in]` in the compute dtype, or GGUF blocks.
+enum Weight {
+    Dense(Tensor),
+    Quant(QuantMatrix),
 }
 
-impl LlamaConfig {
-    /// Reads the hyperparameters from GGUF metadata (`file` names it in errors).
-    ///
-    /// # Errors
-    /// [`Error::Format`] for an architecture not supported (the message lists those that are) or
-    /// inconsistent sizes; [`Error::Missing`] for absent keys.
-    pub fn from_gguf(h: &GgufHeader, file: &Path) -> Result<LlamaConfig> {
-        let arch = h
-            .get("general.architecture")
-            .and_then(|v| v.as_str())
-            .unwrap_or("(none)");
-        if !SUPPORTED_ARCHITECTURES.contains(&arch) {
-            return Err(Error::Format {
-                file: file.to_path_buf(),
-                detail: format!(
-                    "architecture \"{arch}\" is not supported (supported: {})",
-                    SUPPORTED_ARCHITECTURES.join(", ")
-                ),
-            });
+/// `y = x · Wᵀ + b`.
+struct Linear {
+    w: Weight,
+    b: Option<Tensor>,
+}
+
+impl Linear {
+    /// `x [.., in]` → `[.., out]`, with `act` fused where the GEMM can fuse it.
+    fn forward(&self, x: &Tensor, act: Activation) -> gpukit_ops::Result<Tensor> {
+        match &self.w {
+            Weight::Dense(w) => ops::linear(x, w, self.b.as_ref(), act),
+            Weight::Quant(q) => {
+                let rows = x.numel() / q.cols.max(1);
+                let mut shape = x.shape().to_vec();
+                if let Some(last) = shape.last_mut() {
+                    *last = q.rows;
+                }
+                let y = if rows == 1 {
+                    let mut out = Tensor::empty(&[1, q.rows], x.dtype(), &x.device())?;
+                    qgemv_into(&x.reshape(&[1, q.cols])?, q, &mut out)?;
+                    let y = out.reshape(&shape)?;
+                    let y = match &self.b {
+                        Some(b) => ops::binary(BinaryOp::Add, &y, b)?,
+                        None => y,
+                    };
+                    match act {
+                        Activation::None => y,
+                        Activation::Relu => ops::unary(UnaryOp::Relu, &y)?,
+                        Activation::GeluTanh => ops::unary(UnaryOp::GeluTanh, &y)?,
+                    }
+                } else {
+                    let w = dequantize_tensor(&q.data, q.format, x.dtype())?
+                        .reshape(&[q.rows, q.cols])?;
+                    ops::linear(x, &w, self.b.as_ref(), act)?
+                };
+                Ok(y)
+            }
         }
-        let key = |k: &str| format!("{arch}.{k}");
-        let missing = |k: String| Error::Missing {
-            file: file.to_path_buf(),
-            what: format!("metadata `{k}`"),
-        };
-        let int = |k: &str| -> Result<usize> {
-            h.get(&key(k))
-                .and_then(|v| v.as_u64())
-                .map(|v| v as usize)
-                .ok_or_else(|| missing(key(k)))
-        };
-        let n_heads = int("attention.head_count")?;
-        let n_kv_heads = int("attention.head_count_kv").unwrap_or(n_heads);
-        let hidden = int("embedding_length")?;
-        if n_heads == 0 || n_kv_heads == 0 || hidden % n_heads != 0 || n_heads % n_kv_heads != 0 {
-            return Err(Error::Format {
-                file: file.to_path_buf(),
-                detail: format!(
-                    "{n_heads} heads / {n_kv_heads} KV heads do not divide hidden size {hidden}"
-                ),
-            });
+    }
+}
+
+/// RMSNorm or LayerNorm over the last dimension.
+struct Norm {
+    w: Tensor,
+    b: Option<Tensor>,
+    kind: NormKind,
+    eps: f32,
+}
+
+impl Norm {
+    fn forward(&self, x: &Tensor) -> gpukit_ops::Result<Tensor> {
+        match self.kind {
+            NormKind::Rms => ops::rms_norm(x, &self.w, self.eps),
+            NormKind::Layer => ops::layer_norm(x, &self.w, self.b.as_ref(), self.eps),
         }
-        let head_dim = hidden / n_heads;
-        let vocab = h
-            .get("tokenizer.ggml.tokens")
-            .and_then(|v| v.as_array())
-            .map(<[_]>::len)
-            .ok_or_else(|| missing("tokenizer.ggml.tokens".into()))?;
-        Ok(LlamaConfig {
-            n_layers: int("block_count")?,
-            hidden,
-            ffn: int("feed_forward_length")?,
-            n_heads,
-            n_kv_heads,
-            head_dim,
-            rotary_dim: int("rope.dimension_count").unwrap_or(head_dim),
-            rope_base: h
-                .get(&key("rope.freq_base"))
-                .and_then(|v| v.as_f64())
-                .unwrap_or(10_000.0),
-            rms_eps: h
-                .get(&key("attention.layer_norm_rms_epsilon"))
-                .and_then(|v| v.as_f64())
-                .ok_or_else(|| missing(key("attention.layer_norm_rms_epsilon")))?
-                as f32,
-            vocab,
-            context_length: int("context_length").unwrap_or(2048),
-        })
     }
 }
 
 struct Layer {
-    attn_norm: Tensor,
-    wq: Tensor,
-    wk: Tensor,
-    wv: Tensor,
-    wo: Tensor,
-    ffn_norm: Tensor,
-    w_gate: Tensor,
-    w_up: Tensor,
-    w_down: Tensor,
+    attn_norm: Norm,
+    q: Linear,
+    k: Linear,
+    v: Linear,
+    o: Linear,
+    q_norm: Option<Norm>,
+    k_norm: Option<Norm>,
+    mlp_norm: Norm,
+    /// SwiGLU's gate (None for GPT-2's MLP).
+    gate: Option<Linear>,
+    up: Linear,
+    down: Linear,
 }
 
-/// A loaded Llama model.
-pub struct Llama {
-    config: LlamaConfig,
+/// A loaded model.
+pub struct Model {
+    spec: ModelSpec,
     device: Device,
+    dtype: DType,
     embedding: Tensor,
+    /// GPT-2's learned positions `[max_positions, hidden]`.
+    position_embedding: Option<Tensor>,
     layers: Vec<Layer>,
-    norm: Tensor,
+    norm: Norm,
     /// `None`: tied to the embedding.
-    output: Option<Tensor>,
-    inv_freq: Tensor,
+    head: Option<Linear>,
+    /// RoPE: f32 `[rotary_dim / 2]` on the device, the cos/sin scale and the layout.
+    rope: Option<(Tensor, f32, RopeLayout)>,
 }
 
-impl std::fmt::Debug for Llama {
+impl std::fmt::Debug for Model {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Llama")
-            .field("config", &self.config)
+        f.debug_struct("Model")
+            .field("spec", &self.spec)
+            .field("dtype", &self.dtype)
             .finish()
     }
 }
@@ -160,40 +139,42 @@ pub struct Session {
     pos: usize,
 }
 
-/// A GGUF tensor dequantized to f32 `shape` (row-major) on `device`.
-fn load_f32(f: &GgufFile, name: &str, shape: &[usize], device: &Device) -> Result<Tensor> {
-    let (info, bytes) = f.tensor(name)?;
-    let bad = |detail: String| Error::Format {
-        file: f.path().to_path_buf(),
-        detail: format!("tensor `{name}`: {detail}"),
-    };
-    if info.shape() != shape {
-        return Err(bad(format!(
-            "shape {:?}, the config needs {shape:?}",
-            info.shape()
-        )));
+impl Session {
+    /// Tokens seen so far (the next token's position).
+    pub fn position(&self) -> usize {
+        self.pos
     }
-    let out = match info.ggml_type {
-        GgmlType::F32 => f32s(Float::F32, bytes),
-        GgmlType::F16 => f32s(Float::F16, bytes),
-        GgmlType::BF16 => f32s(Float::BF16, bytes),
-        t => {
-            let format = match t {
-                GgmlType::Q8_0 => QuantFormat::Q8_0,
-                GgmlType::Q4_0 => QuantFormat::Q4_0,
-                GgmlType::Q4_1 => QuantFormat::Q4_1,
-                GgmlType::Q4K => QuantFormat::Q4K,
-                GgmlType::Q5K => QuantFormat::Q5K,
-                GgmlType::Q6K => QuantFormat::Q6K,
-                other => return Err(bad(format!("type {} cannot be loaded yet", other.name()))),
-            };
-            let mut out = vec![0f32; info.numel() as usize];
-            gpukit_ops::quant::dequantize(format, bytes, &mut out)
-                .map_err(|e| bad(e.to_string()))?;
-            out
+}
+
+/// Where the weights come from.
+enum Source<'a> {
+    Gguf(&'a GgufFile),
+    /// A safetensors checkpoint; `prefix` is GPT-2's optional `transformer.`.
+    SafeTensors {
+        ck: &'a Checkpoint,
+        file: &'a Path,
+        prefix: &'static str,
+    },
+}
+
+/// f32 values uploaded as a `dtype` tensor.
+fn upload(
+    values: &[f32],
+    shape: &[usize],
+    dtype: DType,
+    device: &Device,
+) -> gpukit_ops::Result<Tensor> {
+    match dtype {
+        DType::BF16 => {
+            let v: Vec<bf16> = values.iter().map(|&x| bf16::from_f32(x)).collect();
+            Tensor::from_slice(&v, shape, device)
         }
-    };
-    Tensor::from_slice(&out, shape, device).map_err(|e| bad(format!("upload: {e}")))
+        DType::F16 => {
+            let v: Vec<f16> = values.iter().map(|&x| f16::from_f32(x)).collect();
+            Tensor::from_slice(&v, shape, device)
+        }
+        _ => Tensor::from_slice(values, shape, device),
+    }
 }
 
 fn op_err(e: gpukit_ops::Error) -> Error {
@@ -203,145 +184,577 @@ fn op_err(e: gpukit_ops::Error) -> Error {
     }
 }
 
-impl Llama {
-    /// Loads a Llama model from a GGUF file onto `device`.
-    ///
-    /// # Errors
-    /// As [`LlamaConfig::from_gguf`]; [`Error::Missing`] for an absent tensor; [`Error::Format`]
-    /// for a tensor whose shape does not match the config or whose type cannot be loaded.
-    pub fn from_gguf(f: &GgufFile, device: &Device) -> Result<Llama> {
-        let c = LlamaConfig::from_gguf(f.header(), f.path())?;
-        let load = |name: &str, shape: &[usize]| load_f32(f, name, shape, device);
-        let (h, q, kv) = (c.hidden, c.n_heads * c.head_dim, c.n_kv_heads * c.head_dim);
-        let mut layers = Vec::with_capacity(c.n_layers);
-        for i in 0..c.n_layers {
-            let p = |t: &str| format!("blk.{i}.{t}.weight");
-            layers.push(Layer {
-                attn_norm: load(&p("attn_norm"), &[h])?,
-                wq: load(&p("attn_q"), &[q, h])?,
-                wk: load(&p("attn_k"), &[kv, h])?,
-                wv: load(&p("attn_v"), &[kv, h])?,
-                wo: load(&p("attn_output"), &[h, q])?,
-                ffn_norm: load(&p("ffn_norm"), &[h])?,
-                w_gate: load(&p("ffn_gate"), &[c.ffn, h])?,
-                w_up: load(&p("ffn_up"), &[c.ffn, h])?,
-                w_down: load(&p("ffn_down"), &[h, c.ffn])?,
-            });
+fn quant_format(t: GgmlType) -> Option<QuantFormat> {
+    Some(match t {
+        GgmlType::Q8_0 => QuantFormat::Q8_0,
+        GgmlType::Q4_0 => QuantFormat::Q4_0,
+        GgmlType::Q4_1 => QuantFormat::Q4_1,
+        GgmlType::Q4K => QuantFormat::Q4K,
+        GgmlType::Q5K => QuantFormat::Q5K,
+        GgmlType::Q6K => QuantFormat::Q6K,
+        _ => return None,
+    })
+}
+
+/// Loads tensors by role for one model.
+struct Loader<'a> {
+    src: Source<'a>,
+    spec: &'a ModelSpec,
+    dtype: DType,
+    device: &'a Device,
+}
+
+impl Loader<'_> {
+    fn file(&self) -> &Path {
+        match &self.src {
+            Source::Gguf(f) => f.path(),
+            Source::SafeTensors { file, .. } => file,
         }
-        let output = if f.header().tensor("output.weight").is_some() {
-            Some(load("output.weight", &[c.vocab, h])?)
+    }
+
+    fn bad(&self, name: &str, detail: impl std::fmt::Display) -> Error {
+        Error::Format {
+            file: self.file().to_path_buf(),
+            detail: format!("tensor `{name}`: {detail}"),
+        }
+    }
+
+    fn has(&self, name: &str) -> bool {
+        match &self.src {
+            Source::Gguf(f) => f.header().tensor(name).is_some(),
+            Source::SafeTensors { ck, prefix, .. } => ck.contains(&format!("{prefix}{name}")),
+        }
+    }
+
+    fn check_shape(&self, name: &str, got: &[usize], want: &[usize]) -> Result<()> {
+        if got == want {
+            Ok(())
         } else {
-            None
-        };
-        let table = RopeConfig {
-            rotary_dim: c.rotary_dim,
-            base: c.rope_base,
-            scaling: RopeScaling::None,
+            Err(self.bad(name, format!("shape {got:?}, the config needs {want:?}")))
         }
-        .table(c.context_length)
-        .map_err(op_err)?;
-        Ok(Llama {
-            embedding: load("token_embd.weight", &[c.vocab, h])?,
-            norm: load("output_norm.weight", &[h])?,
-            inv_freq: Tensor::from_slice(&table.inv_freq, &[table.inv_freq.len()], device)
-                .map_err(op_err)?,
-            layers,
-            output,
-            device: device.clone(),
-            config: c,
+    }
+
+    /// The f32 values of `name`, checked to have `shape` (row-major).
+    fn host_f32(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
+        match &self.src {
+            Source::Gguf(f) => {
+                let (info, bytes) = f.tensor(name)?;
+                self.check_shape(name, &info.shape(), shape)?;
+                Ok(match info.ggml_type {
+                    GgmlType::F32 => f32s(Float::F32, bytes),
+                    GgmlType::F16 => f32s(Float::F16, bytes),
+                    GgmlType::BF16 => f32s(Float::BF16, bytes),
+                    t => {
+                        let format = quant_format(t).ok_or_else(|| {
+                            self.bad(name, format!("type {} cannot be loaded yet", t.name()))
+                        })?;
+                        let mut out = vec![0f32; info.numel() as usize];
+                        gpukit_ops::quant::dequantize(format, bytes, &mut out)
+                            .map_err(|e| self.bad(name, e))?;
+                        out
+                    }
+                })
+            }
+            Source::SafeTensors { ck, prefix, .. } => {
+                let full = format!("{prefix}{name}");
+                let t = ck.load(&full, DType::F32, &Device::Cpu)?;
+                self.check_shape(name, t.shape(), shape)?;
+                t.to_vec::<f32>().map_err(|e| self.bad(name, e))
+            }
+        }
+    }
+
+    /// `name` as a dense compute-dtype tensor of `shape` on the device.
+    fn dense(&self, name: &str, shape: &[usize]) -> Result<Tensor> {
+        if let Source::SafeTensors { ck, prefix, .. } = &self.src {
+            // Straight from the mapped bytes (bf16 → bf16 without a detour through f32).
+            let t = ck.load(&format!("{prefix}{name}"), self.dtype, self.device)?;
+            self.check_shape(name, t.shape(), shape)?;
+            return Ok(t);
+        }
+        let v = self.host_f32(name, shape)?;
+        upload(&v, shape, self.dtype, self.device).map_err(|e| self.bad(name, e))
+    }
+
+    /// A linear layer `[out, in]` named `w` (and `b` when `bias`): GGUF blocks stay quantized
+    /// on CUDA.
+    fn linear(&self, w: &str, b: Option<&str>, out: usize, inp: usize) -> Result<Linear> {
+        let weight = match &self.src {
+            Source::Gguf(f) if matches!(self.device, Device::Cuda(_)) => {
+                let (info, bytes) = f.tensor(w)?;
+                self.check_shape(w, &info.shape(), &[out, inp])?;
+                match quant_format(info.ggml_type) {
+                    Some(format) => {
+                        let data = Tensor::from_slice(bytes, &[bytes.len()], self.device)
+                            .map_err(|e| self.bad(w, e))?;
+                        Weight::Quant(
+                            QuantMatrix::new(data, format, out, inp).map_err(|e| self.bad(w, e))?,
+                        )
+                    }
+                    None => Weight::Dense(self.dense(w, &[out, inp])?),
+                }
+            }
+            _ => Weight::Dense(self.dense(w, &[out, inp])?),
+        };
+        let b = match b {
+            Some(b) => Some(self.dense(b, &[out])?),
+            None => None,
+        };
+        Ok(Linear { w: weight, b })
+    }
+
+    fn norm(&self, w: &str, b: Option<&str>, n: usize) -> Result<Norm> {
+        Ok(Norm {
+            w: self.dense(w, &[n])?,
+            b: match b {
+                Some(b) => Some(self.dense(b, &[n])?),
+                None => None,
+            },
+            kind: self.spec.norm,
+            eps: self.spec.norm_eps,
         })
     }
 
+    /// GPT-2's `Conv1D` weight (`[in, out]`) transposed to `[out, in]`, split along `out` into
+    /// `parts` equal linear layers, with its bias split alike.
+    fn conv1d(&self, name: &str, inp: usize, out: usize, parts: usize) -> Result<Vec<Linear>> {
+        let w = self.host_f32(&format!("{name}.weight"), &[inp, out])?;
+        let b = self.host_f32(&format!("{name}.bias"), &[out])?;
+        let part = out / parts;
+        (0..parts)
+            .map(|p| {
+                let mut wt = vec![0f32; part * inp];
+                for (o, row) in wt.chunks_exact_mut(inp).enumerate() {
+                    for (i, x) in row.iter_mut().enumerate() {
+                        *x = w[i * out + p * part + o];
+                    }
+                }
+                let up = |v: &[f32], shape: &[usize]| {
+                    upload(v, shape, self.dtype, self.device).map_err(|e| self.bad(name, e))
+                };
+                Ok(Linear {
+                    w: Weight::Dense(up(&wt, &[part, inp])?),
+                    b: Some(up(&b[p * part..(p + 1) * part], &[part])?),
+                })
+            })
+            .collect()
+    }
+
+    fn layer(&self, i: usize) -> Result<Layer> {
+        let s = self.spec;
+        let (h, q, kv) = (s.hidden, s.n_heads * s.head_dim, s.n_kv_heads * s.head_dim);
+        if s.arch == Arch::Gpt2 {
+            let p = |t: &str| format!("h.{i}.{t}");
+            let mut qkv = self.conv1d(&p("attn.c_attn"), h, 3 * h, 3)?.into_iter();
+            let mut next = || {
+                qkv.next()
+                    .ok_or_else(|| self.bad(&p("attn.c_attn"), "split"))
+            };
+            let (wq, wk, wv) = (next()?, next()?, next()?);
+            let mut o = self.conv1d(&p("attn.c_proj"), h, h, 1)?;
+            let mut up = self.conv1d(&p("mlp.c_fc"), h, s.ffn, 1)?;
+            let mut down = self.conv1d(&p("mlp.c_proj"), s.ffn, h, 1)?;
+            let one = |v: &mut Vec<Linear>, n: &str| v.pop().ok_or_else(|| self.bad(n, "split"));
+            return Ok(Layer {
+                attn_norm: self.norm(&p("ln_1.weight"), Some(&p("ln_1.bias")), h)?,
+                q: wq,
+                k: wk,
+                v: wv,
+                o: one(&mut o, "c_proj")?,
+                q_norm: None,
+                k_norm: None,
+                mlp_norm: self.norm(&p("ln_2.weight"), Some(&p("ln_2.bias")), h)?,
+                gate: None,
+                up: one(&mut up, "c_fc")?,
+                down: one(&mut down, "c_proj")?,
+            });
+        }
+        let gguf = matches!(self.src, Source::Gguf(_));
+        // (HF name, GGUF name) of each role in layer i.
+        let name = |hf: &str, gg: &str, suffix: &str| {
+            if gguf {
+                format!("blk.{i}.{gg}.{suffix}")
+            } else {
+                format!("model.layers.{i}.{hf}.{suffix}")
+            }
+        };
+        let lin = |hf: &str, gg: &str, bias: bool, out: usize, inp: usize| {
+            let b = bias.then(|| name(hf, gg, "bias"));
+            self.linear(&name(hf, gg, "weight"), b.as_deref(), out, inp)
+        };
+        let qk_norm = |hf: &str, gg: &str| -> Result<Option<Norm>> {
+            if s.qk_norm {
+                self.norm(&name(hf, gg, "weight"), None, s.head_dim)
+                    .map(Some)
+            } else {
+                Ok(None)
+            }
+        };
+        Ok(Layer {
+            attn_norm: self.norm(&name("input_layernorm", "attn_norm", "weight"), None, h)?,
+            q: lin("self_attn.q_proj", "attn_q", s.qkv_bias, q, h)?,
+            k: lin("self_attn.k_proj", "attn_k", s.qkv_bias, kv, h)?,
+            v: lin("self_attn.v_proj", "attn_v", s.qkv_bias, kv, h)?,
+            o: lin("self_attn.o_proj", "attn_output", s.o_bias, h, q)?,
+            q_norm: qk_norm("self_attn.q_norm", "attn_q_norm")?,
+            k_norm: qk_norm("self_attn.k_norm", "attn_k_norm")?,
+            mlp_norm: self.norm(
+                &name("post_attention_layernorm", "ffn_norm", "weight"),
+                None,
+                h,
+            )?,
+            gate: Some(lin("mlp.gate_proj", "ffn_gate", s.mlp_bias, s.ffn, h)?),
+            up: lin("mlp.up_proj", "ffn_up", s.mlp_bias, s.ffn, h)?,
+            down: lin("mlp.down_proj", "ffn_down", s.mlp_bias, h, s.ffn)?,
+        })
+    }
+
+    fn model(self, on_layer: &mut dyn FnMut(usize, usize)) -> Result<Model> {
+        let s = self.spec;
+        let h = s.hidden;
+        let gguf = matches!(self.src, Source::Gguf(_));
+        let gpt2 = s.arch == Arch::Gpt2;
+        let (embed, pos, norm_w, norm_b, head) = match (gguf, gpt2) {
+            (true, _) => (
+                "token_embd.weight",
+                None,
+                "output_norm.weight",
+                None,
+                "output.weight",
+            ),
+            (false, true) => (
+                "wte.weight",
+                Some("wpe.weight"),
+                "ln_f.weight",
+                Some("ln_f.bias"),
+                "lm_head.weight",
+            ),
+            (false, false) => (
+                "model.embed_tokens.weight",
+                None,
+                "model.norm.weight",
+                None,
+                "lm_head.weight",
+            ),
+        };
+        let mut layers = Vec::with_capacity(s.n_layers);
+        for i in 0..s.n_layers {
+            on_layer(i, s.n_layers);
+            layers.push(self.layer(i)?);
+        }
+        let rope = match &s.positions {
+            Positions::Rope { config, layout } => {
+                let table = config.table(s.max_positions).map_err(op_err)?;
+                let mut inv_freq = table.inv_freq;
+                // Llama 3 GGUF files carry the `llama3` scaling as per-frequency divisors.
+                if gguf && self.has("rope_freqs.weight") {
+                    let factors = self.host_f32("rope_freqs.weight", &[inv_freq.len()])?;
+                    for (f, d) in inv_freq.iter_mut().zip(factors) {
+                        *f /= d;
+                    }
+                }
+                let t = Tensor::from_slice(&inv_freq, &[inv_freq.len()], self.device)
+                    .map_err(op_err)?;
+                Some((t, table.attention_scale, *layout))
+            }
+            Positions::Learned => None,
+        };
+        // A tied head in the file (some checkpoints store both) is the same matrix.
+        let head = if s.tied_embeddings {
+            None
+        } else {
+            Some(self.linear(head, None, s.vocab, h)?)
+        };
+        Ok(Model {
+            embedding: self.dense(embed, &[s.vocab, h])?,
+            position_embedding: match pos {
+                Some(p) => Some(self.dense(p, &[s.max_positions, h])?),
+                None => None,
+            },
+            norm: self.norm(norm_w, norm_b, h)?,
+            head,
+            rope,
+            layers,
+            spec: s.clone(),
+            device: self.device.clone(),
+            dtype: self.dtype,
+        })
+    }
+}
+
+/// How to load a model.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LoadOptions {
+    /// The compute dtype (default: f32 on the CPU, bf16 on CUDA).
+    pub dtype: Option<DType>,
+}
+
+impl LoadOptions {
+    fn dtype_for(&self, device: &Device) -> Result<DType> {
+        let dtype = self.dtype.unwrap_or(match device {
+            Device::Cpu => DType::F32,
+            Device::Cuda(_) => DType::BF16,
+        });
+        if matches!(dtype, DType::F32 | DType::F16 | DType::BF16) {
+            Ok(dtype)
+        } else {
+            Err(Error::Format {
+                file: "load options".into(),
+                detail: format!("compute dtype {dtype}: use f32, f16 or bf16"),
+            })
+        }
+    }
+}
+
+impl Model {
+    /// Loads a GGUF model onto `device`; `on_layer(i, n)` is called before each layer loads.
+    ///
+    /// # Errors
+    /// As [`ModelSpec::from_gguf`]; [`Error::Missing`] for an absent tensor; [`Error::Format`]
+    /// for a tensor whose shape does not match the spec or whose type cannot be loaded.
+    pub fn from_gguf(
+        f: &GgufFile,
+        device: &Device,
+        opts: LoadOptions,
+        on_layer: &mut dyn FnMut(usize, usize),
+    ) -> Result<Model> {
+        let spec = ModelSpec::from_gguf(f.header(), f.path())?;
+        Loader {
+            src: Source::Gguf(f),
+            spec: &spec,
+            dtype: opts.dtype_for(device)?,
+            device,
+        }
+        .model(on_layer)
+    }
+
+    /// Loads an HF checkpoint (`spec` from its `config.json`; `file` names the checkpoint in
+    /// errors) onto `device`.
+    ///
+    /// # Errors
+    /// As [`Model::from_gguf`].
+    pub fn from_safetensors(
+        spec: ModelSpec,
+        ck: &Checkpoint,
+        file: &Path,
+        device: &Device,
+        opts: LoadOptions,
+        on_layer: &mut dyn FnMut(usize, usize),
+    ) -> Result<Model> {
+        // GPT2LMHeadModel saves `transformer.`-prefixed names, GPT2Model bare ones.
+        let prefix = if spec.arch == Arch::Gpt2 && ck.contains("transformer.wte.weight") {
+            "transformer."
+        } else {
+            ""
+        };
+        Loader {
+            src: Source::SafeTensors { ck, file, prefix },
+            spec: &spec,
+            dtype: opts.dtype_for(device)?,
+            device,
+        }
+        .model(on_layer)
+    }
+
     /// The hyperparameters.
-    pub fn config(&self) -> &LlamaConfig {
-        &self.config
+    pub fn spec(&self) -> &ModelSpec {
+        &self.spec
+    }
+
+    /// The compute dtype.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// Where it runs.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Bytes of the weights as stored on the device.
+    pub fn weight_bytes(&self) -> usize {
+        let t = |x: &Tensor| x.numel() * x.dtype().size_in_bytes();
+        let lin = |l: &Linear| {
+            let w = match &l.w {
+                Weight::Dense(w) => t(w),
+                Weight::Quant(q) => t(&q.data),
+            };
+            w + l.b.as_ref().map_or(0, t)
+        };
+        let norm = |n: &Norm| t(&n.w) + n.b.as_ref().map_or(0, t);
+        let layers: usize = self
+            .layers
+            .iter()
+            .map(|l| {
+                [&l.q, &l.k, &l.v, &l.o, &l.up, &l.down]
+                    .into_iter()
+                    .chain(l.gate.as_ref())
+                    .map(lin)
+                    .sum::<usize>()
+                    + norm(&l.attn_norm)
+                    + norm(&l.mlp_norm)
+                    + l.q_norm.as_ref().map_or(0, norm)
+                    + l.k_norm.as_ref().map_or(0, norm)
+            })
+            .sum();
+        layers
+            + t(&self.embedding)
+            + self.position_embedding.as_ref().map_or(0, t)
+            + norm(&self.norm)
+            + self.head.as_ref().map_or(0, lin)
     }
 
     /// A new conversation with room for `max_len` tokens.
     ///
     /// # Errors
-    /// Memory errors.
+    /// [`Error::Format`] if `max_len` exceeds the model's positions; memory errors.
     pub fn session(&self, max_len: usize) -> Result<Session> {
-        let c = &self.config;
-        let caches = (0..c.n_layers)
-            .map(|_| KvCache::new(c.n_kv_heads, max_len, c.head_dim, DType::F32, &self.device))
+        let s = &self.spec;
+        if max_len > s.max_positions {
+            return Err(Error::Format {
+                file: "session".into(),
+                detail: format!(
+                    "{max_len} positions requested; the model has {}",
+                    s.max_positions
+                ),
+            });
+        }
+        let caches = (0..s.n_layers)
+            .map(|_| KvCache::new(s.n_kv_heads, max_len, s.head_dim, self.dtype, &self.device))
             .collect::<gpukit_ops::Result<Vec<_>>>()
             .map_err(op_err)?;
         Ok(Session { caches, pos: 0 })
     }
 
     /// Runs `tokens` (the prompt, or the next token) through the model after what `session`
-    /// holds and returns the logits of the last one.
+    /// holds and returns the logits of the last one: `[1, vocab]` in the compute dtype, on the
+    /// model's device.
     ///
     /// # Errors
-    /// [`Error::Format`] for an id outside the vocabulary or a full session; op errors.
-    pub fn forward(&self, session: &mut Session, tokens: &[u32]) -> Result<Vec<f32>> {
-        let c = &self.config;
+    /// [`Error::Format`] for no tokens, an id outside the vocabulary or a session without room;
+    /// op errors.
+    pub fn forward(&self, session: &mut Session, tokens: &[u32]) -> Result<Tensor> {
+        let s = &self.spec;
         let t = tokens.len();
-        if t == 0 {
-            return Err(Error::Format {
-                file: "forward pass".into(),
-                detail: "no tokens to run".into(),
-            });
+        let room = session.caches.first().map_or(0, KvCache::max_len) - session.pos;
+        let bad = |detail: String| Error::Format {
+            file: "forward pass".into(),
+            detail,
+        };
+        if t == 0 || t > room {
+            return Err(bad(format!(
+                "{t} tokens for a session with room for {room} more (1 or more needed)"
+            )));
+        }
+        if let Some(&id) = tokens.iter().find(|&&i| i as usize >= s.vocab) {
+            return Err(bad(format!(
+                "token id {id} outside the vocabulary of {}",
+                s.vocab
+            )));
         }
         let dev = &self.device;
         let ids: Vec<i32> = tokens.iter().map(|&i| i as i32).collect();
         let ids = Tensor::from_slice(&ids, &[t], dev).map_err(op_err)?;
         let pos: Vec<i32> = (session.pos..session.pos + t).map(|p| p as i32).collect();
         let positions = Tensor::from_slice(&pos, &[t], dev).map_err(op_err)?;
-        let scale = 1.0 / (c.head_dim as f32).sqrt();
-        let mask = AttentionMask {
-            causal: true,
-            ..Default::default()
+        let scale = 1.0 / (s.head_dim as f32).sqrt();
+        let rope = |x: &mut Tensor| -> gpukit_ops::Result<()> {
+            match &self.rope {
+                Some((inv_freq, mscale, layout)) => {
+                    rope_inplace(x, &positions, inv_freq, *mscale, *layout)
+                }
+                None => Ok(()),
+            }
         };
-        let lin = |x: &Tensor, w: &Tensor| ops::linear(x, w, None, Activation::None);
-        let mut run = || -> gpukit_ops::Result<Vec<f32>> {
+        let mut run = || -> gpukit_ops::Result<Tensor> {
             let mut x = ops::embedding(&self.embedding, &ids)?;
-            for (layer, cache) in self.layers.iter().zip(session.caches.iter_mut()) {
-                let h = ops::rms_norm(&x, &layer.attn_norm, c.rms_eps)?;
-                let mut q = lin(&h, &layer.wq)?.reshape(&[t, c.n_heads, c.head_dim])?;
-                let mut k = lin(&h, &layer.wk)?.reshape(&[t, c.n_kv_heads, c.head_dim])?;
-                let v = lin(&h, &layer.wv)?.reshape(&[t, c.n_kv_heads, c.head_dim])?;
-                rope_inplace(
-                    &mut q,
-                    &positions,
-                    &self.inv_freq,
-                    1.0,
-                    RopeLayout::AdjacentPairs,
-                )?;
-                rope_inplace(
-                    &mut k,
-                    &positions,
-                    &self.inv_freq,
-                    1.0,
-                    RopeLayout::AdjacentPairs,
-                )?;
-                cache.append(&k, &v)?;
-                let len = cache.len();
-                let heads_first = |x: Tensor, heads: usize, n: usize| {
-                    x.contiguous()?.reshape(&[1, heads, n, c.head_dim])
+            if let Some(p) = &self.position_embedding {
+                x = ops::binary(BinaryOp::Add, &x, &ops::embedding(p, &positions)?)?;
+            }
+            for ((layer, cache), window) in self
+                .layers
+                .iter()
+                .zip(session.caches.iter_mut())
+                .zip(&s.sliding_window)
+            {
+                let h = layer.attn_norm.forward(&x)?;
+                let heads = |l: &Linear, n: usize| {
+                    l.forward(&h, Activation::None)?
+                        .reshape(&[t, n, s.head_dim])
                 };
-                let q4 = heads_first(q.transpose(0, 1)?, c.n_heads, t)?;
-                let k4 = heads_first(cache.keys()?, c.n_kv_heads, len)?;
-                let v4 = heads_first(cache.values()?, c.n_kv_heads, len)?;
+                let mut q = heads(&layer.q, s.n_heads)?;
+                let mut k = heads(&layer.k, s.n_kv_heads)?;
+                let v = heads(&layer.v, s.n_kv_heads)?;
+                if let (Some(qn), Some(kn)) = (&layer.q_norm, &layer.k_norm) {
+                    q = qn.forward(&q)?;
+                    k = kn.forward(&k)?;
+                }
+                rope(&mut q)?;
+                rope(&mut k)?;
+                cache.append(&k, &v)?;
+                let mask = AttentionMask {
+                    causal: true,
+                    sliding_window: *window,
+                    alibi: false,
+                };
+                // [t, heads, d] → [1, heads, t, d] views; the cache is read in place.
+                let q4 = q.transpose(0, 1)?.unsqueeze(0)?;
+                let k4 = cache.keys()?.unsqueeze(0)?;
+                let v4 = cache.values()?.unsqueeze(0)?;
                 let o = sdpa(&q4, &k4, &v4, scale, mask)?
-                    .reshape(&[c.n_heads, t, c.head_dim])?
+                    .reshape(&[s.n_heads, t, s.head_dim])?
                     .transpose(0, 1)?
-                    .contiguous()?
-                    .reshape(&[t, c.n_heads * c.head_dim])?;
-                x = ops::binary(BinaryOp::Add, &x, &lin(&o, &layer.wo)?)?;
-                let h = ops::rms_norm(&x, &layer.ffn_norm, c.rms_eps)?;
-                let gate = ops::unary(UnaryOp::Silu, &lin(&h, &layer.w_gate)?)?;
-                let act = ops::binary(BinaryOp::Mul, &gate, &lin(&h, &layer.w_up)?)?;
-                x = ops::binary(BinaryOp::Add, &x, &lin(&act, &layer.w_down)?)?;
+                    .reshape(&[t, s.n_heads * s.head_dim])?;
+                x = ops::binary(BinaryOp::Add, &x, &layer.o.forward(&o, Activation::None)?)?;
+                let h = layer.mlp_norm.forward(&x)?;
+                let y = match (&layer.gate, s.mlp) {
+                    (Some(gate), MlpKind::SwiGlu) => {
+                        let g = ops::unary(UnaryOp::Silu, &gate.forward(&h, Activation::None)?)?;
+                        let a = ops::binary(
+                            BinaryOp::Mul,
+                            &g,
+                            &layer.up.forward(&h, Activation::None)?,
+                        )?;
+                        layer.down.forward(&a, Activation::None)?
+                    }
+                    _ => {
+                        let a = layer.up.forward(&h, Activation::GeluTanh)?;
+                        layer.down.forward(&a, Activation::None)?
+                    }
+                };
+                x = ops::binary(BinaryOp::Add, &x, &y)?;
             }
             let last = x.narrow(0, t - 1, 1)?;
-            let h = ops::rms_norm(&last, &self.norm, c.rms_eps)?;
-            let logits = lin(&h, self.output.as_ref().unwrap_or(&self.embedding))?;
-            logits.to_vec::<f32>()
+            let h = self.norm.forward(&last)?;
+            match &self.head {
+                Some(head) => head.forward(&h, Activation::None),
+                None => ops::linear(&h, &self.embedding, None, Activation::None),
+            }
         };
-        let logits = run().map_err(op_err)?;
-        session.pos += t;
-        Ok(logits)
+        match run() {
+            Ok(logits) => {
+                session.pos += t;
+                Ok(logits)
+            }
+            Err(e) => {
+                // Leave the session as it was: drop what the failed pass appended.
+                for cache in &mut session.caches {
+                    if cache.len() > session.pos {
+                        cache.truncate(session.pos).map_err(op_err)?;
+                    }
+                }
+                Err(op_err(e))
+            }
+        }
+    }
+
+    /// [`Model::forward`] with the logits as f32 values on the host.
+    ///
+    /// # Errors
+    /// As [`Model::forward`].
+    pub fn forward_logits(&self, session: &mut Session, tokens: &[u32]) -> Result<Vec<f32>> {
+        let logits = self.forward(session, tokens)?;
+        let logits = ops::to_dtype(&logits, DType::F32).map_err(op_err)?;
+        logits.to_vec::<f32>().map_err(op_err)
     }
 }

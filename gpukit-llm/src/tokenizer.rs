@@ -1,5 +1,6 @@
-//! The tokenizer a GGUF file describes, built with the HF `tokenizers` crate (pure-Rust regex).
-//! (HF `tokenizer.json` files come with safetensors models, which are not run yet.)
+//! Tokenizers, through the HF `tokenizers` crate (pure-Rust regex): an HF model directory's
+//! `tokenizer.json` as is (with BOS/EOS from `tokenizer_config.json`), or the equivalent
+//! tokenizer built from a GGUF file's metadata.
 //!
 //! From GGUF (`tokenizer.ggml.model = "gpt2"`, byte-level BPE): the vocabulary
 //! (`tokenizer.ggml.tokens`), the merges, the token types (control tokens — type 3 — and
@@ -27,6 +28,28 @@ use tokenizers::{AddedToken, SplitDelimiterBehavior};
 use crate::gguf::GgufHeader;
 use crate::{Error, Result};
 
+/// A JSON file of an HF model directory, `None` if absent.
+pub(crate) fn read_json(path: &Path) -> Result<Option<serde_json::Value>> {
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| tk_err(path, "JSON", e))
+}
+
+/// A special token's text in `tokenizer_config.json`: a string or `{"content": …}`.
+pub(crate) fn special_token(config: &serde_json::Value, key: &str) -> Option<String> {
+    let v = config.get(key)?;
+    v.as_str()
+        .or_else(|| v.get("content").and_then(|c| c.as_str()))
+        .map(str::to_string)
+}
+
 /// Llama 3's pre-tokenizer pattern (llama.cpp `LLAMA_VOCAB_PRE_TYPE_LLAMA3`).
 const LLAMA3_PATTERN: &str = r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 /// Qwen2's pre-tokenizer pattern (llama.cpp `LLAMA_VOCAB_PRE_TYPE_QWEN2`).
@@ -43,6 +66,9 @@ pub struct Tokenizer {
     bos: Option<u32>,
     eos: Option<u32>,
     add_bos: bool,
+    /// Whether chat-rendered text gets the special tokens a raw prompt gets: llama.cpp adds
+    /// them (GGUF); HF's `apply_chat_template` does not, the template writes them itself.
+    specials_in_chat: bool,
 }
 
 impl std::fmt::Debug for Tokenizer {
@@ -194,21 +220,73 @@ impl Tokenizer {
             bos: id("tokenizer.ggml.bos_token_id"),
             eos: id("tokenizer.ggml.eos_token_id"),
             add_bos,
+            specials_in_chat: true,
         })
     }
 
-    /// Token ids of `text`; special tokens written in it (`<|im_start|>`) become their ids; a
-    /// BOS id is prepended when the model asks for one.
+    /// Loads an HF model directory's `tokenizer.json`, with the BOS/EOS tokens its
+    /// `tokenizer_config.json` names (`bos_token`, `eos_token`: a string or `{"content": …}`).
+    /// Raw prompts get what the tokenizer's post-processor adds (e.g. Llama 3's BOS).
+    ///
+    /// # Errors
+    /// [`Error::Missing`] without `tokenizer.json`; [`Error::Format`] for files that do not
+    /// parse.
+    pub fn from_hf_dir(dir: &Path) -> Result<Tokenizer> {
+        let file = dir.join("tokenizer.json");
+        if !file.is_file() {
+            return Err(Error::Missing {
+                file: dir.to_path_buf(),
+                what: "tokenizer.json".into(),
+            });
+        }
+        let inner =
+            tokenizers::Tokenizer::from_file(&file).map_err(|e| tk_err(&file, "tokenizer", e))?;
+        let config = read_json(&dir.join("tokenizer_config.json"))?;
+        let id = |key: &str| {
+            config
+                .as_ref()
+                .and_then(|c| special_token(c, key))
+                .and_then(|t| inner.token_to_id(&t))
+        };
+        let (bos, eos) = (id("bos_token"), id("eos_token"));
+        Ok(Tokenizer {
+            inner,
+            bos,
+            eos,
+            add_bos: false,
+            specials_in_chat: false,
+        })
+    }
+
+    /// Token ids of a raw prompt; special tokens written in it (`<|im_start|>`) become their
+    /// ids; the model's own special tokens (a BOS) are added as it asks.
     ///
     /// # Errors
     /// [`Error::Format`] if the tokenizer fails.
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
+        self.encode_with(text, true)
+    }
+
+    /// Token ids of text a chat template rendered: as [`Tokenizer::encode`] for GGUF models
+    /// (llama.cpp's behaviour), without added special tokens for HF ones (the template wrote
+    /// them, as in HF's `apply_chat_template`).
+    ///
+    /// # Errors
+    /// [`Error::Format`] if the tokenizer fails.
+    pub fn encode_rendered(&self, text: &str) -> Result<Vec<u32>> {
+        self.encode_with(text, self.specials_in_chat)
+    }
+
+    fn encode_with(&self, text: &str, specials: bool) -> Result<Vec<u32>> {
+        // A GGUF tokenizer has no post-processor: its BOS is added here.
+        let post = specials && !self.add_bos;
         let enc = self
             .inner
-            .encode(text, false)
+            .encode(text, post)
             .map_err(|e| tk_err(Path::new("tokenizer"), "encode", e))?;
         let mut ids = Vec::with_capacity(enc.len() + 1);
-        if self.add_bos
+        if specials
+            && self.add_bos
             && let Some(b) = self.bos
         {
             ids.push(b);

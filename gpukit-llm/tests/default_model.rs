@@ -11,8 +11,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use gpukit_llm::chat::{ChatTemplate, Message};
-use gpukit_llm::engine::{Engine, GenerateOptions, StopReason};
+use gpukit_llm::engine::{Engine, GenerateOptions, Prompt, StopReason};
 use gpukit_llm::gguf::{GgmlType, GgufFile};
+use gpukit_llm::model::LoadOptions;
 use gpukit_llm::store::DEFAULT_MODEL;
 use gpukit_llm::tokenizer::Tokenizer;
 
@@ -83,7 +84,13 @@ fn default_model_answers_on_the_cpu() {
     let path = DEFAULT_MODEL
         .fetch(&mut |line| eprintln!("{line}"))
         .unwrap_or_else(|e| panic!("{e}"));
-    let engine = Engine::load(&path, &gpukit_ops::Device::Cpu).unwrap();
+    let engine = Engine::load(
+        &path,
+        &gpukit_ops::Device::Cpu,
+        LoadOptions::default(),
+        &mut |_, _| {},
+    )
+    .unwrap();
     for (question, want) in [
         (
             "What is the capital of France? Answer in one word.",
@@ -95,16 +102,16 @@ fn default_model_answers_on_the_cpu() {
         ),
         ("What is 2 + 2?", "4"),
     ] {
-        let prompt = engine
-            .chat_prompt(&[Message::new("user", question)])
-            .unwrap();
+        let messages = [Message::new("user", question)];
         let mut answer = String::new();
         let opts = GenerateOptions {
             max_new_tokens: 24,
             ..Default::default()
         };
         let stats = engine
-            .generate(&prompt, &opts, &mut |piece| answer.push_str(piece))
+            .generate(Prompt::Chat(&messages), &opts, &mut |piece| {
+                answer.push_str(piece)
+            })
             .unwrap();
         println!(
             "{question} → {answer:?} ({} prompt tokens, {} new, prefill {:.2} s, {:.1} tokens/s)",
@@ -124,12 +131,10 @@ fn default_model_answers_on_the_cpu() {
         );
     }
     // A stop string cuts the text before it.
-    let prompt = engine
-        .chat_prompt(&[Message::new(
-            "user",
-            "What is the capital of France? Answer in one word.",
-        )])
-        .unwrap();
+    let messages = [Message::new(
+        "user",
+        "What is the capital of France? Answer in one word.",
+    )];
     let mut text = String::new();
     let opts = GenerateOptions {
         max_new_tokens: 24,
@@ -137,7 +142,7 @@ fn default_model_answers_on_the_cpu() {
         ..Default::default()
     };
     let stats = engine
-        .generate(&prompt, &opts, &mut |p| text.push_str(p))
+        .generate(Prompt::Chat(&messages), &opts, &mut |p| text.push_str(p))
         .unwrap();
     assert_eq!(
         (text.as_str(), stats.stop),

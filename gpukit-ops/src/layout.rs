@@ -156,6 +156,26 @@ impl Layout {
         Ok(l)
     }
 
+    /// A size-1 dimension inserted before dimension `dim` (`dim == ndim` appends one).
+    ///
+    /// # Errors
+    /// [`Error::Shape`] for `dim > ndim`.
+    pub fn unsqueeze(&self, dim: usize) -> Result<Self> {
+        if dim > self.shape.len() {
+            return Err(Error::shape(
+                "unsqueeze",
+                format!("dimension {dim} of a rank-{} tensor", self.shape.len()),
+            ));
+        }
+        let mut l = self.clone();
+        // The stride of a size-1 dimension is never used to step; give it the span of the
+        // dimensions after it so a contiguous tensor stays contiguous in every sense.
+        let stride = l.strides.get(dim).map_or(1, |&s| s * l.shape[dim] as isize);
+        l.shape.insert(dim, 1);
+        l.strides.insert(dim, stride);
+        Ok(l)
+    }
+
     /// Dimensions reordered: dimension `i` of the result is dimension `dims[i]` of this one.
     ///
     /// # Errors
@@ -298,5 +318,12 @@ mod tests {
         let p = Layout::contiguous(&[2, 3, 4]).permute(&[2, 0, 1]).unwrap();
         assert_eq!(p.shape(), &[4, 2, 3]);
         assert!(Layout::contiguous(&[2, 3]).permute(&[0, 0]).is_err());
+        let u = t.unsqueeze(0).unwrap();
+        assert_eq!(u.shape(), &[1, 3, 2]);
+        assert_eq!(u.indices().collect::<Vec<_>>(), vec![0, 3, 1, 4, 2, 5]);
+        let c = l.unsqueeze(2).unwrap();
+        assert_eq!(c.shape(), &[2, 3, 1]);
+        assert!(c.is_contiguous());
+        assert!(l.unsqueeze(3).is_err());
     }
 }

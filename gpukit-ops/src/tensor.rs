@@ -245,6 +245,14 @@ impl Tensor {
         Ok(self.with_layout(self.layout.transpose(a, b)?))
     }
 
+    /// A size-1 dimension inserted before dimension `dim` (a view).
+    ///
+    /// # Errors
+    /// [`Error::Shape`] for `dim` beyond the rank.
+    pub fn unsqueeze(&self, dim: usize) -> Result<Tensor> {
+        Ok(self.with_layout(self.layout.unsqueeze(dim)?))
+    }
+
     /// Dimensions reordered (a view).
     ///
     /// # Errors
