@@ -582,70 +582,103 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// A minimal GGUF v3 writer: metadata values and tensors, aligned to 32 bytes. gpukit does not
+/// convert models; this builds small files for tests and tools.
+#[derive(Debug, Default)]
+pub struct GgufWriter {
+    kv: Vec<u8>,
+    n_kv: u64,
+    infos: Vec<u8>,
+    n_tensors: u64,
+    data: Vec<u8>,
+}
+
+impl GgufWriter {
+    /// A GGUF string: u64 length, then UTF-8 bytes.
+    pub fn string(s: &str) -> Vec<u8> {
+        let mut out = (s.len() as u64).to_le_bytes().to_vec();
+        out.extend(s.as_bytes());
+        out
+    }
+
+    /// A metadata entry of GGUF value type `ty` (0 u8 … 12 f64) with its encoded `value`.
+    pub fn kv(&mut self, key: &str, ty: u32, value: &[u8]) -> &mut Self {
+        self.kv.extend(Self::string(key));
+        self.kv.extend(ty.to_le_bytes());
+        self.kv.extend(value);
+        self.n_kv += 1;
+        self
+    }
+
+    /// A string entry.
+    pub fn kv_str(&mut self, key: &str, value: &str) -> &mut Self {
+        self.kv(key, 8, &Self::string(value))
+    }
+
+    /// A u32 entry.
+    pub fn kv_u32(&mut self, key: &str, value: u32) -> &mut Self {
+        self.kv(key, 4, &value.to_le_bytes())
+    }
+
+    /// An f32 entry.
+    pub fn kv_f32(&mut self, key: &str, value: f32) -> &mut Self {
+        self.kv(key, 6, &value.to_le_bytes())
+    }
+
+    /// An array-of-strings entry.
+    pub fn kv_strings(&mut self, key: &str, values: &[String]) -> &mut Self {
+        let mut v = 8u32.to_le_bytes().to_vec();
+        v.extend((values.len() as u64).to_le_bytes());
+        for s in values {
+            v.extend(Self::string(s));
+        }
+        self.kv(key, 9, &v)
+    }
+
+    /// A tensor: `dims` in GGML order (innermost first), GGML type id `ty`, raw `data`.
+    pub fn tensor(&mut self, name: &str, dims: &[u64], ty: u32, data: &[u8]) -> &mut Self {
+        let offset = self.data.len() as u64;
+        self.infos.extend(Self::string(name));
+        self.infos.extend((dims.len() as u32).to_le_bytes());
+        for d in dims {
+            self.infos.extend(d.to_le_bytes());
+        }
+        self.infos.extend(ty.to_le_bytes());
+        self.infos.extend(offset.to_le_bytes());
+        self.data.extend(data);
+        self.data.resize(
+            self.data.len().next_multiple_of(DEFAULT_ALIGNMENT as usize),
+            0,
+        );
+        self.n_tensors += 1;
+        self
+    }
+
+    /// The file's bytes.
+    pub fn bytes(&self) -> Vec<u8> {
+        let mut out = b"GGUF".to_vec();
+        out.extend(3u32.to_le_bytes());
+        out.extend(self.n_tensors.to_le_bytes());
+        out.extend(self.n_kv.to_le_bytes());
+        out.extend(&self.kv);
+        out.extend(&self.infos);
+        out.resize(out.len().next_multiple_of(DEFAULT_ALIGNMENT as usize), 0);
+        out.extend(&self.data);
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A GGUF writer for tests.
-    #[derive(Default)]
-    struct Writer {
-        kv: Vec<u8>,
-        n_kv: u64,
-        infos: Vec<u8>,
-        n_tensors: u64,
-        data: Vec<u8>,
-    }
-
-    fn string(out: &mut Vec<u8>, s: &str) {
-        out.extend((s.len() as u64).to_le_bytes());
-        out.extend(s.as_bytes());
-    }
-
-    impl Writer {
-        fn kv(&mut self, key: &str, ty: u32, value: &[u8]) -> &mut Self {
-            string(&mut self.kv, key);
-            self.kv.extend(ty.to_le_bytes());
-            self.kv.extend(value);
-            self.n_kv += 1;
-            self
-        }
-
-        fn tensor(&mut self, name: &str, dims: &[u64], ty: u32, data: &[u8]) -> &mut Self {
-            let offset = self.data.len() as u64;
-            string(&mut self.infos, name);
-            self.infos.extend((dims.len() as u32).to_le_bytes());
-            for d in dims {
-                self.infos.extend(d.to_le_bytes());
-            }
-            self.infos.extend(ty.to_le_bytes());
-            self.infos.extend(offset.to_le_bytes());
-            self.data.extend(data);
-            self.data.resize(self.data.len().next_multiple_of(32), 0);
-            self.n_tensors += 1;
-            self
-        }
-
-        fn bytes(&self) -> Vec<u8> {
-            let mut out = b"GGUF".to_vec();
-            out.extend(3u32.to_le_bytes());
-            out.extend(self.n_tensors.to_le_bytes());
-            out.extend(self.n_kv.to_le_bytes());
-            out.extend(&self.kv);
-            out.extend(&self.infos);
-            out.resize(out.len().next_multiple_of(32), 0);
-            out.extend(&self.data);
-            out
-        }
-    }
-
     fn sample() -> Vec<u8> {
-        let mut w = Writer::default();
+        let mut w = GgufWriter::default();
         let mut arr = 8u32.to_le_bytes().to_vec();
         arr.extend(2u64.to_le_bytes());
-        string(&mut arr, "hello");
-        string(&mut arr, "wörld");
-        let mut name = Vec::new();
-        string(&mut name, "llama");
+        arr.extend(GgufWriter::string("hello"));
+        arr.extend(GgufWriter::string("wörld"));
+        let name = GgufWriter::string("llama");
         w.kv("general.architecture", 8, &name)
             .kv("u8", 0, &[7])
             .kv("i8", 1, &[0xff])
@@ -755,19 +788,19 @@ mod tests {
         v[16..24].copy_from_slice(&(1u64 << 60).to_le_bytes());
         check(&v, "metadata entries cannot fit");
         // An unknown tensor type and a tensor running past the end.
-        let mut w = Writer::default();
+        let mut w = GgufWriter::default();
         w.tensor("t", &[4], 99, &[0; 16]);
         check(&w.bytes(), "unknown or unsupported GGML type 99");
-        let mut w = Writer::default();
+        let mut w = GgufWriter::default();
         w.tensor("big", &[1 << 20], 0, &[0; 16]);
         check(&w.bytes(), "runs past the end");
-        let mut w = Writer::default();
+        let mut w = GgufWriter::default();
         w.tensor("odd", &[33], 8, &[0; 64]);
         check(&w.bytes(), "not a whole number of 32-value q8_0 blocks");
-        let mut w = Writer::default();
+        let mut w = GgufWriter::default();
         w.tensor("overflow", &[1 << 40, 1 << 40], 0, &[]);
         check(&w.bytes(), "overflow");
-        let mut w = Writer::default();
+        let mut w = GgufWriter::default();
         w.kv("general.alignment", 4, &24u32.to_le_bytes());
         check(&w.bytes(), "not a power of two");
     }

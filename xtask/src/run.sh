@@ -4,9 +4,12 @@
 # Usage: bash target/gpu-bundle/run.sh [test|bench|all|sanitize]     (default: test)
 #
 # test:     every bundled test binary with its GPU tests included (they fail, not skip, without
-#           a device);
+#           a device); first builds the HF-parity models with transformers
+#           (gpukit-llm/tests/hf_parity/make_models.py) into $GPUKIT_PARITY_DIR
+#           (default /tmp/gpukit-parity; kept between runs on a warm machine);
 # bench:    every bench binary;  all: both;
-# sanitize: every test binary under compute-sanitizer memcheck and racecheck.
+# sanitize: every test binary under compute-sanitizer memcheck and racecheck (but the
+#           HF-parity one: whole 1B-parameter models under the sanitizer take hours).
 # Full logs go to $OUT (or ./results); the last line is the summary
 # "gpu-bundle: N passed, N failed, N skipped".
 set -uo pipefail
@@ -26,7 +29,22 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=c
 [ -x "$here/bin/gpukit" ] && "$here/bin/gpukit" info 2>&1 | sed 's/^/== /'
 
 passed=0 failed=0 skipped=0 broken=0
+repo="$(cd "$here/../.." && pwd)"
 if [ "$mode" = test ] || [ "$mode" = all ]; then
+  export GPUKIT_PARITY_DIR="${GPUKIT_PARITY_DIR:-/tmp/gpukit-parity}"
+  if [ ! -f "$GPUKIT_PARITY_DIR/.complete" ]; then
+    echo "== building the HF-parity models in $GPUKIT_PARITY_DIR (log: parity-models.log)"
+    if python3 "$repo/gpukit-llm/tests/hf_parity/make_models.py" "$GPUKIT_PARITY_DIR" \
+        >"$out/parity-models.log" 2>&1; then
+      touch "$GPUKIT_PARITY_DIR/.complete"
+    else
+      echo "== the HF-parity models could not be built: see parity-models.log"
+    fi
+    grep -vE '^\s*$' "$out/parity-models.log" | tail -n 6 | sed 's/^/== /'
+  fi
+  for m in "$GPUKIT_PARITY_DIR"/*/meta.json; do
+    [ -f "$m" ] && cp "$m" "$out/parity-$(basename "$(dirname "$m")").json"
+  done
   for t in "$here"/tests/*; do
     [ -x "$t" ] || continue
     name="$(basename "$t")"
@@ -60,7 +78,6 @@ if [ "$mode" = bench ] || [ "$mode" = all ]; then
     [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "   bench $name FAILED"; broken=$((broken + 1)); }
   done
   # Peers (torch) timed on the same cases, in the same run: bench/*.py of the checkout.
-  repo="$(cd "$here/../.." && pwd)"
   for py in "$repo"/bench/*.py; do
     [ -f "$py" ] || continue
     echo "== peer $(basename "$py")"
@@ -74,6 +91,7 @@ if [ "$mode" = sanitize ]; then
     for t in "$here"/tests/*; do
       [ -x "$t" ] || continue
       name="$(basename "$t")"
+      case "$name" in *hf_parity*) continue ;; esac
       slog="$out/sanitize-$tool.log"
       echo "---- $name" >>"$slog"
       compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 9 \
