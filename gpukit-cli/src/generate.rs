@@ -35,6 +35,7 @@ fn load(args: &ModelArgs) -> Result<Loaded> {
     options(args).sampling.validate()?;
     let opts = LoadOptions {
         dtype: dtype(args.dtype.as_deref())?,
+        ..Default::default()
     };
     let device = ComputeDevice::open(&args.device)?;
     let path = match &args.model {

@@ -201,6 +201,7 @@ struct Loader<'a> {
     src: Source<'a>,
     spec: &'a ModelSpec,
     dtype: DType,
+    dequantize: bool,
     device: &'a Device,
 }
 
@@ -280,7 +281,7 @@ impl Loader<'_> {
     /// on CUDA.
     fn linear(&self, w: &str, b: Option<&str>, out: usize, inp: usize) -> Result<Linear> {
         let weight = match &self.src {
-            Source::Gguf(f) if matches!(self.device, Device::Cuda(_)) => {
+            Source::Gguf(f) if matches!(self.device, Device::Cuda(_)) && !self.dequantize => {
                 let (info, bytes) = f.tensor(w)?;
                 self.check_shape(w, &info.shape(), &[out, inp])?;
                 match quant_format(info.ggml_type) {
@@ -487,6 +488,9 @@ impl Loader<'_> {
 pub struct LoadOptions {
     /// The compute dtype (default: f32 on the CPU, bf16 on CUDA).
     pub dtype: Option<DType>,
+    /// Dequantize GGUF block weights to the compute dtype at load on CUDA too (more memory;
+    /// the prompt's GEMMs skip the per-pass dequantization). The CPU always does.
+    pub dequantize: bool,
 }
 
 impl LoadOptions {
@@ -523,6 +527,7 @@ impl Model {
             src: Source::Gguf(f),
             spec: &spec,
             dtype: opts.dtype_for(device)?,
+            dequantize: opts.dequantize,
             device,
         }
         .model(on_layer)
@@ -551,6 +556,7 @@ impl Model {
             src: Source::SafeTensors { ck, file, prefix },
             spec: &spec,
             dtype: opts.dtype_for(device)?,
+            dequantize: opts.dequantize,
             device,
         }
         .model(on_layer)

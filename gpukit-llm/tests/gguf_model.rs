@@ -2,8 +2,13 @@
 //! Q5_K, Q6_K, F16, F32):
 //! - on the CPU, malformed variants of it fail with errors naming the file and the tensor;
 //! - on CUDA (GPU test), the model with its weights kept quantized on the device (the quantized
-//!   GEMV for decode steps, dequantize + GEMM for the prompt) gives the logits of the CPU model
-//!   (weights dequantized to f32) within bf16 tolerance, and the same greedy tokens.
+//!   GEMV for decode steps, dequantize + GEMM for the prompt) gives the logits of the same model
+//!   with its weights dequantized to bf16 at load within 3% of the largest logit (the prompt runs
+//!   the same dequantize + GEMM in both; decode steps differ in the weights' bf16 rounding and
+//!   the accumulation order, and each op's output is rounded to bf16 — about 1.7% measured on an
+//!   H100, where a wrong block decode would be tens of percent), and the same greedy tokens
+//!   wherever the margin exceeds twice the measured error; against the CPU model in f32 it stays
+//!   within 6% (bf16 activations through two layers of large random weights).
 
 // Test code: a failed expectation is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -213,50 +218,77 @@ fn gpu_quantized_gguf_model_matches_the_cpu() {
         let (_d, f) = open(&model_file(seed, None, None));
         let cpu = load(&f, &Device::Cpu).unwrap();
         let gpu = load(&f, &cuda).unwrap();
+        let dense = Model::from_gguf(
+            &f,
+            &cuda,
+            LoadOptions {
+                dequantize: true,
+                ..Default::default()
+            },
+            &mut |_, _| {},
+        )
+        .unwrap();
         // Quantized weights stay in their blocks on the device: far fewer bytes than bf16.
         assert!(
-            gpu.weight_bytes() * 2 < cpu.weight_bytes() / 2,
-            "{} bytes on the device vs {} f32 on the CPU",
+            gpu.weight_bytes() * 2 < dense.weight_bytes(),
+            "{} bytes quantized vs {} dequantized",
             gpu.weight_bytes(),
-            cpu.weight_bytes()
+            dense.weight_bytes()
         );
-        let (mut sc, mut sg) = (cpu.session(40).unwrap(), gpu.session(40).unwrap());
+        let mut sessions: Vec<_> = [&cpu, &gpu, &dense]
+            .iter()
+            .map(|m| m.session(40).unwrap())
+            .collect();
         let prompt: Vec<u32> = (0..17)
             .map(|i| (i * 37 + seed as u32) % VOCAB as u32)
             .collect();
         let mut input = prompt.clone();
-        let mut worst = 0f32;
+        let (mut worst_dense, mut worst_cpu) = (0f32, 0f32);
         let mut compared = 0;
         for step in 0..16 {
-            let a = cpu.forward_logits(&mut sc, &input).unwrap();
-            let b = gpu.forward_logits(&mut sg, &input).unwrap();
-            let scale = a.iter().fold(1f32, |m, x| m.max(x.abs()));
-            let err = a
-                .iter()
-                .zip(&b)
-                .map(|(x, y)| (x - y).abs())
-                .fold(0f32, f32::max);
-            worst = worst.max(err / scale);
-            // bf16 activations through two layers: within 3% of the largest logit.
+            let [c, g, d] = [&cpu, &gpu, &dense];
+            let [sc, sg, sd] = &mut sessions[..] else {
+                unreachable!()
+            };
+            let a = c.forward_logits(sc, &input).unwrap();
+            let b = g.forward_logits(sg, &input).unwrap();
+            let r = d.forward_logits(sd, &input).unwrap();
+            let scale = r.iter().fold(1f32, |m, x| m.max(x.abs()));
+            let diff = |x: &[f32], y: &[f32]| {
+                x.iter()
+                    .zip(y)
+                    .map(|(p, q)| (p - q).abs())
+                    .fold(0f32, f32::max)
+            };
+            let (e_dense, e_cpu) = (diff(&b, &r), diff(&b, &a));
+            worst_dense = worst_dense.max(e_dense / scale);
+            worst_cpu = worst_cpu.max(e_cpu / scale);
             assert!(
-                err <= 0.03 * scale,
-                "seed {seed} step {step}: error {err} of {scale}"
+                e_dense <= 0.03 * scale,
+                "seed {seed} step {step}: quantized vs dequantized error {e_dense} of {scale}"
             );
-            let mut sorted = a.clone();
+            assert!(
+                e_cpu <= 0.06 * scale,
+                "seed {seed} step {step}: CUDA vs CPU error {e_cpu} of {scale}"
+            );
+            let mut sorted = r.clone();
             sorted.sort_by(|x, y| y.total_cmp(x));
-            let want = argmax(&a);
-            if sorted[0] - sorted[1] > 2.0 * 0.03 * scale {
+            let want = argmax(&r);
+            if sorted[0] - sorted[1] > 2.0 * e_dense {
                 assert_eq!(argmax(&b), want, "seed {seed} step {step}");
                 compared += 1;
             }
             input = vec![want];
         }
         println!(
-            "[gpu] quantized GGUF (Q8_0/Q4_0/Q4_1/Q4_K/Q5_K/Q6_K) seed {seed}: CUDA bf16 vs CPU f32 \
-             max error {:.2}% of the largest logit; greedy tokens equal at {compared}/16 steps \
-             with a clear margin; {} device bytes",
-            worst * 100.0,
-            gpu.weight_bytes()
+            "[gpu] quantized GGUF (Q8_0/Q4_0/Q4_1/Q4_K/Q5_K/Q6_K) seed {seed}: vs dequantized bf16 \
+             max error {:.2}%, vs CPU f32 {:.2}% of the largest logit; greedy tokens equal at \
+             {compared}/16 steps with a margin over twice the error; {} bytes on the device \
+             ({} dequantized)",
+            worst_dense * 100.0,
+            worst_cpu * 100.0,
+            gpu.weight_bytes(),
+            dense.weight_bytes()
         );
     }
 }

@@ -22,12 +22,13 @@ use tokenizers::models::bpe::BPE;
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
 use tokenizers::{AddedToken, Tokenizer};
 
-const HIDDEN: usize = 64;
-const FFN: usize = 128;
+const HIDDEN: usize = 128;
+const FFN: usize = 256;
 const LAYERS: usize = 2;
 const HEADS: usize = 4;
 const KV_HEADS: usize = 2;
-const HEAD_DIM: usize = 16;
+/// The smallest head size the CUDA attention kernels are built for.
+const HEAD_DIM: usize = 64;
 
 /// Writes the directory; returns the vocabulary size.
 fn write_model(dir: &Path) -> usize {
@@ -74,7 +75,7 @@ fn write_model(dir: &Path) -> usize {
         serde_json::json!({
             "model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"],
             "hidden_size": HIDDEN, "intermediate_size": FFN, "num_hidden_layers": LAYERS,
-            "num_attention_heads": HEADS, "num_key_value_heads": KV_HEADS,
+            "num_attention_heads": HEADS, "num_key_value_heads": KV_HEADS, "head_dim": HEAD_DIM,
             "vocab_size": n_vocab, "max_position_embeddings": 128, "rms_norm_eps": 1e-6,
             "rope_theta": 10000.0, "tie_word_embeddings": true, "hidden_act": "silu",
             "eos_token_id": 257

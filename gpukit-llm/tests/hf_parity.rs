@@ -8,11 +8,12 @@
 //! at a time (teacher forcing, so every step's logits line up with HF's), once on CUDA in bf16 and
 //! once on the CPU in f32. Checked at every step:
 //! - the logits against HF's float32 logits: on CUDA the largest absolute error must stay within
-//!   3x the error of HF's own bf16 model on the same tokens; on the CPU within 1e-3 of the
+//!   1.5x the error of HF's own bf16 model on the same tokens; on the CPU within 1e-3 of the
 //!   largest |logit|;
-//! - the greedy token (the argmax of gpukit's logits) equals HF's at every step whose f32 top-1
-//!   margin exceeds 3x that tolerance (all of them for the chosen prompts; a closer step would
-//!   be a tie that bf16 rounding may break either way, and is reported, not compared).
+//! - the greedy token (the argmax of gpukit's logits) equals HF's, except where HF's f32 logits
+//!   of the two tokens differ by less than twice HF's own bf16 error at that step — a near-tie
+//!   that HF's bf16 model could break either way too. Random weights give flat distributions
+//!   over 128k–152k tokens, so such ties occur; each one is reported with its gap.
 //!
 //! The decode speed (bf16, batch 1, KV cache, the greedy id read back each step) is printed beside
 //! HF eager's from the same run.
@@ -34,7 +35,19 @@ struct Reference {
     tokens: Vec<u32>,
     /// `[steps][vocab]`.
     logits_f32: Vec<Vec<f32>>,
+    /// Per step: the largest |HF bf16 − HF f32| logit difference.
+    hf_bf16_error: Vec<f32>,
     meta: serde_json::Value,
+}
+
+fn rows(ck: &Checkpoint, name: &str) -> Vec<Vec<f32>> {
+    let l = ck.load(name, DType::F32, &Device::Cpu).unwrap();
+    let vocab = l.shape()[1];
+    l.to_vec::<f32>()
+        .unwrap()
+        .chunks_exact(vocab)
+        .map(<[f32]>::to_vec)
+        .collect()
 }
 
 fn ids(ck: &Checkpoint, name: &str) -> Vec<u32> {
@@ -48,19 +61,23 @@ fn ids(ck: &Checkpoint, name: &str) -> Vec<u32> {
 
 fn reference(dir: &Path) -> Reference {
     let ck = Checkpoint::open(dir.join("reference.safetensors")).unwrap();
-    let l = ck.load("logits_f32", DType::F32, &Device::Cpu).unwrap();
-    let vocab = l.shape()[1];
-    let logits_f32 = l
-        .to_vec::<f32>()
-        .unwrap()
-        .chunks_exact(vocab)
-        .map(<[f32]>::to_vec)
+    let logits_f32 = rows(&ck, "logits_f32");
+    let hf_bf16_error = rows(&ck, "logits_bf16")
+        .iter()
+        .zip(&logits_f32)
+        .map(|(b, f)| {
+            b.iter()
+                .zip(f)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0f32, f32::max)
+        })
         .collect();
     let meta = std::fs::read_to_string(dir.join("meta.json")).unwrap();
     Reference {
         prompt: ids(&ck, "prompt"),
         tokens: ids(&ck, "tokens"),
         logits_f32,
+        hf_bf16_error,
         meta: serde_json::from_str(&meta).unwrap(),
     }
 }
@@ -73,19 +90,6 @@ fn argmax(v: &[f32]) -> u32 {
         }
     }
     best as u32
-}
-
-fn top1_margin(v: &[f32]) -> f32 {
-    let (mut a, mut b) = (f32::NEG_INFINITY, f32::NEG_INFINITY);
-    for &x in v {
-        if x > a {
-            b = a;
-            a = x;
-        } else if x > b {
-            b = x;
-        }
-    }
-    a - b
 }
 
 /// Teacher-forced run: the largest absolute logit error per step and gpukit's argmax per step.
@@ -132,27 +136,29 @@ fn decode_speed(model: &Model, prompt: &[u32], n: usize) -> f64 {
 
 fn check(name: &str, what: &str, r: &Reference, errors: &[f32], argmaxes: &[u32], tol: f32) {
     let worst = errors.iter().copied().fold(0f32, f32::max);
-    let mut compared = 0;
     let mut ties = Vec::new();
     for (step, (&got, &want)) in argmaxes.iter().zip(&r.tokens).enumerate() {
-        if top1_margin(&r.logits_f32[step]) > 3.0 * tol {
-            assert_eq!(
-                got, want,
-                "{name} {what}: step {step} greedy token {got}, HF {want}"
+        if got != want {
+            let l = &r.logits_f32[step];
+            let gap = l[want as usize] - l[got as usize];
+            let allowed = 2.0 * r.hf_bf16_error[step];
+            assert!(
+                gap <= allowed,
+                "{name} {what}: step {step} greedy token {got}, HF {want}: f32 gap {gap} is over \
+                 {allowed} (twice HF bf16's own error there)"
             );
-            compared += 1;
-        } else {
-            ties.push(step);
+            ties.push(format!("step {step} gap {gap:.4}"));
         }
     }
     println!(
         "{name} {what}: max |logit error| {worst:.5} (tolerance {tol:.5}); greedy tokens equal \
-         at {compared}/{} steps{}",
+         at {}/{} steps{}",
+        r.tokens.len() - ties.len(),
         r.tokens.len(),
         if ties.is_empty() {
             String::new()
         } else {
-            format!(" (near-ties not compared at steps {ties:?})")
+            format!(" (near-ties: {})", ties.join(", "))
         }
     );
     assert!(
@@ -205,7 +211,7 @@ fn gpu_hf_parity_random_weight_models() {
         .unwrap();
         let load_s = t.elapsed().as_secs_f64();
         let (errors, argmaxes) = run(&model, &r);
-        check(&name, "cuda bf16", &r, &errors, &argmaxes, 3.0 * hf_err);
+        check(&name, "cuda bf16", &r, &errors, &argmaxes, 1.5 * hf_err);
         let ours = decode_speed(&model, &r.prompt, 64);
         let hf = r.meta["hf_eager_bf16_decode_tokens_per_s"]
             .as_f64()

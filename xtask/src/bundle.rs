@@ -3,10 +3,13 @@
 //!
 //! Layout of `target/gpu-bundle/`:
 //! - `tests/<crate>__<target>`: every test binary that holds GPU tests, built with the
-//!   `bundle` profile (optimised, no debug info);
+//!   `bundle` profile (optimised, no symbols);
 //! - `benches/<crate>__<target>`: every bench binary;
 //! - `bin/<name>`: the user-facing binaries (`gpukit`);
 //! - `run.sh`: runs them (see its header) and prints a one-line summary last;
+//!
+//! The binaries are stored gzipped (`*.gz`, a third of their size, so the bundle fits what the
+//! device tool carries); `run.sh` unpacks them in place first.
 //! - `BUNDLE.txt`: what was built from which commit.
 
 use std::io::{BufRead, BufReader};
@@ -75,7 +78,19 @@ pub fn build(root: &Path) -> Result<()> {
         let dest = out.join(dir).join(&a.name);
         std::fs::copy(&a.path, &dest)
             .with_context(|| format!("copying {} to {}", a.path.display(), dest.display()))?;
-        total += std::fs::metadata(&dest)?.len();
+        // Carried gzipped (about a third of the size); run.sh unpacks them on arrival.
+        let status = Command::new("gzip")
+            .arg("-9")
+            .arg("-f")
+            .arg(&dest)
+            .status()
+            .context("running gzip (install it: the bundle is carried compressed)")?;
+        if !status.success() {
+            bail!("gzip {} failed", dest.display());
+        }
+        let mut packed = dest.into_os_string();
+        packed.push(".gz");
+        total += std::fs::metadata(&packed)?.len();
     }
     let run = out.join("run.sh");
     std::fs::write(&run, RUN_SH)?;

@@ -23,6 +23,12 @@ export GPUKIT_BENCH_OUT="$out"
 log="$out/gpu-tests.log"
 : >"$log"
 
+# The binaries travel gzipped (cargo xtask gpu-bundle); unpack them in place.
+for gz in "$here"/tests/*.gz "$here"/benches/*.gz "$here"/bin/*.gz; do
+  [ -f "$gz" ] || continue
+  gunzip -f "$gz" && chmod +x "${gz%.gz}"
+done
+
 echo "== $(cat "$here/BUNDLE.txt" | head -2 | tr '\n' ' ')"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 | sed 's/^/== gpu: /'
 
