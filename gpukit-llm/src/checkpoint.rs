@@ -12,7 +12,7 @@ use gpukit_ops::{DType, Device, Tensor};
 use half::{bf16, f16};
 use safetensors::tensor::{Dtype, Metadata, SafeTensors};
 
-use crate::le::{Float, f32s, u16s};
+use crate::le::{self, Float, f32s, u16s};
 use crate::{Error, Result};
 
 /// The index file of a sharded checkpoint.
@@ -272,16 +272,10 @@ impl Checkpoint {
                 let v: Vec<f16> = u16s(bytes).into_iter().map(f16::from_bits).collect();
                 upload(Tensor::from_slice(&v, &shape, device))
             }
-            (_, DType::F32) => upload(Tensor::from_slice(&f32s()?, &shape, device)),
-            (_, DType::BF16) => {
-                let v: Vec<bf16> = f32s()?.into_iter().map(bf16::from_f32).collect();
-                upload(Tensor::from_slice(&v, &shape, device))
-            }
-            (_, DType::F16) => {
-                let v: Vec<f16> = f32s()?.into_iter().map(f16::from_f32).collect();
-                upload(Tensor::from_slice(&v, &shape, device))
-            }
-            (_, other) => Err(bad(format!("cannot load as {other}; use f32, f16 or bf16"))),
+            (_, dtype) => match le::upload(&f32s()?, &shape, dtype, device) {
+                Some(r) => upload(r),
+                None => Err(bad(format!("cannot load as {dtype}; use f32, f16 or bf16"))),
+            },
         }
     }
 }

@@ -296,7 +296,7 @@ impl Engine {
         let chat = ChatTemplate::from_hf_dir(dir).ok();
         let ck = Checkpoint::open(dir)?;
         let model = Model::from_safetensors(spec, &ck, dir, device, opts, on_layer)?;
-        let config = read_json(&config_path)?;
+        let config: Option<serde_json::Value> = serde_json::from_str(&config_text).ok();
         let generation = read_json(&dir.join("generation_config.json"))?;
         let mut eos = eos_ids(generation.as_ref());
         eos.extend(eos_ids(config.as_ref()));

@@ -1,5 +1,7 @@
-//! Little-endian element decoding shared by the model-file loaders.
+//! Little-endian element decoding shared by the model-file loaders, and the upload of decoded
+//! values in a compute dtype.
 
+use gpukit_ops::{DType, Device, Tensor};
 use half::{bf16, f16};
 
 /// A stored float format.
@@ -33,4 +35,26 @@ pub(crate) fn f32s(kind: Float, b: &[u8]) -> Vec<f32> {
             .map(|w| bf16::from_bits(w).to_f32())
             .collect(),
     }
+}
+
+/// f32 `values` uploaded as a `dtype` tensor (rounded to nearest even when narrowing); `None`
+/// for a dtype that is not f32, f16 or bf16.
+pub(crate) fn upload(
+    values: &[f32],
+    shape: &[usize],
+    dtype: DType,
+    device: &Device,
+) -> Option<gpukit_ops::Result<Tensor>> {
+    Some(match dtype {
+        DType::F32 => Tensor::from_slice(values, shape, device),
+        DType::BF16 => {
+            let v: Vec<bf16> = values.iter().map(|&x| bf16::from_f32(x)).collect();
+            Tensor::from_slice(&v, shape, device)
+        }
+        DType::F16 => {
+            let v: Vec<f16> = values.iter().map(|&x| f16::from_f32(x)).collect();
+            Tensor::from_slice(&v, shape, device)
+        }
+        _ => return None,
+    })
 }

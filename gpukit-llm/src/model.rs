@@ -20,11 +20,10 @@ use gpukit_ops::ops::{self, Activation};
 use gpukit_ops::quant::{QuantFormat, QuantMatrix, dequantize_tensor, qgemv_into};
 use gpukit_ops::rope::{RopeLayout, rope_inplace};
 use gpukit_ops::{BinaryOp, DType, Device, Tensor, UnaryOp};
-use half::{bf16, f16};
 
 use crate::checkpoint::Checkpoint;
 use crate::gguf::{GgmlType, GgufFile};
-use crate::le::{Float, f32s};
+use crate::le::{self, Float, f32s};
 use crate::spec::{Arch, MlpKind, ModelSpec, NormKind, Positions};
 use crate::{Error, Result};
 
@@ -157,26 +156,6 @@ enum Source<'a> {
     },
 }
 
-/// f32 values uploaded as a `dtype` tensor.
-fn upload(
-    values: &[f32],
-    shape: &[usize],
-    dtype: DType,
-    device: &Device,
-) -> gpukit_ops::Result<Tensor> {
-    match dtype {
-        DType::BF16 => {
-            let v: Vec<bf16> = values.iter().map(|&x| bf16::from_f32(x)).collect();
-            Tensor::from_slice(&v, shape, device)
-        }
-        DType::F16 => {
-            let v: Vec<f16> = values.iter().map(|&x| f16::from_f32(x)).collect();
-            Tensor::from_slice(&v, shape, device)
-        }
-        _ => Tensor::from_slice(values, shape, device),
-    }
-}
-
 fn op_err(e: gpukit_ops::Error) -> Error {
     Error::Format {
         file: "forward pass".into(),
@@ -217,6 +196,14 @@ impl Loader<'_> {
         Error::Format {
             file: self.file().to_path_buf(),
             detail: format!("tensor `{name}`: {detail}"),
+        }
+    }
+
+    /// f32 values of `name` as a compute-dtype tensor on the device.
+    fn upload(&self, name: &str, values: &[f32], shape: &[usize]) -> Result<Tensor> {
+        match le::upload(values, shape, self.dtype, self.device) {
+            Some(r) => r.map_err(|e| self.bad(name, e)),
+            None => Err(self.bad(name, format!("cannot load as {}", self.dtype))),
         }
     }
 
@@ -274,7 +261,7 @@ impl Loader<'_> {
             return Ok(t);
         }
         let v = self.host_f32(name, shape)?;
-        upload(&v, shape, self.dtype, self.device).map_err(|e| self.bad(name, e))
+        self.upload(name, &v, shape)
     }
 
     /// A linear layer `[out, in]` named `w` (and `b` when `bias`): GGUF blocks stay quantized
@@ -330,9 +317,7 @@ impl Loader<'_> {
                         *x = w[i * out + p * part + o];
                     }
                 }
-                let up = |v: &[f32], shape: &[usize]| {
-                    upload(v, shape, self.dtype, self.device).map_err(|e| self.bad(name, e))
-                };
+                let up = |v: &[f32], shape: &[usize]| self.upload(name, v, shape);
                 Ok(Linear {
                     w: Weight::Dense(up(&wt, &[part, inp])?),
                     b: Some(up(&b[p * part..(p + 1) * part], &[part])?),

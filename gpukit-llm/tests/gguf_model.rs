@@ -13,11 +13,11 @@
 // Test code: a failed expectation is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use gpukit_llm::engine::ComputeDevice;
 use gpukit_llm::gguf::{GgufFile, GgufWriter};
 use gpukit_llm::model::{LoadOptions, Model};
+use gpukit_ops::Device;
 use gpukit_ops::quant::{QuantFormat, quantize};
-use gpukit_ops::{CudaDevice, Device};
-use gpukit_sched::{LanePriority, Runtime};
 use half::f16;
 
 const HIDDEN: usize = 256;
@@ -206,14 +206,8 @@ fn argmax(v: &[f32]) -> u32 {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn gpu_quantized_gguf_model_matches_the_cpu() {
-    let rt = Runtime::with_devices(&[0]).unwrap();
-    let lane = rt
-        .device(0)
-        .unwrap()
-        .default_tenant()
-        .lane(LanePriority::Normal)
-        .unwrap();
-    let cuda = Device::Cuda(CudaDevice::new(&lane).unwrap());
+    let compute = ComputeDevice::open("cuda").unwrap();
+    let cuda = compute.device().clone();
     for seed in [11, 12, 13] {
         let (_d, f) = open(&model_file(seed, None, None));
         let cpu = load(&f, &Device::Cpu).unwrap();

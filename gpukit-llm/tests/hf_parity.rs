@@ -1,7 +1,7 @@
 //! Parity with HF transformers on random-weight models at real shapes (Llama-3.2-1B,
 //! Qwen2.5-0.5B, Qwen3-0.6B, GPT-2 124M), built on the GPU machine by
 //! `tests/hf_parity/make_models.py` (bf16 safetensors + config.json + HF's reference outputs; see
-//! that script for how the prompt is chosen). `run.sh parity` builds them and runs this test with
+//! that script for how the prompt is chosen). `run.sh test` builds them and runs this test with
 //! `GPUKIT_PARITY_DIR` set.
 //!
 //! For each model, gpukit loads the saved directory and is fed HF's greedy continuation one token
@@ -25,10 +25,10 @@ use std::path::Path;
 use std::time::Instant;
 
 use gpukit_llm::checkpoint::Checkpoint;
+use gpukit_llm::engine::ComputeDevice;
 use gpukit_llm::model::{LoadOptions, Model};
 use gpukit_llm::spec::ModelSpec;
-use gpukit_ops::{CudaDevice, DType, Device, Tensor, ops};
-use gpukit_sched::{LanePriority, Runtime};
+use gpukit_ops::{DType, Device, Tensor, ops};
 
 struct Reference {
     prompt: Vec<u32>,
@@ -172,16 +172,10 @@ fn check(name: &str, what: &str, r: &Reference, errors: &[f32], argmaxes: &[u32]
 fn gpu_hf_parity_random_weight_models() {
     let root = std::env::var("GPUKIT_PARITY_DIR").expect(
         "GPUKIT_PARITY_DIR is not set: build the models with tests/hf_parity/make_models.py \
-         (run.sh parity does both)",
+         (`run.sh test` builds them and runs this)",
     );
-    let rt = Runtime::with_devices(&[0]).unwrap();
-    let lane = rt
-        .device(0)
-        .unwrap()
-        .default_tenant()
-        .lane(LanePriority::Normal)
-        .unwrap();
-    let cuda = Device::Cuda(CudaDevice::new(&lane).unwrap());
+    let compute = ComputeDevice::open("cuda").unwrap();
+    let cuda = compute.device().clone();
     let mut dirs: Vec<_> = std::fs::read_dir(&root)
         .unwrap()
         .map(|e| e.unwrap().path())
