@@ -3,10 +3,11 @@
 //! gpukit-ops tensors (CPU or CUDA).
 //!
 //! Weights are stored in the compute dtype chosen at load (f32 on the CPU; bf16 by default on
-//! CUDA). GGUF block-quantized weights stay quantized on CUDA: decode steps read them with the
-//! quantized GEMV, longer inputs dequantize one matrix at a time into a scratch tensor for the
-//! GEMM. On the CPU they are dequantized once at load (the f32 GEMM is faster there than
-//! unpacking blocks every step). GGUF Llama files store Q/K rows permuted for adjacent-pair RoPE
+//! CUDA). GGUF block-quantized weights stay quantized on both devices: decode steps read them
+//! with the quantized GEMV (a quarter to an eighth of the dense bytes, which is what bounds a
+//! decode step), longer inputs dequantize one matrix at a time into a scratch tensor for the
+//! GEMM. A tied, quantized embedding is also kept as blocks for the LM head. GGUF Llama files
+//! store Q/K rows permuted for adjacent-pair RoPE
 //! (llama.cpp's convention); RoPE is applied in that layout rather than rewriting the weights.
 //!
 //! The attention reads the preallocated KV cache in place (`[kv_heads, max_len, head_dim]`
@@ -264,11 +265,21 @@ impl Loader<'_> {
         self.upload(name, &v, shape)
     }
 
+    /// Whether [`Loader::linear`] keeps tensor `name` as quantized blocks.
+    fn stays_quantized(&self, name: &str) -> Result<bool> {
+        Ok(match &self.src {
+            Source::Gguf(f) if !self.dequantize => {
+                quant_format(f.tensor(name)?.0.ggml_type).is_some()
+            }
+            _ => false,
+        })
+    }
+
     /// A linear layer `[out, in]` named `w` (and `b` when `bias`): GGUF blocks stay quantized
-    /// on CUDA.
+    /// unless [`LoadOptions::dequantize`] asks otherwise.
     fn linear(&self, w: &str, b: Option<&str>, out: usize, inp: usize) -> Result<Linear> {
         let weight = match &self.src {
-            Source::Gguf(f) if matches!(self.device, Device::Cuda(_)) && !self.dequantize => {
+            Source::Gguf(f) if !self.dequantize => {
                 let (info, bytes) = f.tensor(w)?;
                 self.check_shape(w, &info.shape(), &[out, inp])?;
                 match quant_format(info.ggml_type) {
@@ -445,11 +456,16 @@ impl Loader<'_> {
             }
             Positions::Learned => None,
         };
-        // A tied head in the file (some checkpoints store both) is the same matrix.
-        let head = if s.tied_embeddings {
-            None
-        } else {
+        // A tied head in the file (some checkpoints store both) is the same matrix. A tied head
+        // whose GGUF blocks stay quantized is read as such (the dense copy serves the lookup):
+        // the head is the largest matrix a decode step reads, and the blocks are a fraction of
+        // its dense bytes.
+        let head = if !s.tied_embeddings {
             Some(self.linear(head, None, s.vocab, h)?)
+        } else if self.stays_quantized(embed)? {
+            Some(self.linear(embed, None, s.vocab, h)?)
+        } else {
+            None
         };
         Ok(Model {
             embedding: self.dense(embed, &[s.vocab, h])?,
@@ -473,8 +489,8 @@ impl Loader<'_> {
 pub struct LoadOptions {
     /// The compute dtype (default: f32 on the CPU, bf16 on CUDA).
     pub dtype: Option<DType>,
-    /// Dequantize GGUF block weights to the compute dtype at load on CUDA too (more memory;
-    /// the prompt's GEMMs skip the per-pass dequantization). The CPU always does.
+    /// Dequantize GGUF block weights to the compute dtype at load (more memory and slower
+    /// decode steps; the prompt's GEMMs skip the per-pass dequantization).
     pub dequantize: bool,
 }
 

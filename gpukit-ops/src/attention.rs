@@ -17,6 +17,7 @@
 use gpukit_driver::KernelArgs;
 use gpukit_kernels::registry::{SDPA_HEAD_DIMS, launch};
 use gpukit_kernels::{AttentionArgs, DType, Kernel};
+use rayon::prelude::*;
 
 use crate::ops::{check_out, cuda, dptr, same_device, write_host};
 use crate::{Device, Error, Result, Tensor};
@@ -117,7 +118,7 @@ pub fn sdpa_reference(
 ) -> Result<Vec<f32>> {
     shape.check(q.len(), k.len(), v.len(), &mask)?;
     let AttentionShape {
-        batch,
+        batch: _,
         q_heads,
         kv_heads,
         q_len,
@@ -127,21 +128,24 @@ pub fn sdpa_reference(
     let group = q_heads / kv_heads;
     let slopes = alibi_slopes(q_heads);
     let mut out = vec![0f32; q.len()];
-    let mut scores = vec![0f64; kv_len];
-    for b in 0..batch {
-        for h in 0..q_heads {
-            let kvh = h / group;
-            let kbase = (b * kv_heads + kvh) * kv_len * d;
-            for i in 0..q_len {
-                let qrow = &q[((b * q_heads + h) * q_len + i) * d..][..d];
+    // One task per (batch, query head): its output rows are one contiguous block.
+    out.par_chunks_mut((q_len * d).max(1))
+        .enumerate()
+        .for_each(|(bh, out_head)| {
+            let (b, h) = (bh / q_heads, bh % q_heads);
+            let kbase = (b * kv_heads + h / group) * kv_len * d;
+            let (keys, values) = (&k[kbase..][..kv_len * d], &v[kbase..][..kv_len * d]);
+            let mut p = vec![0f64; kv_len];
+            let mut acc = vec![0f64; d];
+            for (i, orow) in out_head.chunks_exact_mut(d).enumerate() {
+                let qrow = &q[(bh * q_len + i) * d..][..d];
                 let pos = kv_len - q_len + i;
                 let visible = |j: usize| {
                     !mask.causal || (j <= pos && mask.sliding_window.is_none_or(|w| j + w > pos))
                 };
                 let mut max = f64::NEG_INFINITY;
-                for (j, s) in scores.iter_mut().enumerate() {
+                for (j, (s, krow)) in p.iter_mut().zip(keys.chunks_exact(d)).enumerate() {
                     *s = if visible(j) {
-                        let krow = &k[kbase + j * d..][..d];
                         let dot: f64 = qrow
                             .iter()
                             .zip(krow)
@@ -158,19 +162,25 @@ pub fn sdpa_reference(
                     };
                     max = max.max(*s);
                 }
-                let z: f64 = scores.iter().map(|s| (s - max).exp()).sum();
-                let orow = &mut out[((b * q_heads + h) * q_len + i) * d..][..d];
-                for (t, o) in orow.iter_mut().enumerate() {
-                    let acc: f64 = scores
-                        .iter()
-                        .enumerate()
-                        .map(|(j, s)| (s - max).exp() * f64::from(v[kbase + j * d + t]))
-                        .sum();
-                    *o = (acc / z) as f32;
+                // Unnormalised probabilities, then Σ p·V over the keys in order, then / Σ p.
+                let mut z = 0f64;
+                for s in p.iter_mut() {
+                    *s = (*s - max).exp();
+                    z += *s;
+                }
+                acc.fill(0.0);
+                for (&pj, vrow) in p.iter().zip(values.chunks_exact(d)) {
+                    if pj != 0.0 {
+                        for (a, &x) in acc.iter_mut().zip(vrow) {
+                            *a += pj * f64::from(x);
+                        }
+                    }
+                }
+                for (o, a) in orow.iter_mut().zip(&acc) {
+                    *o = (a / z) as f32;
                 }
             }
-        }
-    }
+        });
     Ok(out)
 }
 
@@ -296,10 +306,8 @@ pub fn sdpa_into(
     }
     match &dev {
         Device::Cpu => {
-            let f = |t: &Tensor| -> Result<Vec<f32>> {
-                Ok(t.to_vec_f64()?.into_iter().map(|x| x as f32).collect())
-            };
-            let o = sdpa_reference(&f(q)?, &f(k)?, &f(v)?, shape, scale, mask)?;
+            let (q, k, v) = (q.to_vec_f32()?, k.to_vec_f32()?, v.to_vec_f32()?);
+            let o = sdpa_reference(&q, &k, &v, shape, scale, mask)?;
             write_host(out, o.into_iter().map(f64::from))
         }
         Device::Cuda(_) => sdpa_cuda(q, k, v, scale, mask, out, workspace, &shape),

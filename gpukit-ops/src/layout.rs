@@ -269,8 +269,30 @@ impl Layout {
         })
     }
 
+    /// When the last dimension is dense (stride 1): its length and the storage index where each
+    /// row starts, in row-major order. Rank 0 is one row of one element.
+    pub(crate) fn rows(&self) -> Option<(usize, impl Iterator<Item = usize> + '_)> {
+        let (len, outer) = match self.shape.split_last() {
+            Some((&len, outer)) => (len, outer),
+            None => (1, &[][..]),
+        };
+        if len > 1 && self.strides.last() != Some(&1) {
+            return None;
+        }
+        let starts = Layout {
+            shape: outer.to_vec(),
+            strides: self.strides[..outer.len()].to_vec(),
+            offset: self.offset,
+        };
+        Some((len, starts.indices_owned()))
+    }
+
     /// Storage index of every element, in row-major order of the shape.
     pub fn indices(&self) -> impl Iterator<Item = usize> + '_ {
+        self.clone().indices_owned()
+    }
+
+    fn indices_owned(self) -> impl Iterator<Item = usize> {
         let n = self.numel();
         let mut idx = vec![0usize; self.shape.len()];
         let mut pos = self.offset as isize;

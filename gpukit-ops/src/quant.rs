@@ -25,6 +25,7 @@
 //! K-quants are checked against gguf-py (llama.cpp's Python package) on fixed blocks.
 
 use half::f16;
+use rayon::prelude::*;
 
 use crate::{Error, Result};
 
@@ -239,9 +240,15 @@ pub fn dequantize(format: QuantFormat, bytes: &[u8], out: &mut [f32]) -> Result<
             ),
         ));
     }
-    for (b, y) in bytes.chunks_exact(bb).zip(out.chunks_exact_mut(bv)) {
-        dequantize_block(format, b, y);
-    }
+    // In parallel over runs of blocks (each block is independent).
+    const BLOCKS: usize = 512;
+    out.par_chunks_mut(BLOCKS * bv)
+        .zip(bytes.par_chunks(BLOCKS * bb))
+        .for_each(|(y, b)| {
+            for (b, y) in b.chunks_exact(bb).zip(y.chunks_exact_mut(bv)) {
+                dequantize_block(format, b, y);
+            }
+        });
     Ok(())
 }
 
@@ -337,11 +344,21 @@ pub fn dequantize_tensor(
     let device = q.device();
     match &device {
         crate::Device::Cpu => {
-            let raw: Vec<u8> = q.to_vec()?;
+            let q = q.contiguous()?;
+            let data = q
+                .host()
+                .ok_or_else(|| Error::shape("dequantize", "expected host blocks"))?;
+            let crate::HostData::U8(raw) = &*data else {
+                return Err(Error::shape("dequantize", "expected u8 blocks"));
+            };
             let mut out = vec![0f32; n];
-            dequantize(format, &raw, &mut out)?;
-            let t = crate::Tensor::from_slice(&out, &[n], &device)?;
-            crate::ops::to_dtype(&t, dtype)
+            dequantize(format, &raw[q.layout().offset()..][..bytes], &mut out)?;
+            let t = crate::Tensor::from_host(crate::HostData::F32(out), &[n], &device)?;
+            if dtype == DType::F32 {
+                Ok(t)
+            } else {
+                crate::ops::to_dtype(&t, dtype)
+            }
         }
         crate::Device::Cuda(c) => {
             need_contiguous("dequantize", q, "the blocks")?;
@@ -378,6 +395,126 @@ pub struct QuantMatrix {
     pub cols: usize,
 }
 
+/// `ys[r] = Σ_c W[r, c]·x[c]` for consecutive rows of blocks (the CPU quantized GEMV), with the
+/// widest vector unit the CPU has. Results do not depend on it: the lanes are the same and no
+/// multiply-add is contracted.
+fn cpu_rows_dot(
+    format: QuantFormat,
+    rows: &[u8],
+    row_bytes: usize,
+    x: &[f32],
+    xsum: &[f32],
+    ys: &mut [f32],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked just above).
+        return unsafe { cpu_rows_dot_avx2(format, rows, row_bytes, x, xsum, ys) };
+    }
+    cpu_rows_dot_portable(format, rows, row_bytes, x, xsum, ys);
+}
+
+/// [`cpu_rows_dot_portable`] compiled for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn cpu_rows_dot_avx2(
+    format: QuantFormat,
+    rows: &[u8],
+    row_bytes: usize,
+    x: &[f32],
+    xsum: &[f32],
+    ys: &mut [f32],
+) {
+    cpu_rows_dot_portable(format, rows, row_bytes, x, xsum, ys);
+}
+
+/// The body of [`cpu_rows_dot`]. The 32-value formats keep one f32 accumulator per position in
+/// the block (32 independent lanes, which vectorise without reassociating anything), scaled per
+/// block; Q4_1's min is applied once per block through the block sum of x. The lanes are summed
+/// in order at the end of the row. Each row's f16 scales are converted first, so the inner loop
+/// makes no calls and its accumulators stay in registers.
+#[inline(always)]
+fn cpu_rows_dot_portable(
+    format: QuantFormat,
+    rows: &[u8],
+    row_bytes: usize,
+    x: &[f32],
+    xsum: &[f32],
+    ys: &mut [f32],
+) {
+    use half::slice::HalfFloatSliceExt;
+    let (bb, bv) = (format.block_bytes(), format.block_values());
+    let blocks = row_bytes / bb;
+    let (mut d, mut d16) = (vec![0f32; blocks], vec![f16::ZERO; blocks]);
+    for (row, y) in rows.chunks_exact(row_bytes).zip(ys.iter_mut()) {
+        let mut acc = [0f32; BLOCK];
+        // The f16 scales (the first two bytes of every block), converted together.
+        let f16_at = |at: usize, d16: &mut [f16], d: &mut [f32]| {
+            for (h, b) in d16.iter_mut().zip(row.chunks_exact(bb)) {
+                *h = f16::from_le_bytes([b[at], b[at + 1]]);
+            }
+            d16.convert_to_f32_slice(d);
+        };
+        f16_at(0, &mut d16, &mut d);
+        let blocks = row
+            .chunks_exact(bb)
+            .zip(x.chunks_exact(bv))
+            .zip(d.iter().copied());
+        let offset = match format {
+            QuantFormat::Q8_0 => {
+                for ((b, xb), d) in blocks {
+                    let (qs, xb) = (&b[2..2 + BLOCK], &xb[..BLOCK]);
+                    for j in 0..BLOCK {
+                        acc[j] += d * (f32::from(qs[j] as i8) * xb[j]);
+                    }
+                }
+                0.0
+            }
+            QuantFormat::Q4_0 => {
+                // Values (q − 8)·d.
+                for ((b, xb), d) in blocks {
+                    nibbles_dot(&mut acc, d, 8.0, &b[2..2 + BLOCK / 2], xb);
+                }
+                0.0
+            }
+            QuantFormat::Q4_1 => {
+                // Values q·d + m: the m part is m · Σx over the block.
+                for ((b, xb), d) in blocks {
+                    nibbles_dot(&mut acc, d, 0.0, &b[4..4 + BLOCK / 2], xb);
+                }
+                f16_at(2, &mut d16, &mut d);
+                d.iter().zip(xsum).map(|(m, s)| m * s).sum()
+            }
+            QuantFormat::Q4K | QuantFormat::Q5K | QuantFormat::Q6K => {
+                let mut tmp = [0f32; QK_K];
+                for ((b, xb), _) in blocks {
+                    dequantize_block(format, b, &mut tmp[..bv]);
+                    for (t, xc) in tmp[..bv].chunks_exact(BLOCK).zip(xb.chunks_exact(BLOCK)) {
+                        for j in 0..BLOCK {
+                            acc[j] += t[j] * xc[j];
+                        }
+                    }
+                }
+                0.0
+            }
+        };
+        *y = acc.iter().sum::<f32>() + offset;
+    }
+}
+
+/// `acc[j] += d·((q_j − bias)·x_j)` for one block of 4-bit values: the low nibbles of `qs` are
+/// positions 0..16, the high nibbles 16..32 (ggml's layout).
+#[inline(always)]
+fn nibbles_dot(acc: &mut [f32; BLOCK], d: f32, bias: f32, qs: &[u8], xb: &[f32]) {
+    let (qs, xb) = (&qs[..BLOCK / 2], &xb[..BLOCK]);
+    for j in 0..BLOCK / 2 {
+        let lo = f32::from(qs[j] & 0x0F) - bias;
+        let hi = f32::from(qs[j] >> 4) - bias;
+        acc[j] += d * (lo * xb[j]);
+        acc[j + BLOCK / 2] += d * (hi * xb[j + BLOCK / 2]);
+    }
+}
+
 impl QuantMatrix {
     /// Wraps raw blocks.
     ///
@@ -407,7 +544,8 @@ impl QuantMatrix {
 
 /// `out [1, rows] = x [1, cols] · Wᵀ` reading the quantized blocks directly (no dequantized copy
 /// of W): one warp per output on CUDA, four lanes per 32-value block; on the CPU, rows in
-/// parallel, each block dequantized into a small buffer and dotted with x.
+/// parallel, each block's values expanded in registers (Q8_0, Q4_0, Q4_1) or into a small buffer
+/// (K-quants) and dotted with x in f32.
 ///
 /// # Errors
 /// Shape, dtype and device errors.
@@ -432,8 +570,7 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
         crate::Device::Cpu => {
             // Row by row, block by block, in parallel over rows: each block is expanded into a
             // small buffer and dotted with x; the matrix is never expanded whole.
-            use rayon::prelude::*;
-            let xv: Vec<f32> = x.to_vec_f64()?.into_iter().map(|v| v as f32).collect();
+            let xv: Vec<f32> = x.to_vec_f32()?;
             let data = w
                 .data
                 .host()
@@ -443,19 +580,13 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
             };
             let row_bytes = w.format.bytes_for(w.cols)?;
             let raw = &raw[w.data.layout().offset()..][..w.rows * row_bytes];
-            let (bb, bv) = (w.format.block_bytes(), w.format.block_values());
+            let bv = w.format.block_values();
+            // Per-block sums of x, for the formats whose blocks carry an offset (Q4_1's min).
+            let xsum: Vec<f32> = xv.chunks_exact(bv).map(|b| b.iter().sum()).collect();
             let mut y = vec![0f32; w.rows];
             y.par_chunks_mut(16).enumerate().for_each(|(c, ys)| {
-                let mut tmp = [0f32; QK_K];
-                for (i, yr) in ys.iter_mut().enumerate() {
-                    let row = &raw[(c * 16 + i) * row_bytes..][..row_bytes];
-                    let mut acc = 0f32;
-                    for (b, xb) in row.chunks_exact(bb).zip(xv.chunks_exact(bv)) {
-                        dequantize_block(w.format, b, &mut tmp[..bv]);
-                        acc += tmp[..bv].iter().zip(xb).map(|(a, b)| a * b).sum::<f32>();
-                    }
-                    *yr = acc;
-                }
+                let rows = &raw[c * 16 * row_bytes..][..ys.len() * row_bytes];
+                cpu_rows_dot(w.format, rows, row_bytes, &xv, &xsum, ys);
             });
             crate::ops::write_host(out, y.into_iter().map(f64::from))
         }

@@ -321,7 +321,7 @@ pub fn rope_inplace(
                 .iter()
                 .flat_map(|&p| std::iter::repeat_n(p.max(0) as usize, heads))
                 .collect();
-            let mut v: Vec<f32> = x.to_vec_f64()?.into_iter().map(|a| a as f32).collect();
+            let mut v: Vec<f32> = x.to_vec_f32()?;
             table.apply(&mut v, head_dim, &pos, layout)?;
             crate::ops::write_host(x, v.into_iter().map(f64::from))
         }

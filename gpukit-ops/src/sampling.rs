@@ -379,7 +379,7 @@ pub fn sample_tokens_into(
     check_out("sampling", out, &[rows], DType::I32, &dev, &operands)?;
     match &dev {
         Device::Cpu => {
-            let l: Vec<f32> = logits.to_vec_f64()?.into_iter().map(|x| x as f32).collect();
+            let l: Vec<f32> = logits.to_vec_f32()?;
             let ids: Vec<i32> = match recent {
                 Some(r) => r.to_vec()?,
                 None => Vec::new(),

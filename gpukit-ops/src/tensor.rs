@@ -319,6 +319,29 @@ impl Tensor {
         Ok(host.layout.indices().map(|i| data.get(i)).collect())
     }
 
+    /// The elements as f32 in row-major order, from any dtype (the input of the CPU kernels).
+    /// f32 data is copied a row at a time when rows are dense.
+    ///
+    /// # Errors
+    /// As [`Tensor::to_vec`].
+    pub fn to_vec_f32(&self) -> Result<Vec<f32>> {
+        let host = self.to_device(&Device::Cpu)?;
+        let data = host
+            .host()
+            .ok_or_else(|| Error::dtype("to_vec", "not on the host"))?;
+        if let crate::HostData::F32(v) = &*data {
+            if let Some((len, starts)) = host.layout.rows() {
+                let mut out = Vec::with_capacity(host.numel());
+                for s in starts {
+                    out.extend_from_slice(&v[s..s + len]);
+                }
+                return Ok(out);
+            }
+            return Ok(host.layout.indices().map(|i| v[i]).collect());
+        }
+        Ok(host.layout.indices().map(|i| data.get(i) as f32).collect())
+    }
+
     /// A copy on `device` (self if already there). Uploads and downloads go through the
     /// device's transfer engine; an upload is ordered before later work on the lane without
     /// blocking the host.

@@ -85,11 +85,6 @@ fn f32_slice(d: &crate::HostData) -> Result<&[f32]> {
     }
 }
 
-/// f32 values of a contiguous copy.
-fn f32_values(t: &Tensor) -> Result<Vec<f32>> {
-    Ok(t.to_vec_f64()?.into_iter().map(|v| v as f32).collect())
-}
-
 /// Row-major `c[m, n] = a[m, k] · b` on the CPU, `b` `[k, n]` (or `[n, k]` with `b_nk`).
 fn cpu_gemm(a: &[f32], b: &[f32], c: &mut [f32], m: usize, k: usize, n: usize, b_nk: bool) {
     let (b_cs, b_rs) = if b_nk {
@@ -149,7 +144,7 @@ pub fn matmul_into_with(
     }
     match &dev {
         Device::Cpu => {
-            let (av, bv) = (f32_values(a)?, f32_values(b)?);
+            let (av, bv) = (a.to_vec_f32()?, b.to_vec_f32()?);
             let mut c = vec![0f32; d.batch * d.m * d.n];
             for i in 0..d.batch {
                 let bi = if d.shared_b { 0 } else { i };
@@ -283,7 +278,7 @@ pub fn linear_into(
     }
     match &dev {
         Device::Cpu => {
-            let bv = bias.map(f32_values).transpose()?;
+            let bv = bias.map(Tensor::to_vec_f32).transpose()?;
             let epilogue = |i: usize, v: f32| -> f64 {
                 let y = f64::from(v) + bv.as_ref().map_or(0.0, |b| f64::from(b[i % n]));
                 match act {
@@ -320,7 +315,7 @@ pub fn linear_into(
                 }
                 return Ok(());
             }
-            let (xv, wv) = (f32_values(x)?, f32_values(w)?);
+            let (xv, wv) = (x.to_vec_f32()?, w.to_vec_f32()?);
             let mut c = vec![0f32; m * n];
             cpu_gemm(&xv, &wv, &mut c, m, k, n, true);
             let vals = c.iter().enumerate().map(|(i, &v)| epilogue(i, v));
