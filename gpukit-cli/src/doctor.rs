@@ -1,5 +1,5 @@
 //! `gpukit doctor`: checks what gpukit needs and says how to fix what is missing. The GPU stack
-//! (driver, devices, NVRTC) is reported but optional — models run on the CPU without it; the
+//! (driver, devices, NVRTC, cuBLASLt) is reported but optional — models run on the CPU without it; the
 //! cache folder and the default model (or pip to fetch it) are required.
 
 use std::process::Command;
@@ -74,6 +74,23 @@ pub fn doctor() -> Result<()> {
             &e.to_string(),
             "only needed on GPUs newer than the embedded kernels: `cargo xtask setup-cuda`, or \
              `pip install nvidia-cuda-nvrtc==13.0.88`",
+        ),
+    };
+    let _ = match gpukit_kernels::cublaslt_version() {
+        Some(v) => check(
+            true,
+            false,
+            "cuBLASLt",
+            &format!("{}.{}.{}", v / 10000, v / 100 % 100, v % 100),
+            "",
+        ),
+        None => check(
+            false,
+            false,
+            "cuBLASLt",
+            "not found",
+            "needed for prompts on a GPU: install the CUDA 13 toolkit, or `pip install \
+             nvidia-cublas` and add its lib folder to LD_LIBRARY_PATH",
         ),
     };
     let dir = models_dir();

@@ -1,8 +1,10 @@
-//! `gpukit info`: the driver, every device, NVRTC.
+//! `gpukit info`: the driver, every device and the kernels chosen for it, NVRTC, cuBLASLt.
 
 use gpukit_driver::{Device, Error, Nvrtc, device_count, driver_version};
+use gpukit_kernels::{KernelModule, KernelRegistry, cublaslt_version};
 
-/// Prints the driver, every device's properties, NVRTC and the cache folder.
+/// Prints the driver, every device's properties and kernel images, NVRTC, cuBLASLt and the
+/// cache folder.
 pub fn info() {
     match driver_version() {
         Ok((major, minor)) => println!("CUDA driver: supports CUDA {major}.{minor}"),
@@ -28,6 +30,15 @@ pub fn info() {
             }
         }
         Err(e) => println!("NVRTC: not found: {e}"),
+    }
+    match cublaslt_version() {
+        Some(v) => println!(
+            "cuBLASLt: {}.{}.{} (GEMMs: prompts, batched matmul)",
+            v / 10000,
+            v / 100 % 100,
+            v % 100
+        ),
+        None => println!("{}", gpukit_kernels::Error::NoBlas),
     }
     println!("cache: {}", gpukit_driver::cache_dir().display());
 }
@@ -77,4 +88,40 @@ fn print_device(ordinal: usize) {
         p.shared_memory_per_multiprocessor_bytes / 1024,
         if p.cluster_launch { "yes" } else { "no" }
     );
+    print_kernels(&dev);
+}
+
+/// The image each kernel module would load on `dev`: the device's own cubin or the PTX fallback
+/// embedded at build time, or an NVRTC compile at first use.
+fn print_kernels(dev: &Device) {
+    let reg = match KernelRegistry::for_device(dev) {
+        Ok(r) => r,
+        Err(e) => {
+            println!("  kernels: none usable: {e}");
+            return;
+        }
+    };
+    let (prebuilt, nvrtc): (Vec<_>, Vec<_>) = KernelModule::ALL
+        .into_iter()
+        .partition(|&m| reg.has_prebuilt(m));
+    let names = |ms: &[KernelModule]| ms.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ");
+    let kind = if reg.target().starts_with("compute_") {
+        "PTX, compiled by the driver at load"
+    } else {
+        "cubin"
+    };
+    if nvrtc.is_empty() {
+        println!(
+            "  kernels: {} {kind}, embedded for all {} modules",
+            reg.target(),
+            prebuilt.len()
+        );
+    } else {
+        println!(
+            "  kernels: {} {kind}; embedded: [{}]; compiled with NVRTC at first use: [{}]",
+            reg.target(),
+            names(&prebuilt),
+            names(&nvrtc)
+        );
+    }
 }

@@ -55,3 +55,21 @@ fn bad_input_is_a_clear_error() {
     let (ok, out, _) = gpukit(&["--help"]);
     assert!(ok && out.contains("generate") && out.contains("doctor"));
 }
+
+#[test]
+fn info_reports_devices_kernels_and_libraries() {
+    let (ok, out, err) = gpukit(&["info"]);
+    assert!(ok, "gpukit info failed: {err}");
+    for line in ["CUDA driver:", "devices", "NVRTC:", "cuBLASLt", "cache:"] {
+        assert!(out.contains(line), "no {line:?} line in:\n{out}");
+    }
+    // Every device listed also names the kernel images chosen for it.
+    let devices = out.matches("\ndevice ").count() + usize::from(out.starts_with("device "));
+    assert_eq!(out.matches("  kernels: ").count(), devices, "{out}");
+    let (ok, out, err) = gpukit(&["doctor"]);
+    assert!(ok, "gpukit doctor failed: {err}\n{out}");
+    assert!(
+        out.contains("cuBLASLt") && out.contains("default model"),
+        "{out}"
+    );
+}

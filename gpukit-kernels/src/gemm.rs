@@ -201,14 +201,24 @@ unsafe fn set_pref<T>(
         .map_err(blas("cublasLtMatmulPreferenceSetAttribute"))
 }
 
+/// cuBLASLt's version number (`major·10000 + minor·100 + patch`) when the library loads, else
+/// `None` (then [`GemmProvider::new`] fails with [`Error::NoBlas`]).
+pub fn cublaslt_version() -> Option<usize> {
+    // SAFETY: only tries to dlopen the library by its usual names.
+    if !unsafe { sys::is_culib_present() } {
+        return None;
+    }
+    // SAFETY: the library is loaded; cublasLtGetVersion takes nothing and only returns a number.
+    Some(unsafe { sys::cublasLtGetVersion() })
+}
+
 impl GemmProvider {
     /// A provider on `stream` with a workspace from `pool`.
     ///
     /// # Errors
     /// [`Error::NoBlas`] without libcublasLt; memory errors for the workspace.
     pub fn new(pool: &DevicePool, stream: &Stream) -> Result<Self> {
-        // SAFETY: only tries to dlopen the library by its usual names.
-        if !unsafe { sys::is_culib_present() } {
+        if cublaslt_version().is_none() {
             return Err(Error::NoBlas);
         }
         stream.device().make_current()?;

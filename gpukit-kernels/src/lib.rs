@@ -24,5 +24,5 @@ mod targets;
 pub use args::{AttentionArgs, MAX_DIMS, SamplerArgs, StridedIndex};
 pub use dtype::DType;
 pub use error::{Error, Result};
-pub use gemm::{BLayout, Epilogue, F32Precision, GemmProvider, GemmShape};
+pub use gemm::{BLayout, Epilogue, F32Precision, GemmProvider, GemmShape, cublaslt_version};
 pub use registry::{ImageSource, Kernel, KernelModule, KernelRegistry};
