@@ -39,6 +39,8 @@ struct AttnArgs {
     unsigned int splits;    // decode: splits per (batch, KV head)
     unsigned int pad;
     float* partial;         // decode with splits > 1: [batch, kv_heads, splits, 16, 2 + D] f32
+    const int* position;    // decode: if set, the queries start at *position and kv_len (then
+                            // the cache capacity) becomes min(kv_len, *position + q_len)
 };
 
 #define ATTN_THREADS 128
@@ -483,6 +485,7 @@ extern "C" __global__ void __launch_bounds__(32 * WARPS) sdpa_prefill_##NAME##_d
 }                                                                                                  \
 extern "C" __global__ void __launch_bounds__(ATTN_THREADS) sdpa_decode_##NAME##_d##D(              \
         const T* q, const T* k, const T* v, T* out, AttnArgs a) {                                  \
+    if (a.position) a.kv_len = min(a.kv_len, (unsigned)max(*a.position, 0) + a.q_len);            \
     sdpa_decode<T, D, (D > 128 ? 1 : 2)>(q, k, v, out, a);                                         \
 }
 

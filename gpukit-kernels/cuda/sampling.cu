@@ -248,3 +248,18 @@ extern "C" __global__ void __launch_bounds__(SAMPLER_THREADS) sample_##NAME(    
 SAMPLER_KERNELS(float, f32)
 SAMPLER_KERNELS(f16, f16)
 SAMPLER_KERNELS(bf16, bf16)
+
+// Moves a captured decode step's device state on by one token after sample_* drew token[rows]:
+// position (i32) and step (i64) grow by one; each row's window of recent ids (i32 [rows, window],
+// oldest first) shifts left and the drawn id enters at the end. One thread: a few dozen words.
+extern "C" __global__ void decode_advance(int* position, long long* step, int* recent,
+                                          unsigned int window, const int* token, unsigned int rows) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    *position += 1;
+    *step += 1;
+    for (unsigned int r = 0; r < rows && window > 0; ++r) {
+        int* w = recent + (unsigned long long)r * window;
+        for (unsigned int i = 0; i + 1 < window; ++i) w[i] = w[i + 1];
+        w[window - 1] = token[r];
+    }
+}

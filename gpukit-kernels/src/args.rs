@@ -102,6 +102,9 @@ pub struct AttentionArgs {
     pub pad: u32,
     /// Decode with `splits > 1`: the f32 workspace of per-split partial results.
     pub partial: DevicePtr,
+    /// Decode: when not null, an i32 on the device holding the first query's position; the
+    /// kernel then attends `min(kv_len, position + q_len)` keys (`kv_len` is the capacity).
+    pub position: DevicePtr,
 }
 
 // SAFETY: `repr(C)`, integers, floats and a device address, no implicit padding (the explicit

@@ -175,6 +175,9 @@ pub enum Kernel {
     SdpaCombine(DType),
     /// `sample_<dt>`: one token id per row of logits.
     Sample(DType),
+    /// `decode_advance`: a decode step's device position, step and recent-id window, moved on
+    /// by one token.
+    DecodeAdvance,
     /// `gemv_<dt>` / `gemv_<dt>_vec` / `gemv_<dt>_vec_m1`.
     Gemv {
         /// Element type (float).
@@ -245,7 +248,7 @@ impl Kernel {
             Kernel::Dequantize(_) | Kernel::QGemv(_) => KernelModule::Quant,
             Kernel::KvAppend(_) => KernelModule::Kv,
             Kernel::Sdpa { .. } | Kernel::SdpaCombine(_) => KernelModule::Attention,
-            Kernel::Sample(_) => KernelModule::Sampling,
+            Kernel::Sample(_) | Kernel::DecodeAdvance => KernelModule::Sampling,
         }
     }
 
@@ -317,6 +320,7 @@ impl Kernel {
             }
             Kernel::SdpaCombine(dt) => format!("sdpa_combine_{}", half_float("sdpa", dt)?),
             Kernel::Sample(dt) => format!("sample_{}", float("sampling", dt)?),
+            Kernel::DecodeAdvance => "decode_advance".into(),
             Kernel::Gemv {
                 dtype,
                 vectorized,
@@ -732,7 +736,7 @@ mod tests {
     }
 
     fn all_kernels() -> Vec<Kernel> {
-        let mut v = Vec::new();
+        let mut v = vec![Kernel::DecodeAdvance];
         for dt in DType::ALL {
             for c in [true, false] {
                 v.push(Kernel::Binary {

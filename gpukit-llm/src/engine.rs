@@ -15,8 +15,9 @@ use gpukit_sched::{LanePriority, Runtime};
 
 use crate::chat::{ChatTemplate, Message};
 use crate::checkpoint::Checkpoint;
+use crate::decode::DecodeStep;
 use crate::gguf::GgufFile;
-use crate::model::{LoadOptions, Model};
+use crate::model::{LoadOptions, Model, Session};
 use crate::spec::ModelSpec;
 use crate::tokenizer::{Tokenizer, read_json};
 use crate::{Error, Result};
@@ -122,6 +123,22 @@ impl Default for GenerateOptions {
             repetition_window: 64,
             stop: Vec::new(),
         }
+    }
+}
+
+impl GenerateOptions {
+    /// The repetition penalty's window over `history` for the device sampler: the last
+    /// `repetition_window` ids, oldest first, right-aligned (negative entries are empty slots);
+    /// empty when the penalty is off.
+    fn penalty_window(&self, history: &[u32]) -> Vec<i32> {
+        let window = self.repetition_window;
+        if window == 0 || self.sampling.repetition_penalty == 1.0 {
+            return Vec::new();
+        }
+        let tail = &history[history.len().saturating_sub(window)..];
+        let mut ids = vec![-1i32; window - tail.len()];
+        ids.extend(tail.iter().map(|&i| i as i32));
+        ids
     }
 }
 
@@ -379,10 +396,27 @@ impl Engine {
         let mut session = self.model.session(ids.len() + budget)?;
         let mut sampler = Sampler::new(self.model.device(), opts)?;
         let t0 = Instant::now();
-        let mut logits = self.model.forward(&mut session, &ids)?;
+        let logits = self.model.forward(&mut session, &ids)?;
         // The first id comes with the prefill (its logits are ready only when it ends).
         let mut history: Vec<u32> = ids.clone();
         let mut next = sampler.sample(&logits, &history, 0)?;
+        // Decode steps: one preallocated step (a CUDA graph after its first run) consumes each
+        // token and draws the next on the device; the general forward pass for models it does
+        // not take.
+        let mut decoder = if budget > 1 && self.model.supports_decode_step() {
+            let mut seen = history.clone();
+            seen.push(next);
+            Decoder::Step(Box::new(self.model.decode_step(
+                &mut session,
+                next,
+                &opts.sampling,
+                &opts.penalty_window(&seen),
+                1,
+                true,
+            )?))
+        } else {
+            Decoder::Forward(&mut session)
+        };
         let prefill = t0.elapsed();
         let t1 = Instant::now();
         let mut stream = TextStream::new(&self.tokenizer);
@@ -416,8 +450,13 @@ impl Engine {
                 held.drain(..cut);
             }
             if step + 1 < budget {
-                logits = self.model.forward(&mut session, &[id])?;
-                next = sampler.sample(&logits, &history, step as i64 + 1)?;
+                next = match &mut decoder {
+                    Decoder::Step(d) => d.run()?,
+                    Decoder::Forward(session) => {
+                        let logits = self.model.forward(session, &[id])?;
+                        sampler.sample(&logits, &history, step as i64 + 1)?
+                    }
+                };
             }
         }
         if stop != StopReason::StopString {
@@ -433,6 +472,14 @@ impl Engine {
             stop,
         })
     }
+}
+
+/// How [`Engine::generate`] runs decode steps.
+enum Decoder<'a> {
+    /// The preallocated step, replayed as a CUDA graph.
+    Step(Box<DecodeStep<'a>>),
+    /// The general forward pass, then the sampler.
+    Forward(&'a mut Session),
 }
 
 /// The sampler's device buffers: the window of recent ids, the step and the chosen id.
@@ -461,17 +508,14 @@ impl<'a> Sampler<'a> {
     /// The id drawn from `logits [1, vocab]` at `step`, the penalty looking at the end of
     /// `history`.
     fn sample(&mut self, logits: &Tensor, history: &[u32], step: i64) -> Result<u32> {
-        let window = self.opts.repetition_window;
-        let recent = if window > 0 && self.opts.sampling.repetition_penalty != 1.0 {
-            // Negative entries are empty slots.
-            let mut ids = vec![-1i32; window];
-            let tail = &history[history.len().saturating_sub(window)..];
-            for (slot, &id) in ids.iter_mut().zip(tail) {
-                *slot = id as i32;
-            }
-            Some(Tensor::from_slice(&ids, &[1, window], &self.device).map_err(sampling_err)?)
-        } else {
+        let window = self.opts.penalty_window(history);
+        let recent = if window.is_empty() {
             None
+        } else {
+            Some(
+                Tensor::from_slice(&window, &[1, window.len()], &self.device)
+                    .map_err(sampling_err)?,
+            )
         };
         let step = Tensor::from_slice(&[step], &[1], &self.device).map_err(sampling_err)?;
         sample_tokens_into(

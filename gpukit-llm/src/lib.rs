@@ -18,6 +18,7 @@
 
 pub mod chat;
 pub mod checkpoint;
+pub mod decode;
 pub mod engine;
 pub mod gguf;
 mod le;

@@ -29,15 +29,15 @@ use crate::spec::{Arch, MlpKind, ModelSpec, NormKind, Positions};
 use crate::{Error, Result};
 
 /// A linear layer's weight: dense `[out, in]` in the compute dtype, or GGUF blocks.
-enum Weight {
+pub(crate) enum Weight {
     Dense(Tensor),
     Quant(QuantMatrix),
 }
 
 /// `y = x · Wᵀ + b`.
-struct Linear {
-    w: Weight,
-    b: Option<Tensor>,
+pub(crate) struct Linear {
+    pub(crate) w: Weight,
+    pub(crate) b: Option<Tensor>,
 }
 
 impl Linear {
@@ -76,11 +76,11 @@ impl Linear {
 }
 
 /// RMSNorm or LayerNorm over the last dimension.
-struct Norm {
-    w: Tensor,
-    b: Option<Tensor>,
-    kind: NormKind,
-    eps: f32,
+pub(crate) struct Norm {
+    pub(crate) w: Tensor,
+    pub(crate) b: Option<Tensor>,
+    pub(crate) kind: NormKind,
+    pub(crate) eps: f32,
 }
 
 impl Norm {
@@ -92,35 +92,35 @@ impl Norm {
     }
 }
 
-struct Layer {
-    attn_norm: Norm,
-    q: Linear,
-    k: Linear,
-    v: Linear,
-    o: Linear,
-    q_norm: Option<Norm>,
-    k_norm: Option<Norm>,
-    mlp_norm: Norm,
+pub(crate) struct Layer {
+    pub(crate) attn_norm: Norm,
+    pub(crate) q: Linear,
+    pub(crate) k: Linear,
+    pub(crate) v: Linear,
+    pub(crate) o: Linear,
+    pub(crate) q_norm: Option<Norm>,
+    pub(crate) k_norm: Option<Norm>,
+    pub(crate) mlp_norm: Norm,
     /// SwiGLU's gate (None for GPT-2's MLP).
-    gate: Option<Linear>,
-    up: Linear,
-    down: Linear,
+    pub(crate) gate: Option<Linear>,
+    pub(crate) up: Linear,
+    pub(crate) down: Linear,
 }
 
 /// A loaded model.
 pub struct Model {
-    spec: ModelSpec,
-    device: Device,
-    dtype: DType,
-    embedding: Tensor,
+    pub(crate) spec: ModelSpec,
+    pub(crate) device: Device,
+    pub(crate) dtype: DType,
+    pub(crate) embedding: Tensor,
     /// GPT-2's learned positions `[max_positions, hidden]`.
-    position_embedding: Option<Tensor>,
-    layers: Vec<Layer>,
-    norm: Norm,
+    pub(crate) position_embedding: Option<Tensor>,
+    pub(crate) layers: Vec<Layer>,
+    pub(crate) norm: Norm,
     /// `None`: tied to the embedding.
-    head: Option<Linear>,
+    pub(crate) head: Option<Linear>,
     /// RoPE: f32 `[rotary_dim / 2]` on the device, the cos/sin scale and the layout.
-    rope: Option<(Tensor, f32, RopeLayout)>,
+    pub(crate) rope: Option<(Tensor, f32, RopeLayout)>,
 }
 
 impl std::fmt::Debug for Model {
@@ -143,6 +143,24 @@ impl Session {
     /// Tokens seen so far (the next token's position).
     pub fn position(&self) -> usize {
         self.pos
+    }
+
+    /// The most tokens the session holds.
+    pub fn capacity(&self) -> usize {
+        self.caches.first().map_or(0, KvCache::max_len)
+    }
+
+    pub(crate) fn caches_mut(&mut self) -> &mut [KvCache] {
+        &mut self.caches
+    }
+
+    /// Counts `n` more tokens as seen, after a decode step appended them at device positions.
+    pub(crate) fn advance(&mut self, n: usize) -> gpukit_ops::Result<()> {
+        self.pos += n;
+        for c in &mut self.caches {
+            c.set_len(self.pos)?;
+        }
+        Ok(())
     }
 }
 
@@ -643,7 +661,7 @@ impl Model {
     pub fn forward(&self, session: &mut Session, tokens: &[u32]) -> Result<Tensor> {
         let s = &self.spec;
         let t = tokens.len();
-        let room = session.caches.first().map_or(0, KvCache::max_len) - session.pos;
+        let room = session.capacity() - session.pos;
         let bad = |detail: String| Error::Format {
             file: "forward pass".into(),
             detail,

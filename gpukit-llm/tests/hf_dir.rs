@@ -13,7 +13,7 @@ use std::path::Path;
 
 use gpukit_llm::chat::Message;
 use gpukit_llm::engine::{ComputeDevice, Engine, GenerateOptions, Prompt, StopReason};
-use gpukit_llm::model::LoadOptions;
+use gpukit_llm::model::{LoadOptions, Model};
 use gpukit_ops::Device;
 use gpukit_ops::sampling::SamplingParams;
 use half::bf16;
@@ -216,6 +216,7 @@ fn exercise(device: &Device) {
     } else {
         assert!(best == 257 || engine.tokenizer().decode(&[best as u32]).unwrap() == "!");
     }
+    decode_step_checks(engine.model(), &ids, device);
     println!(
         "[{}] hf dir engine on {}: sampled {:?} ({} tokens, {:?})",
         if matches!(device, Device::Cpu) {
@@ -228,6 +229,76 @@ fn exercise(device: &Device) {
         sa.new_tokens,
         sa.stop
     );
+}
+
+fn argmax(v: &[f32]) -> u32 {
+    (0..v.len()).fold(0, |b, i| if v[i] > v[b] { i } else { b }) as u32
+}
+
+/// The decode step (what the engine runs after the prompt) against the general forward pass
+/// fed the same tokens, and on CUDA its graph replays against its eager runs, bit for bit.
+fn decode_step_checks(model: &Model, prompt: &[u32], device: &Device) {
+    const STEPS: usize = 12;
+    let greedy = SamplingParams::default();
+    let run = |use_graph: bool| {
+        let mut s = model.session(prompt.len() + STEPS + 1).unwrap();
+        let first = argmax(&model.forward_logits(&mut s, prompt).unwrap());
+        let mut d = model
+            .decode_step(&mut s, first, &greedy, &[], 1, use_graph)
+            .unwrap();
+        let (mut tokens, mut logits) = (vec![first], Vec::new());
+        for _ in 0..STEPS {
+            let next = d.run().unwrap();
+            let l = d.logits().to_vec_f32().unwrap();
+            assert_eq!(
+                next,
+                argmax(&l),
+                "the greedy draw is the argmax of the step's logits"
+            );
+            tokens.push(next);
+            logits.push(l);
+        }
+        let captured = d.is_captured();
+        drop(d);
+        assert_eq!(s.position(), prompt.len() + STEPS);
+        (tokens, logits, captured)
+    };
+    let (tokens, logits, captured) = run(true);
+    assert_eq!(captured, !matches!(device, Device::Cpu));
+    // The general forward pass, token by token: the same logits within the dtype's rounding
+    // (the decode attention splits the keys by the capacity, the forward pass by the length).
+    let mut s = model.session(prompt.len() + STEPS + 1).unwrap();
+    model.forward_logits(&mut s, prompt).unwrap();
+    let tol = if matches!(device, Device::Cpu) {
+        1e-4
+    } else {
+        3e-2
+    };
+    for (i, want) in logits.iter().enumerate() {
+        let got = model.forward_logits(&mut s, &[tokens[i]]).unwrap();
+        let scale = want.iter().fold(1f32, |m, x| m.max(x.abs()));
+        let err = got
+            .iter()
+            .zip(want)
+            .fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+        assert!(
+            err <= tol * scale,
+            "step {i}: max |Δlogit| {err} (scale {scale})"
+        );
+    }
+    if !matches!(device, Device::Cpu) {
+        let (e_tokens, e_logits, e_captured) = run(false);
+        assert!(!e_captured);
+        assert_eq!(e_tokens, tokens, "graph and eager draw the same tokens");
+        for (g, e) in logits.iter().zip(&e_logits) {
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(
+                bits(g),
+                bits(e),
+                "graph replay bitwise equal to the eager step"
+            );
+        }
+    }
 }
 
 #[test]

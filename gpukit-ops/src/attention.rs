@@ -246,6 +246,16 @@ pub fn sdpa_workspace_len(shape: &AttentionShape, mask: &AttentionMask) -> usize
     }
 }
 
+/// f32 elements of the workspace [`sdpa_decode_at_into`] needs for `shape` (`kv_len`: the cache
+/// capacity), whatever the mask.
+pub fn sdpa_decode_at_workspace_len(shape: &AttentionShape) -> usize {
+    let causal = AttentionMask {
+        causal: true,
+        ..AttentionMask::default()
+    };
+    sdpa_workspace_len(shape, &causal)
+}
+
 /// Scaled dot-product attention `softmax(Q·Kᵀ·scale + bias + mask)·V` on tensors (see the
 /// module docs for the layout and mask), into a new contiguous `[batch, q_heads, q_len,
 /// head_dim]` tensor of q's dtype.
@@ -282,6 +292,27 @@ pub fn sdpa_into(
     out: &Tensor,
     workspace: &Tensor,
 ) -> Result<()> {
+    let (dev, shape) = checked(q, k, v, scale, &mask, out, workspace)?;
+    match &dev {
+        Device::Cpu => {
+            let (q, k, v) = (q.to_vec_f32()?, k.to_vec_f32()?, v.to_vec_f32()?);
+            let o = sdpa_reference(&q, &k, &v, shape, scale, mask)?;
+            write_host(out, o.into_iter().map(f64::from))
+        }
+        Device::Cuda(_) => sdpa_cuda(q, k, v, scale, mask, out, workspace, &shape, None),
+    }
+}
+
+/// The checks every attention entry point makes; returns the device and the shape.
+fn checked(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    scale: f32,
+    mask: &AttentionMask,
+    out: &Tensor,
+    workspace: &Tensor,
+) -> Result<(Device, AttentionShape)> {
     let dev = same_device("sdpa", &[q, k, v, workspace])?;
     let shape = attention_shape(q, k, v)?;
     for t in [k, v] {
@@ -294,7 +325,7 @@ pub fn sdpa_into(
         ));
     }
     check_out("sdpa", out, q.shape(), q.dtype(), &dev, &[q, k, v])?;
-    shape.check(q.numel(), k.numel(), v.numel(), &mask)?;
+    shape.check(q.numel(), k.numel(), v.numel(), mask)?;
     if shape.kv_len == 0 {
         return Err(Error::shape("sdpa", "attention over zero keys"));
     }
@@ -304,13 +335,80 @@ pub fn sdpa_into(
             format!("the softmax scale must be positive and finite, got {scale}"),
         ));
     }
+    Ok((dev, shape))
+}
+
+/// Decode attention over KV caches whose filled length lives on the device — the attention of
+/// a captured decode step. `q [batch, q_heads, q_len, head_dim]` are the queries at positions
+/// `position .. position + q_len` (`position`: i32 `[1]` on q's device, read when the kernel
+/// runs); `k`/`v [batch, kv_heads, capacity, head_dim]` are the whole caches, of which keys
+/// `0 .. position + q_len` are attended (never past the capacity), under the causal mask and
+/// the optional sliding window. The launch depends only on the shapes — the split count is
+/// fixed by the capacity — so a graph replays it at any position, bit for bit as it runs
+/// eagerly. `workspace`: f32, at least [`sdpa_decode_at_workspace_len`] elements. At most
+/// [`launch::SDPA_DECODE_ROWS`] query rows per KV head (GQA group × q_len). Allocates nothing;
+/// capturable. The CPU reads the position and runs [`sdpa_into`] on the filled keys.
+///
+/// # Errors
+/// As [`sdpa_into`]; a mask that is not causal; more query rows than the decode kernel takes;
+/// `position` not an i32 `[1]` on the device; on the CPU, a position whose queries do not fit
+/// the capacity.
+#[allow(clippy::too_many_arguments)]
+pub fn sdpa_decode_at_into(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    position: &Tensor,
+    scale: f32,
+    mask: AttentionMask,
+    out: &Tensor,
+    workspace: &Tensor,
+) -> Result<()> {
+    let (dev, shape) = checked(q, k, v, scale, &mask, out, workspace)?;
+    same_device("sdpa", &[q, position])?;
+    if position.dtype() != DType::I32 || position.shape() != [1] {
+        return Err(Error::shape(
+            "sdpa",
+            format!(
+                "the position must be an i32 [1], got {} {:?}",
+                position.dtype(),
+                position.shape()
+            ),
+        ));
+    }
+    if !mask.causal {
+        return Err(Error::shape(
+            "sdpa",
+            "attention at a device position needs the causal mask",
+        ));
+    }
+    let rows = shape.q_heads / shape.kv_heads * shape.q_len;
+    if rows > launch::SDPA_DECODE_ROWS {
+        return Err(Error::shape(
+            "sdpa",
+            format!(
+                "attention at a device position takes at most {} query rows per KV head, got {rows}",
+                launch::SDPA_DECODE_ROWS
+            ),
+        ));
+    }
     match &dev {
         Device::Cpu => {
-            let (q, k, v) = (q.to_vec_f32()?, k.to_vec_f32()?, v.to_vec_f32()?);
-            let o = sdpa_reference(&q, &k, &v, shape, scale, mask)?;
-            write_host(out, o.into_iter().map(f64::from))
+            let p = position.to_vec::<i32>()?[0];
+            let keys = usize::try_from(p).ok().map(|p| p + shape.q_len);
+            let Some(keys) = keys.filter(|&n| n <= shape.kv_len) else {
+                return Err(Error::shape(
+                    "sdpa",
+                    format!(
+                        "position {p} with {} queries does not fit a cache of {}",
+                        shape.q_len, shape.kv_len
+                    ),
+                ));
+            };
+            let (k, v) = (k.narrow(2, 0, keys)?, v.narrow(2, 0, keys)?);
+            sdpa_into(q, &k, &v, scale, mask, out, workspace)
         }
-        Device::Cuda(_) => sdpa_cuda(q, k, v, scale, mask, out, workspace, &shape),
+        Device::Cuda(_) => sdpa_cuda(q, k, v, scale, mask, out, workspace, &shape, Some(position)),
     }
 }
 
@@ -341,6 +439,7 @@ fn sdpa_cuda(
     out: &Tensor,
     workspace: &Tensor,
     s: &AttentionShape,
+    position: Option<&Tensor>,
 ) -> Result<()> {
     let c = cuda(&out.device())?.clone();
     let dtype = q.dtype();
@@ -374,6 +473,7 @@ fn sdpa_cuda(
         causal: u32::from(mask.causal),
         window: u(mask.sliding_window.unwrap_or(0))?,
         alibi: u32::from(mask.alibi),
+        position: position.map(dptr).transpose()?.unwrap_or_default(),
         ..AttentionArgs::default()
     };
     let ptrs = [dptr(q)?, dptr(k)?, dptr(v)?, dptr(out)?];
@@ -391,7 +491,13 @@ fn sdpa_cuda(
         }
         ka.arg(a)
     };
-    match decode_plan(s, &mask) {
+    // With a device position the keys before a sliding window are not known here: the plan
+    // covers the whole capacity and the kernel masks.
+    let plan_mask = AttentionMask {
+        sliding_window: mask.sliding_window.filter(|_| position.is_none()),
+        ..mask
+    };
+    match decode_plan(s, &plan_mask) {
         None => run(
             Kernel::Sdpa {
                 dtype,
@@ -406,7 +512,7 @@ fn sdpa_cuda(
             args.chunk = u(chunk)?;
             args.splits = u(splits)?;
             if splits > 1 {
-                let need = sdpa_workspace_len(s, &mask);
+                let need = sdpa_workspace_len(s, &plan_mask);
                 if workspace.dtype() != DType::F32 || workspace.numel() < need {
                     return Err(Error::shape(
                         "sdpa",

@@ -108,6 +108,22 @@ impl KvCache {
         Ok(())
     }
 
+    /// Declares the first `len` positions filled, after writes made with
+    /// [`KvCache::append_at`] (a captured decode step appends at a position held on the device).
+    ///
+    /// # Errors
+    /// [`Error::Shape`] if `len` exceeds the capacity.
+    pub fn set_len(&mut self, len: usize) -> Result<()> {
+        if len > self.max_len() {
+            return Err(Error::shape(
+                "kv_cache",
+                format!("{len} positions in a cache of {}", self.max_len()),
+            ));
+        }
+        self.len = len;
+        Ok(())
+    }
+
     /// Appends `k_new`, `v_new` (`[tokens, kv_heads, head_dim]`) after the filled positions.
     ///
     /// # Errors

@@ -439,6 +439,96 @@ pub fn sample_tokens_into(
     }
 }
 
+/// Moves a decode step's device state on by one token, after [`sample_tokens_into`] drew `token`
+/// (i32 `[rows]`): `position` (i32 `[1]`) and `step` (i64 `[1]`) grow by one, and each row of
+/// `recent` (i32 `[rows, window]`, oldest id first, negative entries empty) shifts left by one
+/// with the drawn id entering at the end. One launch; allocates nothing; capturable, so a graph
+/// of a whole decode step carries its own state from one replay to the next.
+///
+/// # Errors
+/// Shape, dtype and device errors.
+pub fn advance_decode_state(
+    position: &Tensor,
+    step: &Tensor,
+    recent: Option<&Tensor>,
+    token: &Tensor,
+) -> Result<()> {
+    let mut operands = vec![position, step, token];
+    operands.extend(recent);
+    let dev = same_device("decode state", &operands)?;
+    Error::expect_dtype("decode position", position.dtype(), DType::I32)?;
+    Error::expect_dtype("decode step", step.dtype(), DType::I64)?;
+    Error::expect_dtype("decode token", token.dtype(), DType::I32)?;
+    let rows = token.numel();
+    let window = match recent {
+        Some(r) => {
+            Error::expect_dtype("decode recent ids", r.dtype(), DType::I32)?;
+            if r.rank() != 2 || r.shape()[0] != rows || !r.is_contiguous() {
+                return Err(Error::shape(
+                    "decode state",
+                    format!(
+                        "recent ids {:?} must be a contiguous [{rows}, window]",
+                        r.shape()
+                    ),
+                ));
+            }
+            r.shape()[1]
+        }
+        None => 0,
+    };
+    if position.shape() != [1] || step.shape() != [1] || token.rank() != 1 || !token.is_contiguous()
+    {
+        return Err(Error::shape(
+            "decode state",
+            format!(
+                "position {:?} and step {:?} must be [1], token {:?} a contiguous [rows]",
+                position.shape(),
+                step.shape(),
+                token.shape()
+            ),
+        ));
+    }
+    match &dev {
+        Device::Cpu => {
+            let p = position.to_vec::<i32>()?[0];
+            crate::ops::write_host(position, [f64::from(p + 1)])?;
+            let st = step.to_vec::<i64>()?[0];
+            crate::ops::write_host(step, [(st + 1) as f64])?;
+            if let Some(r) = recent {
+                let ids = token.to_vec::<i32>()?;
+                let mut w = r.to_vec::<i32>()?;
+                for (row, &id) in w.chunks_exact_mut(window).zip(&ids) {
+                    row.rotate_left(1);
+                    row[window - 1] = id;
+                }
+                crate::ops::write_host(r, w.into_iter().map(f64::from))?;
+            }
+            Ok(())
+        }
+        Device::Cuda(c) => {
+            let ka = KernelArgs::new()
+                .arg(dptr(position)?)
+                .arg(dptr(step)?)
+                .arg(match recent {
+                    Some(r) => dptr(r)?,
+                    None => gpukit_driver::DevicePtr::default(),
+                })
+                .arg(u32_dim("decode state", window)?)
+                .arg(dptr(token)?)
+                .arg(u32_dim("decode state", rows)?);
+            // SAFETY: position is one i32, step one i64, token `rows` i32, recent rows × window
+            // i32 (read and written only when window > 0); one thread.
+            unsafe {
+                c.launch(
+                    Kernel::DecodeAdvance,
+                    &gpukit_kernels::registry::launch::threads(1)?,
+                    &ka,
+                )
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

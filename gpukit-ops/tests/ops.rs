@@ -1312,3 +1312,114 @@ op_test!(k_quants_match_gguf_py, |dev: &Device| {
         dev.describe()
     );
 });
+
+op_test!(sdpa_at_device_position_and_decode_state, |dev: &Device| {
+    use gpukit_ops::attention::{
+        AttentionMask, attention_shape, sdpa_decode_at_into, sdpa_decode_at_workspace_len,
+        sdpa_reference,
+    };
+    use gpukit_ops::sampling::advance_decode_state;
+    let s = seed();
+    let dts: &[DType] = if matches!(dev, Device::Cuda(_)) {
+        &[DType::BF16, DType::F16]
+    } else {
+        &[DType::F32]
+    };
+    // (group, kv_heads, q_len, head_dim, capacity, position, window): the keys attended are
+    // 0 .. position + q_len of a cache of `capacity`; the rest of the cache holds garbage that
+    // must not be read.
+    let cases = [
+        (1, 2, 1, 64, 300, 0, None),
+        (4, 2, 1, 128, 300, 17, None),
+        (7, 1, 1, 64, 4097, 4000, None),
+        (8, 1, 2, 128, 130, 127, None),
+        (2, 2, 1, 64, 500, 300, Some(64)),
+    ];
+    for &dt in dts {
+        for (i, &(group, kvh, q_len, d, cap, pos, window)) in cases.iter().enumerate() {
+            let qh = group * kvh;
+            let seed = s + 10 * i as u64;
+            let (q, qv) = input(&[1, qh, q_len, d], dt, -1.0, 1.0, seed, dev);
+            let (k, kv) = input(&[1, kvh, cap, d], dt, -1.0, 1.0, seed + 1, dev);
+            let (v, vv) = input(&[1, kvh, cap, d], dt, -1.0, 1.0, seed + 2, dev);
+            let mask = AttentionMask {
+                causal: true,
+                sliding_window: window,
+                alibi: false,
+            };
+            let keys = pos + q_len;
+            let narrow = |x: &[f64]| -> Vec<f32> {
+                (0..kvh)
+                    .flat_map(|h| x[h * cap * d..][..keys * d].iter().map(|&a| a as f32))
+                    .collect()
+            };
+            let qf: Vec<f32> = qv.iter().map(|&a| a as f32).collect();
+            let mut shape = attention_shape(&q, &k, &v).unwrap();
+            shape.kv_len = keys;
+            let want: Vec<f64> =
+                sdpa_reference(&qf, &narrow(&kv), &narrow(&vv), shape, 0.125, mask)
+                    .unwrap()
+                    .into_iter()
+                    .map(f64::from)
+                    .collect();
+            let position = Tensor::from_slice(&[pos as i32], &[1], dev).unwrap();
+            let full = attention_shape(&q, &k, &v).unwrap();
+            let ws = Tensor::zeros(
+                &[sdpa_decode_at_workspace_len(&full).max(1)],
+                DType::F32,
+                dev,
+            )
+            .unwrap();
+            let out = poisoned(&[1, qh, q_len, d], dt, dev);
+            sdpa_decode_at_into(&q, &k, &v, &position, 0.125, mask, &out, &ws).unwrap();
+            let got = out.to_vec_f64().unwrap();
+            assert_close(
+                &format!("sdpa at position, case {i} {dt}"),
+                &got,
+                &want,
+                tol(dt),
+            );
+            // Run twice: bitwise the same.
+            let again = poisoned(&[1, qh, q_len, d], dt, dev);
+            sdpa_decode_at_into(&q, &k, &v, &position, 0.125, mask, &again, &ws).unwrap();
+            assert_eq!(
+                again.to_vec_f64().unwrap(),
+                got,
+                "case {i} {dt}: run to run"
+            );
+        }
+    }
+    // A position past the cache: an error on the CPU; on CUDA the keys are clamped to the
+    // capacity (never read out of bounds).
+    let (q, _) = input(&[1, 2, 1, 64], DType::BF16, -1.0, 1.0, s, dev);
+    let (k, _) = input(&[1, 1, 64, 64], DType::BF16, -1.0, 1.0, s, dev);
+    let ws = Tensor::zeros(&[1 << 16], DType::F32, dev).unwrap();
+    let out = poisoned(&[1, 2, 1, 64], DType::BF16, dev);
+    let far = Tensor::from_slice(&[64i32], &[1], dev).unwrap();
+    let mask = AttentionMask {
+        causal: true,
+        ..Default::default()
+    };
+    let r = sdpa_decode_at_into(&q, &k, &k, &far, 0.125, mask, &out, &ws);
+    if matches!(dev, Device::Cpu) {
+        assert!(r.unwrap_err().to_string().contains("does not fit"));
+    } else {
+        r.unwrap();
+        assert!(out.to_vec_f64().unwrap().iter().all(|x| x.is_finite()));
+    }
+    let bad_pos = Tensor::from_slice(&[0i64], &[1], dev).unwrap();
+    assert!(sdpa_decode_at_into(&q, &k, &k, &bad_pos, 0.125, mask, &out, &ws).is_err());
+
+    // The decode state moves on by one token.
+    let position = Tensor::from_slice(&[5i32], &[1], dev).unwrap();
+    let step = Tensor::from_slice(&[9i64], &[1], dev).unwrap();
+    let recent = Tensor::from_slice(&[-1i32, 3, 4], &[1, 3], dev).unwrap();
+    let token = Tensor::from_slice(&[7i32], &[1], dev).unwrap();
+    advance_decode_state(&position, &step, Some(&recent), &token).unwrap();
+    assert_eq!(position.to_vec::<i32>().unwrap(), [6]);
+    assert_eq!(step.to_vec::<i64>().unwrap(), [10]);
+    assert_eq!(recent.to_vec::<i32>().unwrap(), [3, 4, 7]);
+    advance_decode_state(&position, &step, None, &token).unwrap();
+    assert_eq!(position.to_vec::<i32>().unwrap(), [7]);
+    assert!(advance_decode_state(&step, &step, None, &token).is_err());
+});

@@ -1,0 +1,440 @@
+//! The batch-1 decode step as one CUDA graph.
+//!
+//! [`DecodeStep`] runs one token through a [`Model`] with every tensor preallocated and the
+//! token id, its position and the sampling step read from device memory: the embedding, every
+//! layer (norms, projections, RoPE, the KV append at the device position, attention over the
+//! cache up to that position), the final norm, the LM head, sampling into the token buffer and
+//! the advance of that device state. Nothing in a step depends on host values that change from
+//! token to token, so on CUDA the step is captured once and then replayed: one graph launch per
+//! token instead of about fifteen kernel launches per layer.
+//!
+//! The first step runs eagerly (it loads the kernels and plans any GEMM) and the capture then
+//! records the very same function with the same buffers, so a replay computes bit for bit what
+//! the eager step computes (tested). On the CPU every step runs eagerly.
+//!
+//! Fused where it saves memory traffic: each residual add with the RMSNorm that follows it
+//! (`add_rms_norm`).
+
+use gpukit_driver::Graph;
+use gpukit_kernels::registry::launch::SDPA_DECODE_ROWS;
+use gpukit_ops::attention::sdpa_decode_at_workspace_len;
+use gpukit_ops::attention::{AttentionMask, AttentionShape, sdpa_decode_at_into};
+use gpukit_ops::ops::{self, Activation};
+use gpukit_ops::quant::qgemv_into;
+use gpukit_ops::rope::rope_inplace;
+use gpukit_ops::sampling::{SamplingParams, advance_decode_state, sample_tokens_into};
+use gpukit_ops::{BinaryOp, DType, Device, Tensor, UnaryOp};
+
+use crate::model::{Linear, Model, Norm, Session, Weight};
+use crate::spec::{MlpKind, NormKind};
+use crate::{Error, Result};
+
+fn op_err(e: gpukit_ops::Error) -> Error {
+    Error::Format {
+        file: "decode step".into(),
+        detail: e.to_string(),
+    }
+}
+
+/// The device state and activations of one decode step (all preallocated).
+struct Buffers {
+    /// i32 `[1]`: the id the next step consumes; the sampler writes the drawn id here.
+    token: Tensor,
+    /// i32 `[1]`: the consumed token's position.
+    position: Tensor,
+    /// i64 `[1]`: the sampling step (the Philox counter).
+    step: Tensor,
+    /// i32 `[1, window]`: recent ids for the repetition penalty, oldest first.
+    recent: Option<Tensor>,
+    /// The residual stream, in two buffers: a fused add writes the other one.
+    x: [Tensor; 2],
+    /// GPT-2's learned position row.
+    pos_row: Option<Tensor>,
+    /// Normalised activations `[1, hidden]`.
+    h: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    /// Q/K after their norms (Qwen3).
+    qn: Option<(Tensor, Tensor)>,
+    attn: Tensor,
+    /// A sub-layer's output, added to the residual stream by the next fused norm.
+    y: Tensor,
+    gate: Tensor,
+    up: Tensor,
+    act: Tensor,
+    /// For quantized projections with a bias or an activation.
+    scratch: Tensor,
+    logits: Tensor,
+    workspace: Tensor,
+}
+
+/// One decode step of a model over a session, replayed as a CUDA graph after its first run.
+/// Made by [`Model::decode_step`]; each [`DecodeStep::run`] consumes the current token and
+/// returns the next one.
+pub struct DecodeStep<'a> {
+    model: &'a Model,
+    session: &'a mut Session,
+    params: SamplingParams,
+    b: Buffers,
+    /// Capture after the first (eager) step; `false` keeps every step eager.
+    use_graph: bool,
+    graph: Option<Graph>,
+    steps: usize,
+}
+
+impl std::fmt::Debug for DecodeStep<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DecodeStep")
+            .field("steps", &self.steps)
+            .field("graph", &self.graph.is_some())
+            .finish()
+    }
+}
+
+impl Model {
+    /// Whether [`Model::decode_step`] runs this model: the decode attention takes at most 16
+    /// query heads per KV head.
+    pub fn supports_decode_step(&self) -> bool {
+        self.spec().n_heads / self.spec().n_kv_heads.max(1) <= SDPA_DECODE_ROWS
+    }
+
+    /// A decode step over `session` that first consumes `token` (at the session's position),
+    /// sampling with `params` at Philox step `step`; `recent` are the ids the repetition penalty
+    /// looks at, oldest first, negative entries empty (the window is its length; pass none to
+    /// disable the penalty). `use_graph`: replay a CUDA
+    /// graph after the first step (ignored on the CPU).
+    ///
+    /// # Errors
+    /// [`Error::Format`] for a session without room, a token outside the vocabulary or a model
+    /// [`Model::supports_decode_step`] rejects; memory errors.
+    pub fn decode_step<'a>(
+        &'a self,
+        session: &'a mut Session,
+        token: u32,
+        params: &SamplingParams,
+        recent: &[i32],
+        step: i64,
+        use_graph: bool,
+    ) -> Result<DecodeStep<'a>> {
+        let s = self.spec();
+        let bad = |detail: String| Error::Format {
+            file: "decode step".into(),
+            detail,
+        };
+        if !self.supports_decode_step() {
+            return Err(bad(format!(
+                "{} query heads per KV head; the decode step takes at most {SDPA_DECODE_ROWS}",
+                s.n_heads / s.n_kv_heads.max(1)
+            )));
+        }
+        if token as usize >= s.vocab {
+            return Err(bad(format!("token id {token} outside the vocabulary")));
+        }
+        let capacity = session.capacity();
+        if session.position() >= capacity {
+            return Err(bad(format!("the session's {capacity} positions are full")));
+        }
+        let dev = self.device();
+        let dt = self.dtype();
+        let t = |shape: &[usize], dtype: DType| Tensor::zeros(shape, dtype, dev).map_err(op_err);
+        let ids = |v: &[i32]| Tensor::from_slice(v, &[1, v.len()], dev).map_err(op_err);
+        let (h, nh, nkv, hd) = (s.hidden, s.n_heads, s.n_kv_heads, s.head_dim);
+        let scratch_len = [h, nh * hd, nkv * hd, s.ffn, s.vocab]
+            .into_iter()
+            .max()
+            .unwrap_or(h);
+        let shape = AttentionShape {
+            batch: 1,
+            q_heads: nh,
+            kv_heads: nkv,
+            q_len: 1,
+            kv_len: capacity,
+            head_dim: hd,
+        };
+        let b = Buffers {
+            token: Tensor::from_slice(&[token as i32], &[1], dev).map_err(op_err)?,
+            position: Tensor::from_slice(&[session.position() as i32], &[1], dev)
+                .map_err(op_err)?,
+            step: Tensor::from_slice(&[step], &[1], dev).map_err(op_err)?,
+            recent: if recent.is_empty() {
+                None
+            } else {
+                Some(ids(recent)?)
+            },
+            x: [t(&[1, h], dt)?, t(&[1, h], dt)?],
+            pos_row: match self.position_embedding.is_some() {
+                true => Some(t(&[1, h], dt)?),
+                false => None,
+            },
+            h: t(&[1, h], dt)?,
+            q: t(&[1, nh * hd], dt)?,
+            k: t(&[1, nkv * hd], dt)?,
+            v: t(&[1, nkv * hd], dt)?,
+            qn: match s.qk_norm {
+                true => Some((t(&[1, nh * hd], dt)?, t(&[1, nkv * hd], dt)?)),
+                false => None,
+            },
+            attn: t(&[1, nh * hd], dt)?,
+            y: t(&[1, h], dt)?,
+            gate: t(&[1, s.ffn], dt)?,
+            up: t(&[1, s.ffn], dt)?,
+            act: t(&[1, s.ffn], dt)?,
+            scratch: t(&[scratch_len], dt)?,
+            logits: t(&[1, s.vocab], dt)?,
+            workspace: t(&[sdpa_decode_at_workspace_len(&shape).max(1)], DType::F32)?,
+        };
+        Ok(DecodeStep {
+            model: self,
+            session,
+            params: params.clone(),
+            b,
+            use_graph,
+            graph: None,
+            steps: 0,
+        })
+    }
+}
+
+impl DecodeStep<'_> {
+    /// Runs one step: consumes the current token, appends its keys and values to the session's
+    /// caches and returns the sampled next token (which the following step consumes).
+    ///
+    /// # Errors
+    /// [`Error::Format`] once the session is full; op and capture errors.
+    pub fn run(&mut self) -> Result<u32> {
+        let pos = self.session.position();
+        if pos >= self.session.capacity() {
+            return Err(Error::Format {
+                file: "decode step".into(),
+                detail: format!("the session's {} positions are full", pos),
+            });
+        }
+        match (&self.graph, self.model.device()) {
+            (Some(g), Device::Cuda(c)) => g
+                .launch(c.stream())
+                .map_err(|e| Error::Device(e.to_string()))?,
+            (None, Device::Cuda(c)) if self.use_graph && self.steps > 0 => {
+                let g = c.capture(|| record(self.model, self.session, &self.params, &self.b));
+                let g = g.map_err(op_err)?;
+                g.launch(c.stream())
+                    .map_err(|e| Error::Device(e.to_string()))?;
+                self.graph = Some(g);
+            }
+            _ => record(self.model, self.session, &self.params, &self.b).map_err(op_err)?,
+        }
+        self.steps += 1;
+        self.session.advance(1).map_err(op_err)?;
+        let id = self.b.token.to_vec::<i32>().map_err(op_err)?;
+        Ok(id.first().map_or(0, |&i| i.max(0) as u32))
+    }
+
+    /// The last step's logits `[1, vocab]` (compute dtype, on the model's device).
+    pub fn logits(&self) -> &Tensor {
+        &self.b.logits
+    }
+
+    /// Whether later steps replay a captured graph.
+    pub fn is_captured(&self) -> bool {
+        self.graph.is_some()
+    }
+}
+
+/// The step itself: the same launches, with the same arguments, eagerly and under capture.
+fn record(
+    m: &Model,
+    session: &mut Session,
+    params: &SamplingParams,
+    b: &Buffers,
+) -> gpukit_ops::Result<()> {
+    let s = m.spec();
+    let (nh, nkv, hd) = (s.n_heads, s.n_kv_heads, s.head_dim);
+    let mut cur = 0usize;
+    let mut x = b.x.clone();
+    let mut h = b.h.clone();
+    // Embedding (and GPT-2's learned position) into the residual stream.
+    match (&m.position_embedding, &b.pos_row) {
+        (Some(table), Some(row)) => {
+            ops::index_select_into(&m.embedding, 0, &b.token, &mut x[1])?;
+            ops::index_select_into(table, 0, &b.position, &mut row.clone())?;
+            ops::binary_into(BinaryOp::Add, &x[1].clone(), row, &mut x[0])?;
+        }
+        _ => ops::index_select_into(&m.embedding, 0, &b.token, &mut x[0])?,
+    }
+    // Normalises the residual stream into `h`, first adding the pending sub-layer output `y`
+    // (fused with RMSNorm).
+    let mut pre_norm = |norm: &Norm,
+                        pending: bool,
+                        x: &mut [Tensor; 2],
+                        h: &mut Tensor|
+     -> gpukit_ops::Result<()> {
+        if !pending {
+            return norm.forward_into(&x[cur], h);
+        }
+        let (a, c) = x.split_at_mut(1);
+        let (from, to) = if cur == 0 {
+            (&a[0], &mut c[0])
+        } else {
+            (&c[0], &mut a[0])
+        };
+        match norm.kind {
+            NormKind::Rms => ops::add_rms_norm_into(&b.y, from, &norm.w, norm.eps, h, to)?,
+            NormKind::Layer => {
+                ops::binary_into(BinaryOp::Add, from, &b.y, to)?;
+                norm.forward_into(to, h)?;
+            }
+        }
+        cur ^= 1;
+        Ok(())
+    };
+    let mask = |window: Option<usize>| AttentionMask {
+        causal: true,
+        sliding_window: window,
+        alibi: false,
+    };
+    let scale = 1.0 / (hd as f32).sqrt();
+    let mut pending = false;
+    for ((layer, cache), window) in m
+        .layers
+        .iter()
+        .zip(session.caches_mut())
+        .zip(&s.sliding_window)
+    {
+        pre_norm(&layer.attn_norm, pending, &mut x, &mut h)?;
+        layer
+            .q
+            .forward_into(&h, Activation::None, &b.q, &b.scratch)?;
+        layer
+            .k
+            .forward_into(&h, Activation::None, &b.k, &b.scratch)?;
+        layer
+            .v
+            .forward_into(&h, Activation::None, &b.v, &b.scratch)?;
+        let (q, k) = match (&layer.q_norm, &layer.k_norm, &b.qn) {
+            (Some(qn), Some(kn), Some((qo, ko))) => {
+                qn.forward_into(&b.q.reshape(&[1, nh, hd])?, &mut qo.reshape(&[1, nh, hd])?)?;
+                kn.forward_into(
+                    &b.k.reshape(&[1, nkv, hd])?,
+                    &mut ko.reshape(&[1, nkv, hd])?,
+                )?;
+                (qo, ko)
+            }
+            _ => (&b.q, &b.k),
+        };
+        let (q3, k3, v3) = (
+            q.reshape(&[1, nh, hd])?,
+            k.reshape(&[1, nkv, hd])?,
+            b.v.reshape(&[1, nkv, hd])?,
+        );
+        if let Some((inv_freq, mscale, layout)) = &m.rope {
+            rope_inplace(&mut q3.clone(), &b.position, inv_freq, *mscale, *layout)?;
+            rope_inplace(&mut k3.clone(), &b.position, inv_freq, *mscale, *layout)?;
+        }
+        cache.append_at(&k3, &v3, &b.position)?;
+        // [1, heads, d] → [1, heads, 1, d] views; the caches whole, [1, kv_heads, capacity, d].
+        let q4 = q3.transpose(0, 1)?.unsqueeze(0)?;
+        let o4 = b
+            .attn
+            .reshape(&[1, nh, hd])?
+            .transpose(0, 1)?
+            .unsqueeze(0)?;
+        sdpa_decode_at_into(
+            &q4,
+            &cache.key_storage().unsqueeze(0)?,
+            &cache.value_storage().unsqueeze(0)?,
+            &b.position,
+            scale,
+            mask(*window),
+            &o4,
+            &b.workspace,
+        )?;
+        layer
+            .o
+            .forward_into(&b.attn, Activation::None, &b.y, &b.scratch)?;
+        pending = true;
+        pre_norm(&layer.mlp_norm, pending, &mut x, &mut h)?;
+        match (&layer.gate, s.mlp) {
+            (Some(gate), MlpKind::SwiGlu) => {
+                gate.forward_into(&h, Activation::None, &b.gate, &b.scratch)?;
+                layer
+                    .up
+                    .forward_into(&h, Activation::None, &b.up, &b.scratch)?;
+                ops::unary_into(UnaryOp::Silu, &b.gate, &mut b.act.clone())?;
+                ops::binary_into(BinaryOp::Mul, &b.act, &b.up, &mut b.gate.clone())?;
+                layer
+                    .down
+                    .forward_into(&b.gate, Activation::None, &b.y, &b.scratch)?;
+            }
+            _ => {
+                layer
+                    .up
+                    .forward_into(&h, Activation::GeluTanh, &b.up, &b.scratch)?;
+                layer
+                    .down
+                    .forward_into(&b.up, Activation::None, &b.y, &b.scratch)?;
+            }
+        }
+    }
+    pre_norm(&m.norm, pending, &mut x, &mut h)?;
+    match &m.head {
+        Some(head) => head.forward_into(&h, Activation::None, &b.logits, &b.scratch)?,
+        None => ops::linear_into(
+            &h,
+            &m.embedding,
+            None,
+            Activation::None,
+            &mut b.logits.clone(),
+        )?,
+    }
+    sample_tokens_into(&b.logits, b.recent.as_ref(), params, &b.step, &b.token)?;
+    advance_decode_state(&b.position, &b.step, b.recent.as_ref(), &b.token)
+}
+
+impl Linear {
+    /// `out [1, out] = x [1, in] · Wᵀ (+ b)`, then `act`, without allocating: `scratch` (at
+    /// least `out` elements of the dtype) holds a quantized product before its bias or
+    /// activation.
+    pub(crate) fn forward_into(
+        &self,
+        x: &Tensor,
+        act: Activation,
+        out: &Tensor,
+        scratch: &Tensor,
+    ) -> gpukit_ops::Result<()> {
+        let mut out = out.clone();
+        let q = match &self.w {
+            Weight::Dense(w) => return ops::linear_into(x, w, self.b.as_ref(), act, &mut out),
+            Weight::Quant(q) => q,
+        };
+        if self.b.is_none() && act == Activation::None {
+            return qgemv_into(x, q, &mut out);
+        }
+        let mut tmp = scratch.narrow(0, 0, q.rows)?.reshape(&[1, q.rows])?;
+        qgemv_into(x, q, &mut tmp)?;
+        let unary = match act {
+            Activation::None => None,
+            Activation::Relu => Some(UnaryOp::Relu),
+            Activation::GeluTanh => Some(UnaryOp::GeluTanh),
+        };
+        match (&self.b, unary) {
+            (Some(bias), None) => ops::binary_into(BinaryOp::Add, &tmp, bias, &mut out),
+            (None, Some(op)) => ops::unary_into(op, &tmp, &mut out),
+            (Some(bias), Some(op)) => {
+                ops::binary_into(BinaryOp::Add, &tmp, bias, &mut out)?;
+                ops::unary_into(op, &out, &mut tmp)?;
+                ops::copy_into(&tmp, &mut out)
+            }
+            (None, None) => Ok(()),
+        }
+    }
+}
+
+impl Norm {
+    /// The norm of `x` into `out` (same shape), without allocating.
+    pub(crate) fn forward_into(&self, x: &Tensor, out: &mut Tensor) -> gpukit_ops::Result<()> {
+        match self.kind {
+            NormKind::Rms => ops::rms_norm_into(x, &self.w, self.eps, out),
+            NormKind::Layer => ops::layer_norm_into(x, &self.w, self.b.as_ref(), self.eps, out),
+        }
+    }
+}
