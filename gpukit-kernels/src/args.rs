@@ -158,7 +158,10 @@ mod tests {
     fn attention_args_match_the_c_struct() {
         // long long strides[4][3]; unsigned ×4; float; unsigned ×7; float* partial;
         // const int* position
-        assert_eq!(std::mem::size_of::<AttentionArgs>(), 96 + 16 + 4 + 28 + 8 + 8);
+        assert_eq!(
+            std::mem::size_of::<AttentionArgs>(),
+            96 + 16 + 4 + 28 + 8 + 8
+        );
         assert_eq!(std::mem::offset_of!(AttentionArgs, partial), 144);
         assert_eq!(std::mem::offset_of!(AttentionArgs, position), 152);
         assert_eq!(std::mem::size_of::<SamplerArgs>(), 40);
