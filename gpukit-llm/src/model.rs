@@ -18,7 +18,7 @@ use std::path::Path;
 use gpukit_ops::attention::{AttentionMask, sdpa};
 use gpukit_ops::kv_cache::KvCache;
 use gpukit_ops::ops::{self, Activation};
-use gpukit_ops::quant::{QuantFormat, QuantMatrix, dequantize_tensor, qgemv_into};
+use gpukit_ops::quant::{QuantFormat, QuantMatrix, dequantize_tensor};
 use gpukit_ops::rope::{RopeLayout, rope_inplace};
 use gpukit_ops::{BinaryOp, DType, Device, Tensor, UnaryOp};
 
@@ -52,18 +52,10 @@ impl Linear {
                     *last = q.rows;
                 }
                 let y = if rows == 1 {
-                    let mut out = Tensor::empty(&[1, q.rows], x.dtype(), &x.device())?;
-                    qgemv_into(&x.reshape(&[1, q.cols])?, q, &mut out)?;
-                    let y = out.reshape(&shape)?;
-                    let y = match &self.b {
-                        Some(b) => ops::binary(BinaryOp::Add, &y, b)?,
-                        None => y,
-                    };
-                    match act {
-                        Activation::None => y,
-                        Activation::Relu => ops::unary(UnaryOp::Relu, &y)?,
-                        Activation::GeluTanh => ops::unary(UnaryOp::GeluTanh, &y)?,
-                    }
+                    let out = Tensor::empty(&[1, q.rows], x.dtype(), &x.device())?;
+                    let scratch = Tensor::empty(&[q.rows], x.dtype(), &x.device())?;
+                    self.forward_into(&x.reshape(&[1, q.cols])?, act, &out, &scratch)?;
+                    out.reshape(&shape)?
                 } else {
                     let w = dequantize_tensor(&q.data, q.format, x.dtype())?
                         .reshape(&[q.rows, q.cols])?;
@@ -85,10 +77,9 @@ pub(crate) struct Norm {
 
 impl Norm {
     fn forward(&self, x: &Tensor) -> gpukit_ops::Result<Tensor> {
-        match self.kind {
-            NormKind::Rms => ops::rms_norm(x, &self.w, self.eps),
-            NormKind::Layer => ops::layer_norm(x, &self.w, self.b.as_ref(), self.eps),
-        }
+        let mut out = Tensor::empty(x.shape(), x.dtype(), &x.device())?;
+        self.forward_into(x, &mut out)?;
+        Ok(out)
     }
 }
 
