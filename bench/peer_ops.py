@@ -122,6 +122,16 @@ def peer(case):
     raise ValueError(f"unknown case kind {k}")
 
 
+def copy_ceiling_gbs():
+    """The device-to-device copy bandwidth in GB/s (1 GiB, counting read + write)."""
+    n = 1 << 29
+    a = rand(n)
+    b = torch.empty_like(a)
+    gbs = 2 * n * 2 / (eager_ms(lambda: b.copy_(a), 10, 5) * 1e-3) / 1e9
+    del a, b
+    return gbs
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "target/bench"
     path = os.path.join(out, "bench-ops.json")
@@ -129,14 +139,11 @@ def main():
         print(f"peer_ops: {path} not found (run the gpukit-ops bench first)")
         return 1
     data = json.load(open(path))
-    n = 1 << 29
-    a = rand(n)
-    b = torch.empty_like(a)
-    copy_gbs = 2 * n * 2 / (eager_ms(lambda: b.copy_(a), 10, 5) * 1e-3) / 1e9
+    copy_gbs = copy_ceiling_gbs()
     m = 8192
     x, y = rand(m, m), rand(m, m)
     gemm_tflops = 2 * m**3 / (eager_ms(lambda: torch.matmul(x, y), 5, 5) * 1e-3) / 1e12
-    del a, b, x, y
+    del x, y
     rows = []
     for c in data["cases"]:
         try:

@@ -100,6 +100,22 @@ impl ComputeDevice {
         let d = rt.device(0).ok()?;
         Some(d.pool().stats().allocator.peak_allocated_bytes)
     }
+
+    /// The most device memory the pool has reserved from the driver so far (allocated blocks
+    /// plus its cache of free ones), in bytes (`None` on the CPU).
+    pub fn peak_reserved_bytes(&self) -> Option<usize> {
+        let rt = self.runtime.as_ref()?;
+        let d = rt.device(0).ok()?;
+        Some(d.pool().stats().allocator.peak_reserved_bytes)
+    }
+
+    /// Restarts both peaks at the bytes in use now (e.g. after loading the weights, to measure
+    /// a generation). Does nothing on the CPU.
+    pub fn reset_peaks(&self) {
+        if let Some(d) = self.runtime.as_ref().and_then(|rt| rt.device(0).ok()) {
+            d.pool().reset_peaks();
+        }
+    }
 }
 
 /// How to generate.

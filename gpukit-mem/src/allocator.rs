@@ -308,6 +308,13 @@ impl<B: Backend> Allocator<B> {
         self.stats
     }
 
+    /// Restarts the peaks at the current allocated and reserved bytes (to measure one phase of
+    /// a program, e.g. a generation after the weights are loaded).
+    pub fn reset_peaks(&mut self) {
+        self.stats.peak_allocated_bytes = self.stats.allocated_bytes;
+        self.stats.peak_reserved_bytes = self.stats.reserved_bytes;
+    }
+
     /// The backend (for the pool's own device calls).
     pub fn backend_mut(&mut self) -> &mut B {
         &mut self.backend

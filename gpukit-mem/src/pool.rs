@@ -210,6 +210,12 @@ impl DevicePool {
         }
     }
 
+    /// Restarts the shared cache's peak counters at the bytes in use now
+    /// ([`crate::allocator::Allocator::reset_peaks`]).
+    pub fn reset_peaks(&self) {
+        lock(&self.shared.allocator).reset_peaks();
+    }
+
     /// Returns every wholly free segment to the driver (after waiting for the streams that last
     /// used them); returns the bytes released.
     ///

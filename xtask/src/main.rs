@@ -30,10 +30,16 @@ enum Task {
     /// Builds target/gpu-bundle: the GPU test binaries and a run script, to carry to a machine
     /// with the NVIDIA driver but no Rust toolchain (see README, "Developing").
     GpuBundle,
-    /// Runs the benchmarks (each beside its peer, in the same run) on this machine's GPU; JSON
-    /// results go to target/bench. Fails without a CUDA device: on a GPU-less machine, build the
-    /// bundle and run `run.sh bench` on the GPU machine.
-    Bench,
+    /// Runs the benchmarks on this machine's GPU, each followed by its peer in the same run
+    /// (`bench/peer_<name>.py`: torch, HF transformers), which prints the table; JSON and PNG
+    /// results go to target/bench. `decode` first builds its random-weight models with
+    /// `bench/decode_models.py` (in $GPUKIT_DECODE_MODELS, default /tmp/gpukit-decode-models).
+    /// Fails without a CUDA device: on a GPU-less machine, build the bundle and run
+    /// `run.sh bench` on the GPU machine.
+    Bench {
+        /// Only this benchmark: mem, ops or decode (default: all).
+        name: Option<String>,
+    },
     /// Runs every test, GPU tests included, under compute-sanitizer memcheck and then racecheck
     /// (needs a CUDA device and compute-sanitizer on PATH; on the GPU machine without Rust use
     /// `run.sh sanitize` from the bundle).
@@ -52,7 +58,7 @@ fn main() -> Result<()> {
         Task::Test => test(&root),
         Task::TestGpu => test_gpu(&root),
         Task::GpuBundle => bundle::build(&root),
-        Task::Bench => bench(&root),
+        Task::Bench { name } => bench(&root, name.as_deref()),
         Task::Sanitize => sanitize(&root),
         Task::SetupCuda => cuda::setup().map(|_| ()),
         Task::Layering => layering(),
@@ -69,9 +75,15 @@ fn workspace_root() -> Result<PathBuf> {
 
 /// Runs a command in the workspace root, failing with its command line if it fails.
 pub(crate) fn run(root: &Path, program: &str, args: &[&str]) -> Result<()> {
+    run_env(root, program, args, &[])
+}
+
+/// [`run`] with extra environment variables.
+fn run_env(root: &Path, program: &str, args: &[&str], env: &[(&str, &str)]) -> Result<()> {
     eprintln!("$ {program} {}", args.join(" "));
     let status = Command::new(program)
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(root)
         .status()
         .with_context(|| format!("starting {program}"))?;
@@ -134,10 +146,50 @@ fn require_gpu(task: &str) -> Result<()> {
     }
 }
 
-fn bench(root: &Path) -> Result<()> {
+/// The benchmarks: (crate, bench target); each may have a peer `bench/peer_<target>.py`.
+const BENCHES: [(&str, &str); 3] = [
+    ("gpukit-mem", "mem"),
+    ("gpukit-ops", "ops"),
+    ("gpukit-llm", "decode"),
+];
+
+fn bench(root: &Path, only: Option<&str>) -> Result<()> {
+    let chosen: Vec<_> = BENCHES
+        .iter()
+        .filter(|(_, b)| only.is_none_or(|o| *b == o))
+        .collect();
+    if chosen.is_empty() {
+        bail!(
+            "no benchmark named {}: choose mem, ops or decode",
+            only.unwrap_or_default()
+        );
+    }
     cuda::setup()?;
     require_gpu("bench")?;
-    run(root, &cargo(), &["bench", "--workspace"])
+    let out = root.join("target").join("bench");
+    let out = out.to_string_lossy().into_owned();
+    let models = std::env::var("GPUKIT_DECODE_MODELS")
+        .unwrap_or_else(|_| "/tmp/gpukit-decode-models".into());
+    let env = [
+        ("GPUKIT_BENCH_OUT", out.as_str()),
+        ("GPUKIT_DECODE_MODELS", models.as_str()),
+    ];
+    for (krate, name) in chosen {
+        if *name == "decode" {
+            run(root, "python3", &["bench/decode_models.py", &models])?;
+        }
+        run_env(
+            root,
+            &cargo(),
+            &["bench", "-p", krate, "--bench", name],
+            &env,
+        )?;
+        let peer = format!("bench/peer_{name}.py");
+        if root.join(&peer).is_file() {
+            run(root, "python3", &[&peer, &out])?;
+        }
+    }
+    Ok(())
 }
 
 fn sanitize(root: &Path) -> Result<()> {

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # gpukit GPU bundle runner (written by `cargo xtask gpu-bundle`).
 #
-# Usage: bash target/gpu-bundle/run.sh [test|bench|all|sanitize]     (default: test)
+# Usage: bash target/gpu-bundle/run.sh [test|bench|all|sanitize] [BENCH]    (default: test)
 #
 # test:     every bundled test binary with its GPU tests included (they fail, not skip, without
 #           a device); first builds the HF-parity models with transformers
 #           (gpukit-llm/tests/hf_parity/make_models.py) into $GPUKIT_PARITY_DIR
 #           (default /tmp/gpukit-parity; kept between runs on a warm machine);
-# bench:    every bench binary;  all: both;
+# bench:    every bench binary (or those whose name contains BENCH: ops, mem, decode), each
+#           followed by its peer bench/peer_<name>.py; the decode bench first builds its
+#           random-weight models (bench/decode_models.py) in $GPUKIT_DECODE_MODELS
+#           (default /tmp/gpukit-decode-models; kept between runs on a warm machine);
+# all:      test, then bench;
 # sanitize: every test binary under compute-sanitizer memcheck and racecheck (but the
 #           HF-parity one: whole 1B-parameter models under the sanitizer take hours).
 # Full logs go to $OUT (or ./results); the last line is the summary
@@ -15,6 +19,7 @@
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 mode="${1:-test}"
+only="${2:-}"
 out="${OUT:-$here/results}"
 mkdir -p "$out"
 export GPUKIT_CACHE_DIR="${GPUKIT_CACHE_DIR:-/tmp/gpukit-cache}"
@@ -76,18 +81,24 @@ if [ "$mode" = test ] || [ "$mode" = all ]; then
 fi
 
 if [ "$mode" = bench ] || [ "$mode" = all ]; then
+  export GPUKIT_DECODE_MODELS="${GPUKIT_DECODE_MODELS:-/tmp/gpukit-decode-models}"
   for b in "$here"/benches/*; do
     [ -x "$b" ] || continue
-    name="$(basename "$b")"
+    name="$(basename "$b")"          # <crate>__<bench>, e.g. gpukit-llm__decode
+    short="${name##*__}"
+    case "$short" in *"$only"*) ;; *) continue ;; esac
+    if [ "$short" = decode ]; then
+      echo "== building the decode models in $GPUKIT_DECODE_MODELS"
+      python3 "$repo/bench/decode_models.py" "$GPUKIT_DECODE_MODELS" 2>&1 | tee "$out/decode-models.log" | tail -n 8
+    fi
     echo "== bench $name"
-    "$b" --bench 2>&1 | tee "$out/bench-$name.log" | tail -n 40
-    [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "   bench $name FAILED"; broken=$((broken + 1)); }
-  done
-  # Peers (torch) timed on the same cases, in the same run: bench/*.py of the checkout.
-  for py in "$repo"/bench/*.py; do
+    "$b" --bench 2>&1 | tee "$out/bench-$short.log" | tail -n 40
+    [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "   bench $name FAILED"; broken=$((broken + 1)); continue; }
+    # The peer (torch / HF transformers) times the same cases in the same run.
+    py="$repo/bench/peer_$short.py"
     [ -f "$py" ] || continue
     echo "== peer $(basename "$py")"
-    python3 "$py" "$out" 2>&1 | tee "$out/peer-$(basename "$py" .py).log" | tail -n 40
+    python3 "$py" "$out" 2>&1 | tee "$out/peer-$short.log" | tail -n 40
     [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "   peer $(basename "$py") FAILED"; broken=$((broken + 1)); }
   done
 fi
