@@ -201,7 +201,7 @@ impl From<(u32, u32, u32)> for Dim3 {
 }
 
 /// How to launch a kernel: grid and block dimensions, dynamic shared memory, and optionally a
-/// thread-block cluster shape (sm_90+).
+/// thread-block cluster shape and programmatic dependent launch (both sm_90+).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[must_use]
 pub struct LaunchConfig {
@@ -213,6 +213,12 @@ pub struct LaunchConfig {
     pub shared_mem_bytes: u32,
     /// Blocks per cluster (`None`: no clusters).
     pub cluster: Option<Dim3>,
+    /// Programmatic dependent launch (`CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`):
+    /// the kernel may begin while the previous kernel on the stream is still running, once
+    /// every block of that kernel has executed `griddepcontrol.launch_dependents` or exited.
+    /// The kernel must execute `griddepcontrol.wait` before it touches anything earlier work
+    /// writes or reads. Ignored below compute capability 9.0.
+    pub programmatic: bool,
 }
 
 impl LaunchConfig {
@@ -223,6 +229,7 @@ impl LaunchConfig {
             block: block.into(),
             shared_mem_bytes: 0,
             cluster: None,
+            programmatic: false,
         }
     }
 
@@ -254,6 +261,12 @@ impl LaunchConfig {
     /// the portable limit; each grid dimension a multiple of the cluster's).
     pub fn cluster(mut self, dims: impl Into<Dim3>) -> Self {
         self.cluster = Some(dims.into());
+        self
+    }
+
+    /// Launches with programmatic dependent launch (see [`LaunchConfig::programmatic`]).
+    pub fn programmatic(mut self, on: bool) -> Self {
+        self.programmatic = on;
         self
     }
 }
@@ -508,15 +521,16 @@ impl Function {
     }
 
     /// Launches the kernel on `stream` after checking the configuration ([`Function::check_launch`]).
-    /// With `config.cluster` set, launches through `cuLaunchKernelEx` with the cluster-dimension
-    /// attribute; otherwise through `cuLaunchKernel`. Asynchronous: errors raised by the kernel
-    /// itself surface at the next synchronising call.
+    /// With `config.cluster` set or `config.programmatic` on an sm_90+ device, launches through
+    /// `cuLaunchKernelEx` with those attributes; otherwise through `cuLaunchKernel`.
+    /// Asynchronous: errors raised by the kernel itself surface at the next synchronising call.
     ///
     /// # Safety
     /// The argument types must match the kernel's parameters (the driver can check only their
     /// sizes), and every device pointer passed must stay valid, and not be written concurrently
     /// by other work, until the kernel completes. The kernel must not access memory outside what
-    /// it is given.
+    /// it is given. With `config.programmatic`, the kernel must wait (`griddepcontrol.wait`)
+    /// before touching memory that earlier work on the stream reads or writes.
     ///
     /// # Errors
     /// As [`Function::check_launch`]; [`Error::Cuda`] if the driver rejects the launch.
@@ -531,49 +545,60 @@ impl Function {
         let mut params = args.pointers();
         let f = self.inner.func.cu_function();
         let (g, b) = (config.grid, config.block);
-        match config.cluster {
-            None => {
-                // SAFETY: configuration checked against the device and kernel; argument sizes
-                // checked where the driver reports them; the caller guarantees types and
-                // pointer validity (this function's contract).
-                unsafe {
-                    cudarc::driver::result::launch_kernel(
-                        f,
-                        (g.x, g.y, g.z),
-                        (b.x, b.y, b.z),
-                        config.shared_mem_bytes,
-                        stream.as_raw(),
-                        &mut params,
-                    )
-                }
-                .call("cuLaunchKernel")
+        let programmatic =
+            config.programmatic && self.inner.device.properties().compute_capability.major >= 9;
+        let mut attrs: Vec<sys::CUlaunchAttribute> = Vec::with_capacity(2);
+        if let Some(c) = config.cluster {
+            // SAFETY: an all-zero attribute is a valid (ignored) attribute value; we then set
+            // the id and the union member that id selects.
+            let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+            attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+            attr.value.clusterDim.x = c.x;
+            attr.value.clusterDim.y = c.y;
+            attr.value.clusterDim.z = c.z;
+            attrs.push(attr);
+        }
+        if programmatic {
+            // SAFETY: as above.
+            let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+            attr.id =
+                sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+            attr.value.programmaticStreamSerializationAllowed = 1;
+            attrs.push(attr);
+        }
+        if attrs.is_empty() {
+            // SAFETY: configuration checked against the device and kernel; argument sizes
+            // checked where the driver reports them; the caller guarantees types and
+            // pointer validity (this function's contract).
+            unsafe {
+                cudarc::driver::result::launch_kernel(
+                    f,
+                    (g.x, g.y, g.z),
+                    (b.x, b.y, b.z),
+                    config.shared_mem_bytes,
+                    stream.as_raw(),
+                    &mut params,
+                )
             }
-            Some(c) => {
-                // cudarc's safe launch has no cluster attribute, so this goes to `sys`.
-                // SAFETY: an all-zero attribute is a valid (ignored) attribute value; we then
-                // set the id and the union member that id selects.
-                let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-                attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-                attr.value.clusterDim.x = c.x;
-                attr.value.clusterDim.y = c.y;
-                attr.value.clusterDim.z = c.z;
-                let launch = sys::CUlaunchConfig {
-                    gridDimX: g.x,
-                    gridDimY: g.y,
-                    gridDimZ: g.z,
-                    blockDimX: b.x,
-                    blockDimY: b.y,
-                    blockDimZ: b.z,
-                    sharedMemBytes: config.shared_mem_bytes,
-                    hStream: stream.as_raw(),
-                    attrs: &mut attr,
-                    numAttrs: 1,
-                };
-                // SAFETY: as above; `launch` and `attr` outlive the call, which copies them.
-                check("cuLaunchKernelEx", unsafe {
-                    sys::cuLaunchKernelEx(&launch, f, params.as_mut_ptr(), std::ptr::null_mut())
-                })
-            }
+            .call("cuLaunchKernel")
+        } else {
+            // cudarc's safe launch has no launch attributes, so this goes to `sys`.
+            let launch = sys::CUlaunchConfig {
+                gridDimX: g.x,
+                gridDimY: g.y,
+                gridDimZ: g.z,
+                blockDimX: b.x,
+                blockDimY: b.y,
+                blockDimZ: b.z,
+                sharedMemBytes: config.shared_mem_bytes,
+                hStream: stream.as_raw(),
+                attrs: attrs.as_mut_ptr(),
+                numAttrs: attrs.len() as u32,
+            };
+            // SAFETY: as above; `launch` and `attrs` outlive the call, which copies them.
+            check("cuLaunchKernelEx", unsafe {
+                sys::cuLaunchKernelEx(&launch, f, params.as_mut_ptr(), std::ptr::null_mut())
+            })
         }
     }
 }

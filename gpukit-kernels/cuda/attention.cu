@@ -485,6 +485,7 @@ extern "C" __global__ void __launch_bounds__(32 * WARPS) sdpa_prefill_##NAME##_d
 }                                                                                                  \
 extern "C" __global__ void __launch_bounds__(ATTN_THREADS) sdpa_decode_##NAME##_d##D(              \
         const T* q, const T* k, const T* v, T* out, AttnArgs a) {                                  \
+    pdl_enter();                                                                                   \
     if (a.position) a.kv_len = min(a.kv_len, (unsigned)max(*a.position, 0) + a.q_len);            \
     sdpa_decode<T, D, (D > 128 ? 1 : 2)>(q, k, v, out, a);                                         \
 }
@@ -496,6 +497,7 @@ SDPA_HEAD(T, NAME, 96, 64, 8)                                                   
 SDPA_HEAD(T, NAME, 128, 64, 8)                                                                     \
 SDPA_HEAD(T, NAME, 256, 32, 4)                                                                     \
 extern "C" __global__ void sdpa_combine_##NAME(T* out, AttnArgs a, unsigned int head_dim) {        \
+    pdl_enter();                                                                                   \
     sdpa_combine<T>(out, a, head_dim);                                                             \
 }
 

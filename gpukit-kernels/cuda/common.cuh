@@ -112,3 +112,32 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
     __syncthreads();
     return r;
 }
+
+// Programmatic dependent launch (sm_90+; no-ops elsewhere and when the launch did not ask for
+// it). A kernel launched with the programmatic-serialization attribute may start while the
+// previous kernel on its stream is still running: it must call pdl_wait() before it reads
+// anything an earlier kernel writes or writes anything an earlier kernel reads (pdl_wait
+// returns once the previous grid has completed and its memory is visible). Work before it may
+// only touch data no kernel of the step writes (weights). pdl_launch_dependents() lets the next
+// kernel start launching once every block of this one has called it (or exited); kernels call
+// it right after pdl_wait(), so at most one dependent grid waits at a time.
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+// Both, in that order: the prologue of every kernel that does nothing before its wait.
+__device__ __forceinline__ void pdl_enter() {
+    pdl_wait();
+    pdl_launch_dependents();
+}
+
+// Asks L2 to fetch the line holding p (no registers, no wait).
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}

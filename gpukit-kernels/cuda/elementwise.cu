@@ -105,6 +105,7 @@ __device__ __forceinline__ float scalar_f(int op, float x, float s) {
 /* Contiguous: 16-byte vectors (pointers 16-byte aligned; the host checks), scalar tail. */      \
 extern "C" __global__ void binary_##NAME##_contig(int op, const T* __restrict__ a,                 \
         const T* __restrict__ b, T* __restrict__ out, unsigned long long n) {                      \
+    pdl_enter();                                                                                   \
     const int V = Vec16<T>::N;                                                                     \
     unsigned long long nv = n / V;                                                                 \
     GRID_STRIDE(i, nv) {                                                                           \
@@ -120,6 +121,7 @@ extern "C" __global__ void binary_##NAME##_contig(int op, const T* __restrict__ 
 }                                                                                                  \
 extern "C" __global__ void binary_##NAME##_strided(int op, const T* __restrict__ a,                \
         const T* __restrict__ b, T* __restrict__ out, unsigned long long n, StridedIndex ix) {      \
+    pdl_enter();                                                                                    \
     GRID_STRIDE(i, n) {                                                                            \
         long long oa, ob, oo;                                                                      \
         strided_offsets(ix, i, oa, ob, oo);                                                        \
@@ -128,6 +130,7 @@ extern "C" __global__ void binary_##NAME##_strided(int op, const T* __restrict__
 }                                                                                                  \
 extern "C" __global__ void unary_##NAME##_contig(int op, const T* __restrict__ x,                  \
         T* __restrict__ out, unsigned long long n) {                                               \
+    pdl_enter();                                                                                   \
     const int V = Vec16<T>::N;                                                                     \
     unsigned long long nv = n / V;                                                                 \
     GRID_STRIDE(i, nv) {                                                                           \
@@ -143,6 +146,7 @@ extern "C" __global__ void unary_##NAME##_contig(int op, const T* __restrict__ x
 }                                                                                                  \
 extern "C" __global__ void unary_##NAME##_strided(int op, const T* __restrict__ x,                 \
         T* __restrict__ out, unsigned long long n, StridedIndex ix) {                               \
+    pdl_enter();                                                                                    \
     GRID_STRIDE(i, n) {                                                                            \
         long long ox, oo, unused;                                                                  \
         strided_offsets(ix, i, ox, oo, unused);                                                    \

@@ -8,6 +8,7 @@
 extern "C" __global__ void index_select_##NAME##_##INAME(const T* __restrict__ x,                 \
         const I* __restrict__ ids, T* __restrict__ out, unsigned int outer, unsigned int len,       \
         unsigned int inner, unsigned int n, unsigned int* __restrict__ err) {                      \
+    pdl_enter();                                                                                   \
     unsigned long long total = (unsigned long long)outer * n * inner;                              \
     for (unsigned long long t = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;         \
          t < total; t += (unsigned long long)gridDim.x * blockDim.x) {                             \

@@ -7,7 +7,9 @@
 // any, so many loads are in flight. x (M x K, small) is read through L1. Per-warp partial sums
 // are combined with a fixed butterfly (warp_sum) and then across the row's warps in a fixed
 // order, so the result is deterministic for a given R. `_vec` needs K % VEC == 0 and 16-byte
-// aligned rows; the plain variant handles any K.
+// aligned rows; the plain variant handles any K. `gemv_swiglu` fuses SwiGLU's gate and up
+// projections with silu(gate)·up. Every kernel here supports programmatic dependent launch: it
+// prefetches its weights into L2, then waits for the previous kernel.
 #include "common.cuh"
 
 #define GEMV_MAX_M 8
@@ -20,10 +22,63 @@ template <typename T> __device__ __forceinline__ Pack<T> load16_stream(const T* 
     return *reinterpret_cast<Pack<T>*>(&r);
 }
 
-// MAXM: rows of x handled (1 for the decode fast path, GEMV_MAX_M otherwise); UNROLL: 16-byte
-// weight loads each lane issues before using any of them. Measured on an H100 (docs/RESULTS.md):
-// 4 loads at ~53 registers (4 blocks per SM) stream faster than 8 loads at 80+ registers
-// (2-3 blocks per SM) — occupancy hides latency better than per-thread depth here.
+// One weight row's dot products with the M rows of x, this warp's share of it: warp `wi` of the
+// W warps splitting the row. MAXM: rows of x handled (1 for the decode fast path, GEMV_MAX_M
+// otherwise); UNROLL: 16-byte weight loads each lane issues before using any of them. Measured
+// on an H100 (docs/RESULTS.md): 4 loads at ~53 registers (4 blocks per SM) stream faster than 8
+// loads at 80+ registers (2-3 blocks per SM) — occupancy hides latency better than per-thread
+// depth here.
+template <typename T, bool VEC, int MAXM, int UNROLL>
+__device__ __forceinline__ void row_dot(const T* __restrict__ x, const T* __restrict__ wr,
+                                        unsigned int M, unsigned int K, unsigned int W,
+                                        unsigned int wi, unsigned int lane, float* acc) {
+    if (VEC) {
+        const int V = Vec16<T>::N;
+        const unsigned int step = W * 32 * V;
+        for (unsigned int k0 = (wi * 32 + lane) * V; k0 < K; k0 += step * UNROLL) {
+            Pack<T> wv[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                const unsigned int k = k0 + u * step;
+                if (k < K) wv[u] = load16_stream(wr + k);
+            }
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                const unsigned int k = k0 + u * step;
+                if (k < K) {
+#pragma unroll
+                    for (int m = 0; m < MAXM; ++m) {
+                        if (m < (int)M) {
+                            Pack<T> xv = load16(x + (unsigned long long)m * K + k);
+                            float s = 0.0f;
+#pragma unroll
+                            for (int j = 0; j < V; ++j) s = fmaf(to_f32(xv.v[j]), to_f32(wv[u].v[j]), s);
+                            acc[m] += s;
+                        }
+                    }
+                }
+            }
+        }
+    } else {
+        for (unsigned int k = wi * 32 + lane; k < K; k += W * 32) {
+            float wk = to_f32(wr[k]);
+#pragma unroll
+            for (int m = 0; m < MAXM; ++m)
+                if (m < (int)M) acc[m] = fmaf(to_f32(x[(unsigned long long)m * K + k]), wk, acc[m]);
+        }
+    }
+}
+
+// Before waiting on the previous kernel (programmatic dependent launch), a block asks L2 for the
+// weights its warps will read: they do not depend on that kernel, so streaming them overlaps
+// its tail. The main loop then finds them in L2.
+template <typename T>
+__device__ __forceinline__ void row_prefetch(const T* __restrict__ wr, unsigned int K,
+                                             unsigned int W, unsigned int wi, unsigned int lane) {
+    const int V = Vec16<T>::N;
+    for (unsigned int k = (wi * 32 + lane) * V; k < K; k += W * 32 * V) prefetch_l2(wr + k);
+}
+
 template <typename T, bool VEC, int MAXM, int UNROLL>
 __device__ __forceinline__ void gemv_impl(const T* __restrict__ x, const T* __restrict__ w,
                                           const T* __restrict__ bias, T* __restrict__ out,
@@ -34,47 +89,12 @@ __device__ __forceinline__ void gemv_impl(const T* __restrict__ x, const T* __re
     const unsigned int W = 8 / R;
     const unsigned int r = warp / W, wi = warp % W;
     const unsigned long long n = (unsigned long long)blockIdx.x * R + r;
+    if (VEC && n < N) row_prefetch(w + n * K, K, W, wi, lane);
+    pdl_enter();
     float acc[MAXM];
 #pragma unroll
     for (int m = 0; m < MAXM; ++m) acc[m] = 0.0f;
-    if (n < N) {
-        const T* wr = w + n * K;
-        if (VEC) {
-            const int V = Vec16<T>::N;
-            const unsigned int step = W * 32 * V;
-            for (unsigned int k0 = (wi * 32 + lane) * V; k0 < K; k0 += step * UNROLL) {
-                Pack<T> wv[UNROLL];
-#pragma unroll
-                for (int u = 0; u < UNROLL; ++u) {
-                    const unsigned int k = k0 + u * step;
-                    if (k < K) wv[u] = load16_stream(wr + k);
-                }
-#pragma unroll
-                for (int u = 0; u < UNROLL; ++u) {
-                    const unsigned int k = k0 + u * step;
-                    if (k < K) {
-#pragma unroll
-                        for (int m = 0; m < MAXM; ++m) {
-                            if (m < (int)M) {
-                                Pack<T> xv = load16(x + (unsigned long long)m * K + k);
-                                float s = 0.0f;
-#pragma unroll
-                                for (int j = 0; j < V; ++j) s = fmaf(to_f32(xv.v[j]), to_f32(wv[u].v[j]), s);
-                                acc[m] += s;
-                            }
-                        }
-                    }
-                }
-            }
-        } else {
-            for (unsigned int k = wi * 32 + lane; k < K; k += W * 32) {
-                float wk = to_f32(wr[k]);
-#pragma unroll
-                for (int m = 0; m < MAXM; ++m)
-                    if (m < (int)M) acc[m] = fmaf(to_f32(x[(unsigned long long)m * K + k]), wk, acc[m]);
-            }
-        }
-    }
+    if (n < N) row_dot<T, VEC, MAXM, UNROLL>(x, w + n * K, M, K, W, wi, lane, acc);
 #pragma unroll
     for (int m = 0; m < MAXM; ++m) {
         if (m < (int)M) {
@@ -88,6 +108,40 @@ __device__ __forceinline__ void gemv_impl(const T* __restrict__ x, const T* __re
         for (unsigned int j = 0; j < W; ++j) s += part[r * W + j][lane];
         if (bias) s += to_f32(bias[n]);
         out[(unsigned long long)lane * N + n] = from_f32<T>(s);
+    }
+}
+
+// SwiGLU's gate/up projection for one row of x (the decode step): w is [2N, K], the gate's N rows
+// then the up projection's; out[n] = silu(x·w[n]) · (x·w[N + n]) (Shazeer 2020, "GLU Variants
+// Improve Transformer"), in f32 and rounded once. A block computes R outputs from 2R weight
+// rows, 8 / (2R) warps per row; the sums combine in a fixed order (deterministic for a given R).
+template <typename T>
+__device__ __forceinline__ void gemv_swiglu_impl(const T* __restrict__ x, const T* __restrict__ w,
+                                                 T* __restrict__ out, unsigned int N,
+                                                 unsigned int K, unsigned int R) {
+    __shared__ float part[8];
+    const unsigned int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const unsigned int W = 8 / (2 * R);
+    const unsigned int vr = warp / W, wi = warp % W;
+    const unsigned long long n = (unsigned long long)blockIdx.x * R + vr / 2;
+    const T* wr = w + ((vr & 1) ? N + n : n) * K;
+    if (n < N) row_prefetch(wr, K, W, wi, lane);
+    pdl_enter();
+    float acc[1] = {0.0f};
+    if (n < N) row_dot<T, true, 1, 4>(x, wr, 1, K, W, wi, lane, acc);
+    const float s = warp_sum(acc[0]);
+    if (lane == 0) part[warp] = s;
+    __syncthreads();
+    if (threadIdx.x < R) {
+        const unsigned long long c = (unsigned long long)blockIdx.x * R + threadIdx.x;
+        if (c < N) {
+            float g = 0.0f, u = 0.0f;
+            for (unsigned int j = 0; j < W; ++j) {
+                g += part[2 * threadIdx.x * W + j];
+                u += part[(2 * threadIdx.x + 1) * W + j];
+            }
+            out[c] = from_f32<T>(g / (1.0f + expf(-g)) * u);
+        }
     }
 }
 
@@ -107,6 +161,11 @@ extern "C" __global__ void gemv_##NAME##_vec_m1(const T* __restrict__ x, const T
         const T* __restrict__ bias, T* __restrict__ out, unsigned int M, unsigned int N,           \
         unsigned int K, unsigned int R) {                                                          \
     gemv_impl<T, true, 1, 4>(x, w, bias, out, M, N, K, R);                                         \
+}                                                                                                  \
+/* x [1, K] (16-byte aligned, K a multiple of 16 bytes), w [2N, K]: out [1, N].   */             \
+extern "C" __global__ void gemv_swiglu_##NAME(const T* __restrict__ x, const T* __restrict__ w,    \
+        T* __restrict__ out, unsigned int N, unsigned int K, unsigned int R) {                     \
+    gemv_swiglu_impl<T>(x, w, out, N, K, R);                                                       \
 }
 
 GEMV_KERNELS(float, f32)

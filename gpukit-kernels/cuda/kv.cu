@@ -8,6 +8,7 @@
 extern "C" __global__ void kv_append_##NAME(T* __restrict__ cache, const T* __restrict__ fresh,    \
         const int* __restrict__ pos_ptr, unsigned int tokens, unsigned int kv_heads,               \
         unsigned int head_dim, unsigned int max_len, unsigned int* __restrict__ err) {             \
+    pdl_enter();                                                                                   \
     const long long pos = (long long)*pos_ptr;                                                     \
     if (pos < 0 || pos + tokens > max_len) {                                                       \
         if (blockIdx.x == 0 && threadIdx.x == 0) atomicOr(err, 1u);                                \

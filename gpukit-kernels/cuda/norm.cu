@@ -79,6 +79,7 @@ __device__ __forceinline__ void rms_norm_row(const T* __restrict__ x, const T* _
 #define NORM_KERNELS(T, NAME)                                                                      \
 extern "C" __global__ void rms_norm_##NAME(const T* __restrict__ x, const T* __restrict__ w,        \
         T* __restrict__ out, unsigned int hidden, float eps) {                                     \
+    pdl_enter();                                                                                   \
     __shared__ float scratch[32];                                                                  \
     unsigned long long base = (unsigned long long)blockIdx.x * hidden;                             \
     rms_norm_row<T, false>(x + base, nullptr, w, out + base, nullptr, hidden, eps, scratch);       \
@@ -86,6 +87,7 @@ extern "C" __global__ void rms_norm_##NAME(const T* __restrict__ x, const T* __r
 extern "C" __global__ void add_rms_norm_##NAME(const T* __restrict__ x,                            \
         const T* __restrict__ residual, const T* __restrict__ w, T* __restrict__ out,              \
         T* __restrict__ residual_out, unsigned int hidden, float eps) {                            \
+    pdl_enter();                                                                                   \
     __shared__ float scratch[32];                                                                  \
     unsigned long long base = (unsigned long long)blockIdx.x * hidden;                             \
     rms_norm_row<T, true>(x + base, residual + base, w, out + base, residual_out + base, hidden,   \
@@ -93,6 +95,7 @@ extern "C" __global__ void add_rms_norm_##NAME(const T* __restrict__ x,         
 }                                                                                                  \
 extern "C" __global__ void layer_norm_##NAME(const T* __restrict__ x, const T* __restrict__ w,      \
         const T* __restrict__ b, T* __restrict__ out, unsigned int hidden, float eps, int has_bias) { \
+    pdl_enter();                                                                                      \
     __shared__ float scratch[32];                                                                  \
     unsigned long long base = (unsigned long long)blockIdx.x * hidden;                             \
     float s = 0.0f;                                                                                \

@@ -172,6 +172,7 @@ __device__ __forceinline__ float qgemv_row(const u8* __restrict__ row, const T* 
 #define QGEMV_KERNELS(T, NAME)                                                                     \
 extern "C" __global__ void qgemv_##NAME(const u8* __restrict__ w, const T* __restrict__ x,         \
         T* __restrict__ out, unsigned int N, unsigned int K, int format, int x_vec) {              \
+    pdl_enter();                                                                                   \
     const unsigned long long n = (blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x) >> 5; \
     if (n >= N) return;                                                                            \
     if (format >= 3) {                                                                             \

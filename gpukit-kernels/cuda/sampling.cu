@@ -242,6 +242,7 @@ __device__ void sample_row(const T* __restrict__ logits, const int* __restrict__
 #define SAMPLER_KERNELS(T, NAME)                                                                   \
 extern "C" __global__ void __launch_bounds__(SAMPLER_THREADS) sample_##NAME(                       \
         const T* logits, const int* recent, const long long* step, SamplerArgs a, int* out) {      \
+    pdl_enter();                                                                                   \
     sample_row<T>(logits, recent, step, a, out);                                                   \
 }
 
@@ -254,6 +255,7 @@ SAMPLER_KERNELS(bf16, bf16)
 // oldest first) shifts left and the drawn id enters at the end. One thread: a few dozen words.
 extern "C" __global__ void decode_advance(int* position, long long* step, int* recent,
                                           unsigned int window, const int* token, unsigned int rows) {
+    pdl_enter();
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
     *position += 1;
     *step += 1;

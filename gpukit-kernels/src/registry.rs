@@ -178,6 +178,12 @@ pub enum Kernel {
     /// `decode_advance`: a decode step's device position, step and recent-id window, moved on
     /// by one token.
     DecodeAdvance,
+    /// `gemv_swiglu_<dt>`: SwiGLU's gate and up projections of one row with silu(gate)·up
+    /// (weights `[2N, K]`, gate rows first; K a multiple of 16 bytes, rows aligned).
+    GemvSwiglu(DType),
+    /// `rope_kv_append_<dt>`: a fused QKV projection's output → optional per-head q/k RMSNorm,
+    /// RoPE, queries out and keys/values into the caches at the device position.
+    RopeKvAppend(DType),
     /// `gemv_<dt>` / `gemv_<dt>_vec` / `gemv_<dt>_vec_m1`.
     Gemv {
         /// Element type (float).
@@ -243,13 +249,38 @@ impl Kernel {
             | Kernel::SoftmaxCols(_) => KernelModule::Reduce,
             Kernel::RmsNorm(_) | Kernel::AddRmsNorm(_) | Kernel::LayerNorm(_) => KernelModule::Norm,
             Kernel::IndexSelect { .. } | Kernel::Gather { .. } => KernelModule::Gather,
-            Kernel::Gemv { .. } => KernelModule::Gemv,
-            Kernel::Rope(_) => KernelModule::Rope,
+            Kernel::Gemv { .. } | Kernel::GemvSwiglu(_) => KernelModule::Gemv,
+            Kernel::Rope(_) | Kernel::RopeKvAppend(_) => KernelModule::Rope,
             Kernel::Dequantize(_) | Kernel::QGemv(_) => KernelModule::Quant,
             Kernel::KvAppend(_) => KernelModule::Kv,
             Kernel::Sdpa { .. } | Kernel::SdpaCombine(_) => KernelModule::Attention,
             Kernel::Sample(_) | Kernel::DecodeAdvance => KernelModule::Sampling,
         }
+    }
+
+    /// Whether the kernel supports programmatic dependent launch: it executes
+    /// `griddepcontrol.wait` before touching memory that earlier kernels read or write (the
+    /// decode step's kernels). Launches of these kernels may set
+    /// `LaunchConfig::programmatic` on sm_90+.
+    pub fn programmatic(&self) -> bool {
+        matches!(
+            self,
+            Kernel::Binary { .. }
+                | Kernel::Unary { .. }
+                | Kernel::RmsNorm(_)
+                | Kernel::AddRmsNorm(_)
+                | Kernel::LayerNorm(_)
+                | Kernel::IndexSelect { .. }
+                | Kernel::Rope(_)
+                | Kernel::RopeKvAppend(_)
+                | Kernel::QGemv(_)
+                | Kernel::KvAppend(_)
+                | Kernel::SdpaCombine(_)
+                | Kernel::Sample(_)
+                | Kernel::DecodeAdvance
+                | Kernel::Gemv { .. }
+                | Kernel::GemvSwiglu(_)
+        ) || matches!(self, Kernel::Sdpa { decode: true, .. })
     }
 
     /// The `extern "C"` entry point.
@@ -321,6 +352,8 @@ impl Kernel {
             Kernel::SdpaCombine(dt) => format!("sdpa_combine_{}", half_float("sdpa", dt)?),
             Kernel::Sample(dt) => format!("sample_{}", float("sampling", dt)?),
             Kernel::DecodeAdvance => "decode_advance".into(),
+            Kernel::GemvSwiglu(dt) => format!("gemv_swiglu_{}", float("gemv", dt)?),
+            Kernel::RopeKvAppend(dt) => format!("rope_kv_append_{}", float("rope", dt)?),
             Kernel::Gemv {
                 dtype,
                 vectorized,
@@ -418,6 +451,29 @@ pub mod launch {
         let grid = u32::try_from(n.div_ceil(rows as usize).max(1))
             .map_err(|_| Error::InvalidArgument(format!("{n} GEMV outputs exceed the grid")))?;
         Ok((LaunchConfig::new(grid, BLOCK), rows))
+    }
+
+    /// The SwiGLU GEMV: like [`gemv`] with each output needing two weight rows, so a block
+    /// computes `8 / (2 · warps per row)` outputs (warps per row at most 4). Returns the launch
+    /// and that count.
+    pub fn gemv_swiglu(n: usize, k: usize, elem_bytes: usize) -> Result<(LaunchConfig, u32)> {
+        let per_column = (k * elem_bytes / 6144).clamp(1, 4);
+        let warps = 1u32 << per_column.ilog2();
+        let outputs = 4 / warps;
+        let grid = u32::try_from(n.div_ceil(outputs as usize).max(1))
+            .map_err(|_| Error::InvalidArgument(format!("{n} GEMV outputs exceed the grid")))?;
+        Ok((LaunchConfig::new(grid, BLOCK), outputs))
+    }
+
+    /// Threads per block of `rope_kv_append` (one block per token and head).
+    pub const ROPE_KV_THREADS: u32 = 128;
+
+    /// `rope_kv_append`: one block per (token, query or key/value head).
+    pub fn rope_kv_append(tokens: usize, heads: usize) -> Result<LaunchConfig> {
+        let grid = u32::try_from((tokens * heads).max(1)).map_err(|_| {
+            Error::InvalidArgument(format!("{tokens}×{heads} heads exceed the grid"))
+        })?;
+        Ok(LaunchConfig::new(grid, ROPE_KV_THREADS))
     }
 
     /// Threads per decode attention block (four warps).
@@ -778,6 +834,8 @@ mod tests {
                 Kernel::KvAppend(dt),
                 Kernel::SdpaCombine(dt),
                 Kernel::Sample(dt),
+                Kernel::GemvSwiglu(dt),
+                Kernel::RopeKvAppend(dt),
             ]);
             for head_dim in SDPA_HEAD_DIMS {
                 for decode in [false, true] {

@@ -19,13 +19,14 @@ use gpukit_driver::Graph;
 use gpukit_kernels::registry::launch::SDPA_DECODE_ROWS;
 use gpukit_ops::attention::sdpa_decode_at_workspace_len;
 use gpukit_ops::attention::{AttentionMask, AttentionShape, sdpa_decode_at_into};
+use gpukit_ops::kv_cache::KvCache;
 use gpukit_ops::ops::{self, Activation};
 use gpukit_ops::quant::qgemv_into;
-use gpukit_ops::rope::rope_inplace;
+use gpukit_ops::rope::{rope_inplace, rope_kv_append};
 use gpukit_ops::sampling::{SamplingParams, advance_decode_state, sample_tokens_into};
 use gpukit_ops::{BinaryOp, DType, Device, Tensor, UnaryOp};
 
-use crate::model::{Linear, Model, Norm, Session, Weight};
+use crate::model::{Layer, Linear, Model, Norm, Session, Weight};
 use crate::spec::{MlpKind, NormKind};
 use crate::{Error, Result};
 
@@ -52,6 +53,8 @@ struct Buffers {
     pos_row: Option<Tensor>,
     /// Normalised activations `[1, hidden]`.
     h: Tensor,
+    /// The fused QKV projection's output `[1, (heads + 2·kv_heads)·head_dim]`.
+    qkv: Tensor,
     q: Tensor,
     k: Tensor,
     v: Tensor,
@@ -168,6 +171,7 @@ impl Model {
                 false => None,
             },
             h: t(&[1, h], dt)?,
+            qkv: t(&[1, (nh + 2 * nkv) * hd], dt)?,
             q: t(&[1, nh * hd], dt)?,
             k: t(&[1, nkv * hd], dt)?,
             v: t(&[1, nkv * hd], dt)?,
@@ -248,7 +252,7 @@ fn record(
     b: &Buffers,
 ) -> gpukit_ops::Result<()> {
     let s = m.spec();
-    let (nh, nkv, hd) = (s.n_heads, s.n_kv_heads, s.head_dim);
+    let (nh, hd) = (s.n_heads, s.head_dim);
     let mut cur = 0usize;
     let mut x = b.x.clone();
     let mut h = b.h.clone();
@@ -301,38 +305,29 @@ fn record(
         .zip(&s.sliding_window)
     {
         pre_norm(&layer.attn_norm, pending, &mut x, &mut h)?;
-        layer
-            .q
-            .forward_into(&h, Activation::None, &b.q, &b.scratch)?;
-        layer
-            .k
-            .forward_into(&h, Activation::None, &b.k, &b.scratch)?;
-        layer
-            .v
-            .forward_into(&h, Activation::None, &b.v, &b.scratch)?;
-        let (q, k) = match (&layer.q_norm, &layer.k_norm, &b.qn) {
-            (Some(qn), Some(kn), Some((qo, ko))) => {
-                qn.forward_into(&b.q.reshape(&[1, nh, hd])?, &mut qo.reshape(&[1, nh, hd])?)?;
-                kn.forward_into(
-                    &b.k.reshape(&[1, nkv, hd])?,
-                    &mut ko.reshape(&[1, nkv, hd])?,
-                )?;
-                (qo, ko)
-            }
-            _ => (&b.q, &b.k),
+        let rope = m.rope.as_ref().map(|(f, s, l)| (f, *s, *l));
+        let qk_norm = match (&layer.q_norm, &layer.k_norm) {
+            (Some(qn), Some(kn)) => Some((qn, kn)),
+            _ => None,
         };
-        let (q3, k3, v3) = (
-            q.reshape(&[1, nh, hd])?,
-            k.reshape(&[1, nkv, hd])?,
-            b.v.reshape(&[1, nkv, hd])?,
-        );
-        if let Some((inv_freq, mscale, layout)) = &m.rope {
-            rope_inplace(&mut q3.clone(), &b.position, inv_freq, *mscale, *layout)?;
-            rope_inplace(&mut k3.clone(), &b.position, inv_freq, *mscale, *layout)?;
+        let rms = |n: &Norm| n.kind == NormKind::Rms;
+        match &layer.qkv {
+            // One GEMV for q, k and v, then one kernel for the q/k norms, RoPE and the append.
+            Some(qkv) if qk_norm.is_none_or(|(q, k)| rms(q) && rms(k)) => {
+                qkv.forward_into(&h, Activation::None, &b.qkv, &b.scratch)?;
+                rope_kv_append(
+                    &b.qkv,
+                    &mut b.q.reshape(&[1, nh, hd])?,
+                    cache,
+                    &b.position,
+                    rope,
+                    qk_norm.map(|(q, k)| (&q.w, &k.w, q.eps)),
+                )?;
+            }
+            _ => unfused_attention_input(layer, m, cache, b)?,
         }
-        cache.append_at(&k3, &v3, &b.position)?;
         // [1, heads, d] → [1, heads, 1, d] views; the caches whole, [1, kv_heads, capacity, d].
-        let q4 = q3.transpose(0, 1)?.unsqueeze(0)?;
+        let q4 = b.q.reshape(&[1, nh, hd])?.transpose(0, 1)?.unsqueeze(0)?;
         let o4 = b
             .attn
             .reshape(&[1, nh, hd])?
@@ -354,6 +349,14 @@ fn record(
         pending = true;
         pre_norm(&layer.mlp_norm, pending, &mut x, &mut h)?;
         match (&layer.gate, s.mlp) {
+            (Some(_), MlpKind::SwiGlu) if layer.gate_up.is_some() => {
+                if let Some(w) = &layer.gate_up {
+                    ops::linear_swiglu_into(&h, w, &mut b.act.clone())?;
+                }
+                layer
+                    .down
+                    .forward_into(&b.act, Activation::None, &b.y, &b.scratch)?;
+            }
             (Some(gate), MlpKind::SwiGlu) => {
                 gate.forward_into(&h, Activation::None, &b.gate, &b.scratch)?;
                 layer
@@ -388,6 +391,44 @@ fn record(
     }
     sample_tokens_into(&b.logits, b.recent.as_ref(), params, &b.step, &b.token)?;
     advance_decode_state(&b.position, &b.step, b.recent.as_ref(), &b.token)
+}
+
+/// q, k and v through their own projections, norms, RoPE and KV append into `b.q` and the
+/// cache (layers whose projections could not be stacked: quantized weights).
+fn unfused_attention_input(
+    layer: &Layer,
+    m: &Model,
+    cache: &mut KvCache,
+    b: &Buffers,
+) -> gpukit_ops::Result<()> {
+    let s = m.spec();
+    let (nh, nkv, hd) = (s.n_heads, s.n_kv_heads, s.head_dim);
+    let h = &b.h;
+    layer
+        .q
+        .forward_into(h, Activation::None, &b.q, &b.scratch)?;
+    layer
+        .k
+        .forward_into(h, Activation::None, &b.k, &b.scratch)?;
+    layer
+        .v
+        .forward_into(h, Activation::None, &b.v, &b.scratch)?;
+    let (q3, k3) = (b.q.reshape(&[1, nh, hd])?, b.k.reshape(&[1, nkv, hd])?);
+    let k3 = match (&layer.q_norm, &layer.k_norm, &b.qn) {
+        (Some(qn), Some(kn), Some((qo, ko))) => {
+            let ko = ko.reshape(&[1, nkv, hd])?;
+            qn.forward_into(&q3, &mut qo.reshape(&[1, nh, hd])?)?;
+            kn.forward_into(&k3, &mut ko.clone())?;
+            ops::copy_into(&qo.reshape(&[1, nh, hd])?, &mut q3.clone())?;
+            ko
+        }
+        _ => k3,
+    };
+    if let Some((inv_freq, mscale, layout)) = &m.rope {
+        rope_inplace(&mut q3.clone(), &b.position, inv_freq, *mscale, *layout)?;
+        rope_inplace(&mut k3.clone(), &b.position, inv_freq, *mscale, *layout)?;
+    }
+    cache.append_at(&k3, &b.v.reshape(&[1, nkv, hd])?, &b.position)
 }
 
 impl Linear {

@@ -96,6 +96,81 @@ pub(crate) struct Layer {
     pub(crate) gate: Option<Linear>,
     pub(crate) up: Linear,
     pub(crate) down: Linear,
+    /// q, k and v stacked `[q + 2·kv, hidden]` (with their biases) when all three are dense:
+    /// `q`, `k`, `v` are then row views of it. The decode step runs one GEMV on it.
+    pub(crate) qkv: Option<Linear>,
+    /// gate and up stacked `[2·ffn, hidden]` when both are dense, unbiased and the rows fit the
+    /// SwiGLU GEMV's 16-byte vectors: `gate` and `up` are then row views of it.
+    pub(crate) gate_up: Option<Tensor>,
+}
+
+impl Layer {
+    /// Stacks the projections that read the same input ([`Layer::qkv`], [`Layer::gate_up`]).
+    fn fuse(mut self) -> gpukit_ops::Result<Layer> {
+        self.qkv = stack_rows(&mut [&mut self.q, &mut self.k, &mut self.v])?;
+        if let Some(gate) = &mut self.gate {
+            let fits = matches!(&gate.w, Weight::Dense(w)
+                if w.shape()[1] * w.dtype().size_in_bytes() % 16 == 0);
+            if fits && gate.b.is_none() && self.up.b.is_none() {
+                self.gate_up = stack_rows(&mut [gate, &mut self.up])?.map(|l| match l.w {
+                    Weight::Dense(w) => w,
+                    Weight::Quant(q) => q.data,
+                });
+            }
+        }
+        Ok(self)
+    }
+}
+
+/// Stacks dense linear layers of the same input width and dtype into one `[Σ out, in]` layer
+/// (biases likewise, when all have one) and makes each part a row view of it, so the memory is
+/// not doubled. `None`, parts untouched, when they do not all qualify.
+fn stack_rows(parts: &mut [&mut Linear]) -> gpukit_ops::Result<Option<Linear>> {
+    let dense: Vec<&Tensor> = parts
+        .iter()
+        .filter_map(|p| match &p.w {
+            Weight::Dense(w) => Some(w),
+            Weight::Quant(_) => None,
+        })
+        .collect();
+    let Some(first) = dense.first() else {
+        return Ok(None);
+    };
+    let biased = parts.iter().filter(|p| p.b.is_some()).count();
+    if dense.len() != parts.len()
+        || dense.iter().any(|w| {
+            w.rank() != 2 || w.shape()[1] != first.shape()[1] || w.dtype() != first.dtype()
+        })
+        || (biased != 0 && biased != parts.len())
+    {
+        return Ok(None);
+    }
+    let rows: Vec<usize> = dense.iter().map(|w| w.shape()[0]).collect();
+    let total: usize = rows.iter().sum();
+    let dev = first.device();
+    let w = Tensor::empty(&[total, first.shape()[1]], first.dtype(), &dev)?;
+    let b = match biased {
+        0 => None,
+        _ => Some(Tensor::empty(&[total], first.dtype(), &dev)?),
+    };
+    let mut at = 0;
+    for (p, n) in parts.iter_mut().zip(rows) {
+        let mut wv = w.narrow(0, at, n)?;
+        if let Weight::Dense(old) = &p.w {
+            ops::copy_into(old, &mut wv)?;
+        }
+        p.w = Weight::Dense(wv);
+        if let (Some(b), Some(old)) = (&b, &p.b) {
+            let mut bv = b.narrow(0, at, n)?;
+            ops::copy_into(old, &mut bv)?;
+            p.b = Some(bv);
+        }
+        at += n;
+    }
+    Ok(Some(Linear {
+        w: Weight::Dense(w),
+        b,
+    }))
 }
 
 /// A loaded model.
@@ -361,7 +436,7 @@ impl Loader<'_> {
             let mut up = self.conv1d(&p("mlp.c_fc"), h, s.ffn, 1)?;
             let mut down = self.conv1d(&p("mlp.c_proj"), s.ffn, h, 1)?;
             let one = |v: &mut Vec<Linear>, n: &str| v.pop().ok_or_else(|| self.bad(n, "split"));
-            return Ok(Layer {
+            return Layer {
                 attn_norm: self.norm(&p("ln_1.weight"), Some(&p("ln_1.bias")), h)?,
                 q: wq,
                 k: wk,
@@ -373,7 +448,11 @@ impl Loader<'_> {
                 gate: None,
                 up: one(&mut up, "c_fc")?,
                 down: one(&mut down, "c_proj")?,
-            });
+                qkv: None,
+                gate_up: None,
+            }
+            .fuse()
+            .map_err(|e| self.bad(&p("attn"), e));
         }
         let gguf = matches!(self.src, Source::Gguf(_));
         // (HF name, GGUF name) of each role in layer i.
@@ -396,7 +475,7 @@ impl Loader<'_> {
                 Ok(None)
             }
         };
-        Ok(Layer {
+        Layer {
             attn_norm: self.norm(&name("input_layernorm", "attn_norm", "weight"), None, h)?,
             q: lin("self_attn.q_proj", "attn_q", s.qkv_bias, q, h)?,
             k: lin("self_attn.k_proj", "attn_k", s.qkv_bias, kv, h)?,
@@ -412,7 +491,11 @@ impl Loader<'_> {
             gate: Some(lin("mlp.gate_proj", "ffn_gate", s.mlp_bias, s.ffn, h)?),
             up: lin("mlp.up_proj", "ffn_up", s.mlp_bias, s.ffn, h)?,
             down: lin("mlp.down_proj", "ffn_down", s.mlp_bias, h, s.ffn)?,
-        })
+            qkv: None,
+            gate_up: None,
+        }
+        .fuse()
+        .map_err(|e| self.bad(&name("self_attn", "attn", "weight"), e))
     }
 
     fn model(self, on_layer: &mut dyn FnMut(usize, usize)) -> Result<Model> {

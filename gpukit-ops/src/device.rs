@@ -51,6 +51,9 @@ pub(crate) struct CudaInner {
     gemm: Mutex<Option<Arc<GemmProvider>>>,
     /// Device-side error flag: kernels that find a bad index set bit 0 (see `check_errors`).
     pub(crate) err: DeviceBuffer,
+    /// Launch the kernels that support it with programmatic dependent launch (sm_90+, unless
+    /// `GPUKIT_PDL=0`).
+    pdl: bool,
 }
 
 /// Ops on one CUDA lane: its stream, its tenant's memory pool, the device's kernel registry, a
@@ -75,12 +78,15 @@ impl CudaDevice {
         let kernels = KernelRegistry::for_device(lane.stream().device())?;
         let mut err = lane.alloc(4)?;
         err.fill_bytes(0)?;
+        let pdl = lane.stream().device().properties().compute_capability.major >= 9
+            && std::env::var("GPUKIT_PDL").map_or(true, |v| v != "0");
         Ok(CudaDevice {
             inner: Arc::new(CudaInner {
                 lane: lane.clone(),
                 kernels,
                 gemm: Mutex::new(None),
                 err,
+                pdl,
             }),
         })
     }
@@ -129,6 +135,9 @@ impl CudaDevice {
 
     /// Launches `kernel` on the lane. A launch asking for more dynamic shared memory than the
     /// default 48 KiB raises the kernel's limit first (up to the device's opt-in maximum).
+    /// Kernels that support it ([`Kernel::programmatic`]) launch with programmatic dependent
+    /// launch on sm_90+ (so their start overlaps the previous kernel's tail), unless the
+    /// environment sets `GPUKIT_PDL=0`.
     ///
     /// # Safety
     /// The arguments must match the kernel's parameters and every pointer must address live
@@ -143,8 +152,10 @@ impl CudaDevice {
         if cfg.shared_mem_bytes > f.max_dynamic_shared_mem_bytes() {
             f.set_max_dynamic_shared_memory(cfg.shared_mem_bytes)?;
         }
-        // SAFETY: forwarded to the caller.
-        unsafe { f.launch(self.stream(), cfg, args) }?;
+        let cfg = cfg.programmatic(self.inner.pdl && kernel.programmatic());
+        // SAFETY: forwarded to the caller; programmatic launches only for kernels that wait
+        // for the previous grid before touching memory (Kernel::programmatic).
+        unsafe { f.launch(self.stream(), &cfg, args) }?;
         Ok(())
     }
 

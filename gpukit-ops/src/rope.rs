@@ -7,6 +7,7 @@
 //! `p · inv_freq`; cos and sin are then scaled by the table's `attention_scale` (YaRN's
 //! "mscale"; 1 otherwise).
 
+use crate::kv_cache::KvCache;
 use crate::{Error, Result};
 
 /// How the base frequencies are rescaled for longer contexts.
@@ -343,6 +344,160 @@ pub fn rope_inplace(
                 c.launch(
                     Kernel::Rope(x.dtype()),
                     &launch::elementwise(n, c.props()),
+                    &args,
+                )
+            }
+        }
+    }
+}
+
+/// The decode step's attention input in one kernel (Su et al. 2021, "RoFormer", for the
+/// rotation): `qkv [tokens, (q_heads + 2·kv_heads)·head_dim]` is a fused QKV projection's output
+/// (per token: the query heads, then the key heads, then the value heads). Each query and key
+/// head is first RMS-normalised when `qk_norm` = (q weight `[head_dim]`, k weight `[head_dim]`,
+/// eps) is given (Qwen3), rotated by `rope` = (inv_freq f32 `[rotary_dim / 2]`, attention
+/// scale, layout) when given, at position `*position + token`; the queries go to
+/// `q_out [tokens, q_heads, head_dim]` and the keys and values into `cache` at rows
+/// `*position ..` (`position`: i32 `[1]` on the device, read by the kernel, so a captured graph
+/// replays at the next position). The cache's host-side length is not changed. Same results as
+/// `rms_norm` + [`rope_inplace`] + [`KvCache::append_at`] (the CPU runs exactly those); on CUDA
+/// one block per token and head, head_dim ≤ 256.
+///
+/// # Errors
+/// [`Error::Shape`] / [`Error::DType`] for mismatched operands; on the CPU [`Error::Index`] for a
+/// position past the cache (on CUDA reported at the next synchronising call, nothing written).
+pub fn rope_kv_append(
+    qkv: &crate::Tensor,
+    q_out: &mut crate::Tensor,
+    cache: &mut KvCache,
+    position: &crate::Tensor,
+    rope: Option<(&crate::Tensor, f32, RopeLayout)>,
+    qk_norm: Option<(&crate::Tensor, &crate::Tensor, f32)>,
+) -> Result<()> {
+    use crate::ops::{self, dptr, need_contiguous, same_device, u32_dim};
+    use crate::{Device, Tensor};
+    use gpukit_driver::{DevicePtr, KernelArgs};
+    use gpukit_kernels::{DType, Kernel, registry::launch};
+    let op = "rope_kv_append";
+    let mut operands = vec![qkv, &*q_out, position, cache.key_storage()];
+    operands.extend(rope.map(|r| r.0));
+    operands.extend(qk_norm.iter().flat_map(|n| [n.0, n.1]));
+    let dev = same_device(op, &operands)?;
+    Error::expect_dtype(op, position.dtype(), DType::I32)?;
+    let dt = qkv.dtype();
+    for t in [&*q_out, cache.key_storage()]
+        .into_iter()
+        .chain(qk_norm.iter().flat_map(|n| [n.0, n.1]))
+    {
+        Error::expect_dtype(op, t.dtype(), dt)?;
+    }
+    let ks = cache.key_storage().shape();
+    let (nkv, max_len, hd) = (ks[0], ks[1], ks[2]);
+    let bad = |detail: String| Err(Error::shape(op, detail));
+    if q_out.rank() != 3 || q_out.shape()[2] != hd {
+        return bad(format!(
+            "q_out {:?} must be [tokens, q_heads, {hd}] (the cache's head_dim)",
+            q_out.shape()
+        ));
+    }
+    let (tokens, nq) = (q_out.shape()[0], q_out.shape()[1]);
+    let width = (nq + 2 * nkv) * hd;
+    if qkv.shape() != [tokens, width] || position.shape() != [1] {
+        return bad(format!(
+            "qkv {:?} must be [{tokens}, {width}] ({nq} query and 2×{nkv} key/value heads of              {hd}) and position {:?} [1]",
+            qkv.shape(),
+            position.shape()
+        ));
+    }
+    let half = rope.map_or(0, |r| r.0.numel());
+    if let Some((inv_freq, ..)) = rope {
+        Error::expect_dtype(op, inv_freq.dtype(), DType::F32)?;
+        if inv_freq.rank() != 1 || half == 0 || 2 * half > hd {
+            return bad(format!(
+                "inv_freq {:?} must be 1-D with 2·len ≤ {hd}",
+                inv_freq.shape()
+            ));
+        }
+    }
+    if let Some((qw, kw, _)) = qk_norm
+        && (qw.shape() != [hd] || kw.shape() != [hd])
+    {
+        return bad(format!(
+            "q/k norm weights {:?} / {:?} must be [{hd}]",
+            qw.shape(),
+            kw.shape()
+        ));
+    }
+    match &dev {
+        Device::Cpu => {
+            let p = position.to_vec::<i32>()?[0];
+            if p < 0 || p as usize + tokens > max_len {
+                return Err(Error::Index {
+                    op,
+                    detail: format!("position {p} + {tokens} rows in a cache of {max_len}"),
+                });
+            }
+            // Fresh copies of the three parts: rope_inplace must not rotate qkv itself.
+            let part = |start: usize, heads: usize| -> Result<Tensor> {
+                let mut t = Tensor::empty(&[tokens, heads, hd], dt, &dev)?;
+                let view = qkv.narrow(1, start * hd, heads * hd)?;
+                ops::copy_into(&view.reshape(&[tokens, heads, hd])?, &mut t)?;
+                Ok(t)
+            };
+            let (mut q, mut k, v) = (part(0, nq)?, part(nq, nkv)?, part(nq + nkv, nkv)?);
+            if let Some((qw, kw, eps)) = qk_norm {
+                q = ops::rms_norm(&q, qw, eps)?;
+                k = ops::rms_norm(&k, kw, eps)?;
+            }
+            if let Some((inv_freq, scale, layout)) = rope {
+                let ids: Vec<i32> = (0..tokens as i32).map(|t| p + t).collect();
+                let positions = Tensor::from_slice(&ids, &[tokens], &dev)?;
+                rope_inplace(&mut q, &positions, inv_freq, scale, layout)?;
+                rope_inplace(&mut k, &positions, inv_freq, scale, layout)?;
+            }
+            ops::copy_into(&q, q_out)?;
+            cache.append_at(&k, &v, position)
+        }
+        Device::Cuda(c) => {
+            need_contiguous(op, qkv, "qkv")?;
+            need_contiguous(op, q_out, "q_out")?;
+            if hd > 256 {
+                return bad(format!("head_dim {hd} above the kernel's 256"));
+            }
+            let ptr = |t: Option<&Tensor>| t.map_or(Ok(DevicePtr(0)), dptr);
+            let (qw, kw, eps) = match qk_norm {
+                Some((q, k, eps)) => (Some(q), Some(k), eps),
+                None => (None, None, 0.0),
+            };
+            let args = KernelArgs::new()
+                .arg(dptr(qkv)?)
+                .arg(dptr(q_out)?)
+                .arg(dptr(cache.key_storage())?)
+                .arg(dptr(cache.value_storage())?)
+                .arg(dptr(position)?)
+                .arg(ptr(rope.map(|r| r.0))?)
+                .arg(rope.map_or(1.0, |r| r.1))
+                .arg(u32_dim(op, half)?)
+                .arg(i32::from(
+                    rope.is_some_and(|r| r.2 == RopeLayout::AdjacentPairs),
+                ))
+                .arg(ptr(qw)?)
+                .arg(ptr(kw)?)
+                .arg(eps)
+                .arg(u32_dim(op, tokens)?)
+                .arg(u32_dim(op, nq)?)
+                .arg(u32_dim(op, nkv)?)
+                .arg(u32_dim(op, hd)?)
+                .arg(u32_dim(op, max_len)?)
+                .arg(c.err_ptr());
+            // SAFETY: qkv holds tokens·(nq + 2·nkv)·hd elements, q_out tokens·nq·hd, each cache
+            // nkv·max_len·hd (shapes checked; the kernel checks position + tokens ≤ max_len
+            // before writing); inv_freq `half` f32 with 2·half ≤ hd ≤ 256; norm weights hd; the
+            // position one i32; the error flag 4 bytes.
+            unsafe {
+                c.launch(
+                    Kernel::RopeKvAppend(dt),
+                    &launch::rope_kv_append(tokens, nq + nkv)?,
                     &args,
                 )
             }

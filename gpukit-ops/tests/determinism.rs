@@ -133,7 +133,7 @@ fn gpu_every_op_is_bitwise_deterministic_and_graph_equals_eager() {
 fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
     use gpukit_ops::attention::{AttentionMask, attention_shape, sdpa_into, sdpa_workspace_len};
     use gpukit_ops::kv_cache::KvCache;
-    use gpukit_ops::rope::{RopeLayout, rope_inplace};
+    use gpukit_ops::rope::{RopeLayout, rope_inplace, rope_kv_append};
     use gpukit_ops::sampling::{SamplingParams, sample_tokens_into};
     let (_rt, cuda) = cuda_device();
     let dev = Device::Cuda(cuda.clone());
@@ -163,6 +163,11 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
         let (kn, vn) = (r(&[3, 2, 64], 9), r(&[3, 2, 64], 10));
         let pos = Tensor::from_slice(&[5i32], &[1], &dev).unwrap();
         let logits = r(&[3, 49_159], 11);
+        // The decode step's fused ops: SwiGLU GEMV; QKV → q/k norm → RoPE → KV append.
+        let (x_glu, w_glu) = (r(&[1, 2048], 12), r(&[2 * 1000, 2048], 13));
+        let qkv = r(&[1, (8 + 2 * 2) * 64], 14);
+        let (qn, kn_w) = (r(&[64], 15), r(&[64], 16));
+        let pos2 = Tensor::from_slice(&[9i32], &[1], &dev).unwrap();
         let step = Tensor::from_slice(&[12i64], &[1], &dev).unwrap();
         let sampling = SamplingParams {
             temperature: 0.9,
@@ -177,6 +182,8 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
             e(&[1, 8, 1, 128]),
             e(&[7, 4, 64]),
             Tensor::empty(&[3], DType::I32, &dev).unwrap(),
+            e(&[1, 1000]),
+            e(&[1, 8, 64]),
         ];
         let mut cache = KvCache::new(2, 16, 64, dt, &dev).unwrap();
         let run = |o: &mut [Tensor], cache: &mut KvCache| -> gpukit_ops::Result<()> {
@@ -192,6 +199,16 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
             )?;
             cache.append_at(&kn, &vn, &pos)?;
             sample_tokens_into(&logits, None, &sampling, &step, &o[3])?;
+            ops::linear_swiglu_into(&x_glu, &w_glu, &mut o[4])?;
+            let rope = Some((&inv_freq, 1.0, RopeLayout::RotateHalf));
+            rope_kv_append(
+                &qkv,
+                &mut o[5],
+                cache,
+                &pos2,
+                rope,
+                Some((&qn, &kn_w, 1e-6)),
+            )?;
             Ok(())
         };
         run(&mut outs, &mut cache).unwrap();
@@ -230,8 +247,8 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
             "{dt}: graph replay differs from eager"
         );
         println!(
-            "[gpu] determinism {dt}: sdpa prefill + split-K decode, rope, kv append, sampling \
-             bitwise equal twice and under graph replay"
+            "[gpu] determinism {dt}: sdpa prefill + split-K decode, rope, kv append, sampling, \
+             swiglu gemv, rope_kv_append bitwise equal twice and under graph replay"
         );
     }
 }

@@ -1423,3 +1423,193 @@ op_test!(sdpa_at_device_position_and_decode_state, |dev: &Device| {
     assert_eq!(position.to_vec::<i32>().unwrap(), [7]);
     assert!(advance_decode_state(&step, &step, None, &token).is_err());
 });
+
+// The decode step's fused ops: SwiGLU gate/up GEMV, and QKV → (q/k norm) → RoPE → KV append.
+op_test!(fused_decode_ops, |dev: &Device| {
+    use gpukit_ops::kv_cache::KvCache;
+    use gpukit_ops::rope::{RopeConfig, RopeLayout, RopeScaling, rope_kv_append};
+    let s = seed();
+    let cuda = matches!(dev, Device::Cuda(_));
+    for dt in FLOATS {
+        // linear_swiglu_into: (rows, k, n); CUDA takes one row with k a multiple of 16 bytes.
+        for (m, k, n) in [
+            (1usize, 64usize, 1usize),
+            (1, 1000, 37),
+            (1, 4104, 1000),
+            (3, 24, 5),
+        ] {
+            if cuda && m != 1 {
+                continue;
+            }
+            let (x, xv) = input(&[m, k], dt, -1.0, 1.0, s ^ k as u64, dev);
+            let (w, wv) = input(&[2 * n, k], dt, -0.1, 0.1, s ^ 7 ^ n as u64, dev);
+            let mut out = poisoned(&[m, n], dt, dev);
+            ops::linear_swiglu_into(&x, &w, &mut out).unwrap();
+            let mut want = vec![0f64; m * n];
+            for r in 0..m {
+                for j in 0..n {
+                    let dot = |row: usize| -> f64 {
+                        (0..k).map(|i| xv[r * k + i] * wv[row * k + i]).sum()
+                    };
+                    let (g, u) = (dot(j), dot(n + j));
+                    want[r * n + j] = g / (1.0 + (-g).exp()) * u;
+                }
+            }
+            let got = out.to_vec_f64().unwrap();
+            let what = format!("linear_swiglu {dt} m{m} k{k} n{n}");
+            assert_close(&what, &got, &want, tol(dt));
+            also_cpu(
+                dev,
+                &got,
+                || {
+                    let (xc, wc) = (
+                        x.to_device(&Device::Cpu).unwrap(),
+                        w.to_device(&Device::Cpu).unwrap(),
+                    );
+                    let mut o = poisoned(&[m, n], dt, &Device::Cpu);
+                    ops::linear_swiglu_into(&xc, &wc, &mut o).unwrap();
+                    o.to_vec_f64().unwrap()
+                },
+                tol(dt),
+                &what,
+            );
+        }
+        // rope_kv_append: (q heads, kv heads, head_dim, rotary dim (0: none), layout, q/k norm,
+        // tokens, position) into a cache of 9 rows poisoned with NaN.
+        let cases = [
+            (
+                8usize,
+                2usize,
+                64usize,
+                64usize,
+                RopeLayout::RotateHalf,
+                false,
+                1usize,
+                0i32,
+            ),
+            (14, 2, 64, 64, RopeLayout::RotateHalf, false, 1, 8),
+            (16, 8, 128, 128, RopeLayout::RotateHalf, true, 1, 5),
+            (4, 4, 80, 32, RopeLayout::AdjacentPairs, false, 3, 2),
+            (3, 1, 256, 0, RopeLayout::RotateHalf, true, 2, 7),
+        ];
+        for (nq, nkv, hd, rotary, layout, norm, tokens, pos) in cases {
+            let max_len = 9usize;
+            let width = (nq + 2 * nkv) * hd;
+            let seed = s ^ (hd * 31 + nq) as u64;
+            let (qkv, qkvv) = input(&[tokens, width], dt, -1.0, 1.0, seed, dev);
+            let (qw, qwv) = input(&[hd], dt, 0.5, 1.5, seed ^ 1, dev);
+            let (kw, kwv) = input(&[hd], dt, 0.5, 1.5, seed ^ 2, dev);
+            let table = RopeConfig {
+                rotary_dim: rotary.max(2),
+                base: 10_000.0,
+                scaling: RopeScaling::None,
+            }
+            .table(0)
+            .unwrap();
+            let inv = Tensor::from_slice(&table.inv_freq, &[table.inv_freq.len()], dev).unwrap();
+            let rope = (rotary > 0).then_some((&inv, table.attention_scale, layout));
+            let eps = 1e-6f32;
+            let qk_norm = norm.then_some((&qw, &kw, eps));
+            let mut cache = KvCache::new(nkv, max_len, hd, dt, dev).unwrap();
+            for t in [cache.key_storage(), cache.value_storage()] {
+                let nan = Tensor::full(t.shape(), f64::NAN, dt, dev).unwrap();
+                ops::copy_into(&nan, &mut t.clone()).unwrap();
+            }
+            let mut q_out = poisoned(&[tokens, nq, hd], dt, dev);
+            let position = Tensor::from_slice(&[pos], &[1], dev).unwrap();
+            rope_kv_append(&qkv, &mut q_out, &mut cache, &position, rope, qk_norm).unwrap();
+            // f64 reference: per head, the norm, then the rotation at pos + token.
+            let head = |t: usize, h: usize, w: Option<&[f64]>| -> Vec<f64> {
+                let mut v: Vec<f64> = qkvv[t * width + h * hd..][..hd].to_vec();
+                if let Some(w) = w {
+                    let ms = v.iter().map(|a| a * a).sum::<f64>() / hd as f64;
+                    let inv_rms = 1.0 / (ms + f64::from(eps)).sqrt();
+                    v.iter_mut().zip(w).for_each(|(a, w)| *a *= inv_rms * w);
+                }
+                let half = if rotary > 0 { table.inv_freq.len() } else { 0 };
+                let p = f64::from(pos) + t as f64;
+                let mut r = v.clone();
+                for i in 0..half {
+                    let angle = p * f64::from(table.inv_freq[i]);
+                    let (c, sn) = (angle.cos(), angle.sin());
+                    let (a, b) = match layout {
+                        RopeLayout::RotateHalf => (i, i + half),
+                        RopeLayout::AdjacentPairs => (2 * i, 2 * i + 1),
+                    };
+                    r[a] = v[a] * c - v[b] * sn;
+                    r[b] = v[b] * c + v[a] * sn;
+                }
+                r
+            };
+            let (qn, kn) = (norm.then_some(&qwv[..]), norm.then_some(&kwv[..]));
+            let mut want_q = Vec::new();
+            for t in 0..tokens {
+                for h in 0..nq {
+                    want_q.extend(head(t, h, qn));
+                }
+            }
+            let what = format!(
+                "rope_kv_append {dt} q{nq} kv{nkv} d{hd} rot{rotary} {layout:?} norm {norm} t{tokens}"
+            );
+            let got_q = q_out.to_vec_f64().unwrap();
+            assert_close(&format!("{what}: q"), &got_q, &want_q, tol(dt));
+            let (kc, vc) = (
+                cache.key_storage().to_vec_f64().unwrap(),
+                cache.value_storage().to_vec_f64().unwrap(),
+            );
+            let (mut got_kv, mut want_kv) = (Vec::new(), Vec::new());
+            for h in 0..nkv {
+                for row in 0..max_len {
+                    let at = (h * max_len + row) * hd;
+                    let t = row as i64 - i64::from(pos);
+                    if t < 0 || t >= tokens as i64 {
+                        assert!(
+                            kc[at..at + hd]
+                                .iter()
+                                .chain(&vc[at..at + hd])
+                                .all(|x| x.is_nan()),
+                            "{what}: cache row {row} of head {h} was written"
+                        );
+                        continue;
+                    }
+                    let t = t as usize;
+                    got_kv.extend(&kc[at..at + hd]);
+                    want_kv.extend(head(t, nq + h, kn));
+                    got_kv.extend(&vc[at..at + hd]);
+                    want_kv.extend(&qkvv[t * width + (nq + nkv + h) * hd..][..hd]);
+                }
+            }
+            assert_close(&format!("{what}: k/v"), &got_kv, &want_kv, tol(dt));
+            also_cpu(
+                dev,
+                &got_q,
+                || {
+                    let c = |t: &Tensor| t.to_device(&Device::Cpu).unwrap();
+                    let (qkv, qw, kw, inv) = (c(&qkv), c(&qw), c(&kw), c(&inv));
+                    let mut cache = KvCache::new(nkv, max_len, hd, dt, &Device::Cpu).unwrap();
+                    let mut q = poisoned(&[tokens, nq, hd], dt, &Device::Cpu);
+                    let position = c(&position);
+                    let rope = (rotary > 0).then_some((&inv, table.attention_scale, layout));
+                    let qk_norm = norm.then_some((&qw, &kw, eps));
+                    rope_kv_append(&qkv, &mut q, &mut cache, &position, rope, qk_norm).unwrap();
+                    q.to_vec_f64().unwrap()
+                },
+                tol(dt),
+                &what,
+            );
+            // A position past the cache writes nothing and is an error.
+            let past = Tensor::from_slice(&[(max_len - tokens + 1) as i32], &[1], dev).unwrap();
+            let r = rope_kv_append(&qkv, &mut q_out, &mut cache, &past, rope, qk_norm);
+            match dev {
+                Device::Cpu => assert!(r.is_err(), "{what}: position past the cache accepted"),
+                Device::Cuda(c) => {
+                    r.unwrap();
+                    assert!(
+                        c.synchronize().is_err(),
+                        "{what}: position past the cache not reported"
+                    );
+                }
+            }
+        }
+    }
+});

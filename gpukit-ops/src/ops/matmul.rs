@@ -393,3 +393,85 @@ pub fn linear(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, act: Activation) ->
     linear_into(x, w, bias, act, &mut out)?;
     Ok(out)
 }
+
+/// SwiGLU's first half (Shazeer 2020, "GLU Variants Improve Transformer"): with `w_gate_up`
+/// `[2n, k]` holding the gate projection's n rows and then the up projection's,
+/// `out [.., n] = silu(x · W_gateᵀ) ⊙ (x · W_upᵀ)` for `x [.., k]`, in f32 and rounded once to
+/// the dtype (the separate ops round the gate, its silu and the up projection each).
+/// On CUDA this is one GEMV that reads both weight halves (the decode step's MLP): x must be
+/// one row, `k` a multiple of 16 bytes and the operands 16-byte aligned. On the CPU any number
+/// of rows (through [`linear`] and a temporary `[.., 2n]`).
+///
+/// # Errors
+/// [`Error::Shape`] for mismatched shapes, more than one row on CUDA or an unaligned operand;
+/// [`Error::DType`] for a non-float or mixed dtype; device errors.
+pub fn linear_swiglu_into(x: &Tensor, w_gate_up: &Tensor, out: &mut Tensor) -> Result<()> {
+    let dev = same_device("linear_swiglu", &[x, w_gate_up])?;
+    float_only("linear_swiglu", x)?;
+    Error::expect_dtype("linear_swiglu", w_gate_up.dtype(), x.dtype())?;
+    let (mut shape, m, k, n2) = linear_shape(x, w_gate_up, None)?;
+    if n2 % 2 != 0 {
+        return Err(Error::shape(
+            "linear_swiglu",
+            format!(
+                "weight {:?} must stack the gate and up rows: an even row count",
+                w_gate_up.shape()
+            ),
+        ));
+    }
+    let n = n2 / 2;
+    if let Some(last) = shape.last_mut() {
+        *last = n;
+    }
+    check_out(
+        "linear_swiglu",
+        out,
+        &shape,
+        x.dtype(),
+        &dev,
+        &[x, w_gate_up],
+    )?;
+    if out.numel() == 0 {
+        return Ok(());
+    }
+    match &dev {
+        Device::Cpu => {
+            let c = linear(x, w_gate_up, None, Activation::None)?.to_vec_f32()?;
+            let vals = (0..m * n).map(|i| {
+                let (r, j) = (i / n, i % n);
+                let (g, u) = (c[r * n2 + j], c[r * n2 + n + j]);
+                f64::from(g / (1.0 + (-g).exp()) * u)
+            });
+            write_host(out, vals.collect::<Vec<_>>())
+        }
+        Device::Cuda(c) => {
+            need_contiguous("linear_swiglu", x, "x")?;
+            need_contiguous("linear_swiglu", w_gate_up, "the weight")?;
+            need_contiguous("linear_swiglu", out, "the output")?;
+            let dt = x.dtype();
+            let aligned = [dptr(x)?, dptr(w_gate_up)?].iter().all(|p| p.0 % 16 == 0);
+            if m != 1 || k % (16 / dt.size_in_bytes()) != 0 || !aligned {
+                return Err(Error::shape(
+                    "linear_swiglu",
+                    format!(
+                        "the CUDA kernel takes one row of x with k a multiple of 16 bytes and \
+                         16-byte aligned operands; got x {:?} {dt}{}",
+                        x.shape(),
+                        if aligned { "" } else { " (unaligned)" }
+                    ),
+                ));
+            }
+            let (cfg, outputs) = launch::gemv_swiglu(n, k, dt.size_in_bytes())?;
+            let args = KernelArgs::new()
+                .arg(dptr(x)?)
+                .arg(dptr(w_gate_up)?)
+                .arg(dptr(out)?)
+                .arg(u32_dim("linear_swiglu", n)?)
+                .arg(u32_dim("linear_swiglu", k)?)
+                .arg(outputs);
+            // SAFETY: x holds k, w 2n·k, out n elements (checked), k a multiple of the 16-byte
+            // vector and both inputs 16-byte aligned.
+            unsafe { c.launch(Kernel::GemvSwiglu(dt), &cfg, &args) }
+        }
+    }
+}
