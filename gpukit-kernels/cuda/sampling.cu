@@ -114,10 +114,11 @@ __device__ void sample_row(const T* __restrict__ logits, const int* __restrict__
     const unsigned C = (V + SAMPLER_THREADS - 1) / SAMPLER_THREADS;
     const unsigned lo = min(V, tid * C), hi = min(V, lo + C);
     if (a.temperature <= 0.0f) {
-        // Greedy: first maximum (value, then the lower id).
+        // Greedy: first maximum (value, then the lower id). The order of the reads cannot change
+        // that, so threads stride through the row (coalesced loads) instead of owning chunks.
         float best = -GPUKIT_INF;
         unsigned bid = 0xffffffffu;
-        for (unsigned i = lo; i < hi; ++i) {
+        for (unsigned i = tid; i < V; i += SAMPLER_THREADS) {
             const float x = logit(row, pen, i, a.penalty);
             if (bid == 0xffffffffu || x > best) { best = x; bid = i; }
         }

@@ -3,7 +3,8 @@
 //! `run.sh bench` and `cargo xtask bench` build them first).
 //!
 //! For each model and prompt length (`$GPUKIT_DECODE_PROMPTS`, default `128,512,2048` random
-//! ids) it measures what a user of the engine sees:
+//! ids), after a 4-token warm-up generation at that length (kernel modules, GEMM plans), it
+//! measures what a user of the engine sees:
 //! - **TTFT**: the prompt's forward pass (GEMMs + flash attention) and the first greedy id on the
 //!   device, read back to the host;
 //! - **decode**: `$GPUKIT_DECODE_TOKENS − 1` (default 255) further tokens through
@@ -74,6 +75,7 @@ fn generate(
 ) -> Res<Value> {
     let dev = compute.device();
     let greedy = SamplingParams::default();
+    compute.empty_cache()?;
     compute.reset_peaks();
     let mut session = model.session(prompt.len() + new_tokens)?;
     let first = Tensor::zeros(&[1], DType::I32, dev)?;
@@ -187,6 +189,8 @@ fn main() -> Res<()> {
         let mut runs = Vec::new();
         for (i, &p) in prompts.iter().enumerate() {
             let ids = prompt_ids(p, model.spec().vocab, 1000 + i as u64);
+            // Warm-up at this prompt length: kernel modules, GEMM plans for the prompt's shapes.
+            generate(&compute, &model, &ids, 4, use_graph)?;
             let r = generate(&compute, &model, &ids, new_tokens, use_graph)?;
             let mib = |k: &str| r[k].as_f64().unwrap_or(f64::NAN) / (1u64 << 20) as f64;
             println!(

@@ -109,6 +109,20 @@ impl ComputeDevice {
         Some(d.pool().stats().allocator.peak_reserved_bytes)
     }
 
+    /// Returns the pool's cached free memory to the driver (e.g. after dropping a model).
+    /// Does nothing on the CPU.
+    ///
+    /// # Errors
+    /// [`Error::Device`] when the device fails while the pool waits for its streams.
+    pub fn empty_cache(&self) -> Result<()> {
+        if let Some(d) = self.runtime.as_ref().and_then(|rt| rt.device(0).ok()) {
+            d.pool()
+                .empty_cache()
+                .map_err(|e| Error::Device(e.to_string()))?;
+        }
+        Ok(())
+    }
+
     /// Restarts both peaks at the bytes in use now (e.g. after loading the weights, to measure
     /// a generation). Does nothing on the CPU.
     pub fn reset_peaks(&self) {
