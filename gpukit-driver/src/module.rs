@@ -547,26 +547,27 @@ impl Function {
         let (g, b) = (config.grid, config.block);
         let programmatic =
             config.programmatic && self.inner.device.properties().compute_capability.major >= 9;
-        let mut attrs: Vec<sys::CUlaunchAttribute> = Vec::with_capacity(2);
+        // At most two attributes, on the stack (no allocation per launch).
+        // SAFETY: an all-zero attribute is a valid (ignored) attribute value; each one used
+        // gets its id and the union member that id selects.
+        let mut attrs: [sys::CUlaunchAttribute; 2] = unsafe { std::mem::zeroed() };
+        let mut n_attrs = 0;
         if let Some(c) = config.cluster {
-            // SAFETY: an all-zero attribute is a valid (ignored) attribute value; we then set
-            // the id and the union member that id selects.
-            let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+            let attr = &mut attrs[n_attrs];
             attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
             attr.value.clusterDim.x = c.x;
             attr.value.clusterDim.y = c.y;
             attr.value.clusterDim.z = c.z;
-            attrs.push(attr);
+            n_attrs += 1;
         }
         if programmatic {
-            // SAFETY: as above.
-            let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+            let attr = &mut attrs[n_attrs];
             attr.id =
                 sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
             attr.value.programmaticStreamSerializationAllowed = 1;
-            attrs.push(attr);
+            n_attrs += 1;
         }
-        if attrs.is_empty() {
+        if n_attrs == 0 {
             // SAFETY: configuration checked against the device and kernel; argument sizes
             // checked where the driver reports them; the caller guarantees types and
             // pointer validity (this function's contract).
@@ -593,7 +594,7 @@ impl Function {
                 sharedMemBytes: config.shared_mem_bytes,
                 hStream: stream.as_raw(),
                 attrs: attrs.as_mut_ptr(),
-                numAttrs: attrs.len() as u32,
+                numAttrs: n_attrs as u32,
             };
             // SAFETY: as above; `launch` and `attrs` outlive the call, which copies them.
             check("cuLaunchKernelEx", unsafe {

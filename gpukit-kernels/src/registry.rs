@@ -445,24 +445,27 @@ pub mod launch {
     /// warps per column = the largest power of two ≤ column bytes / 6 KiB, between 1 and 8.
     /// Returns the launch and `rows`.
     pub fn gemv(n: usize, k: usize, elem_bytes: usize) -> Result<(LaunchConfig, u32)> {
-        let per_column = (k * elem_bytes / 6144).clamp(1, 8);
-        let warps = 1u32 << per_column.ilog2();
-        let rows = 8 / warps;
-        let grid = u32::try_from(n.div_ceil(rows as usize).max(1))
-            .map_err(|_| Error::InvalidArgument(format!("{n} GEMV outputs exceed the grid")))?;
-        Ok((LaunchConfig::new(grid, BLOCK), rows))
+        gemv_blocks(n, 8 / gemv_warps_per_row(k, elem_bytes, 8))
     }
 
     /// The SwiGLU GEMV: like [`gemv`] with each output needing two weight rows, so a block
     /// computes `8 / (2 · warps per row)` outputs (warps per row at most 4). Returns the launch
     /// and that count.
     pub fn gemv_swiglu(n: usize, k: usize, elem_bytes: usize) -> Result<(LaunchConfig, u32)> {
-        let per_column = (k * elem_bytes / 6144).clamp(1, 4);
-        let warps = 1u32 << per_column.ilog2();
-        let outputs = 4 / warps;
-        let grid = u32::try_from(n.div_ceil(outputs as usize).max(1))
+        gemv_blocks(n, 4 / gemv_warps_per_row(k, elem_bytes, 4))
+    }
+
+    /// Warps splitting one weight row of `k` elements: the largest power of two ≤ row bytes /
+    /// 6 KiB, between 1 and `max`.
+    fn gemv_warps_per_row(k: usize, elem_bytes: usize, max: usize) -> u32 {
+        1u32 << (k * elem_bytes / 6144).clamp(1, max).ilog2()
+    }
+
+    /// 256-thread blocks of `per_block` outputs covering `n`; returns the launch and `per_block`.
+    fn gemv_blocks(n: usize, per_block: u32) -> Result<(LaunchConfig, u32)> {
+        let grid = u32::try_from(n.div_ceil(per_block as usize).max(1))
             .map_err(|_| Error::InvalidArgument(format!("{n} GEMV outputs exceed the grid")))?;
-        Ok((LaunchConfig::new(grid, BLOCK), outputs))
+        Ok((LaunchConfig::new(grid, BLOCK), per_block))
     }
 
     /// Threads per block of `rope_kv_append` (one block per token and head).

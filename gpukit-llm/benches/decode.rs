@@ -21,13 +21,11 @@
 //! chart. `GPUKIT_BENCH_FILTER=<substring>` keeps the models whose name contains it;
 //! `GPUKIT_DECODE_GRAPH=0` keeps every step eager (for per-kernel profiles under `ncu`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
-use gpukit_llm::checkpoint::Checkpoint;
 use gpukit_llm::engine::ComputeDevice;
 use gpukit_llm::model::{LoadOptions, Model};
-use gpukit_llm::spec::ModelSpec;
 use gpukit_ops::sampling::{SamplingParams, sample_tokens_into};
 use gpukit_ops::{DType, Device, Tensor};
 use serde_json::{Value, json};
@@ -119,20 +117,6 @@ fn generate(
     }))
 }
 
-fn load(dir: &Path, dev: &Device) -> Res<Model> {
-    let config = dir.join("config.json");
-    let spec = ModelSpec::from_config_json(&std::fs::read_to_string(&config)?, &config)?;
-    let ck = Checkpoint::open(dir)?;
-    Ok(Model::from_safetensors(
-        spec,
-        &ck,
-        dir,
-        dev,
-        LoadOptions::default(),
-        &mut |_, _| {},
-    )?)
-}
-
 fn main() -> Res<()> {
     let root = PathBuf::from(
         std::env::var("GPUKIT_DECODE_MODELS")
@@ -183,7 +167,7 @@ fn main() -> Res<()> {
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
         let t = Instant::now();
-        let model = load(&dir, &dev)?;
+        let model = Model::from_hf_dir(&dir, &dev, LoadOptions::default(), &mut |_, _| {})?;
         sync(&dev)?;
         let load_s = t.elapsed().as_secs_f64();
         let mut runs = Vec::new();

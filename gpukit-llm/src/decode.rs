@@ -297,6 +297,8 @@ fn record(
         alibi: false,
     };
     let scale = 1.0 / (hd as f32).sqrt();
+    let rope = m.rope.as_ref().map(|(f, s, l)| (f, *s, *l));
+    let rms = |n: &Norm| n.kind == NormKind::Rms;
     let mut pending = false;
     for ((layer, cache), window) in m
         .layers
@@ -305,12 +307,10 @@ fn record(
         .zip(&s.sliding_window)
     {
         pre_norm(&layer.attn_norm, pending, &mut x, &mut h)?;
-        let rope = m.rope.as_ref().map(|(f, s, l)| (f, *s, *l));
         let qk_norm = match (&layer.q_norm, &layer.k_norm) {
             (Some(qn), Some(kn)) => Some((qn, kn)),
             _ => None,
         };
-        let rms = |n: &Norm| n.kind == NormKind::Rms;
         match &layer.qkv {
             // One GEMV for q, k and v, then one kernel for the q/k norms, RoPE and the append.
             Some(qkv) if qk_norm.is_none_or(|(q, k)| rms(q) && rms(k)) => {

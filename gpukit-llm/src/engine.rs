@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use gpukit_ops::sampling::{SamplingParams, sample_tokens_into};
 use gpukit_ops::{DType, Device, Tensor};
-use gpukit_sched::{LanePriority, Runtime};
+use gpukit_sched::{DeviceRuntime, LanePriority, Runtime};
 
 use crate::chat::{ChatTemplate, Message};
 use crate::checkpoint::Checkpoint;
@@ -94,18 +94,21 @@ impl ComputeDevice {
         &self.device
     }
 
+    /// The CUDA device's runtime (its pool), `None` on the CPU.
+    fn cuda_runtime(&self) -> Option<&DeviceRuntime> {
+        self.runtime.as_ref()?.device(0).ok()
+    }
+
     /// The most device memory the pool has handed out so far, in bytes (`None` on the CPU).
     pub fn peak_device_bytes(&self) -> Option<usize> {
-        let rt = self.runtime.as_ref()?;
-        let d = rt.device(0).ok()?;
+        let d = self.cuda_runtime()?;
         Some(d.pool().stats().allocator.peak_allocated_bytes)
     }
 
     /// The most device memory the pool has reserved from the driver so far (allocated blocks
     /// plus its cache of free ones), in bytes (`None` on the CPU).
     pub fn peak_reserved_bytes(&self) -> Option<usize> {
-        let rt = self.runtime.as_ref()?;
-        let d = rt.device(0).ok()?;
+        let d = self.cuda_runtime()?;
         Some(d.pool().stats().allocator.peak_reserved_bytes)
     }
 
@@ -115,7 +118,7 @@ impl ComputeDevice {
     /// # Errors
     /// [`Error::Device`] when the device fails while the pool waits for its streams.
     pub fn empty_cache(&self) -> Result<()> {
-        if let Some(d) = self.runtime.as_ref().and_then(|rt| rt.device(0).ok()) {
+        if let Some(d) = self.cuda_runtime() {
             d.pool()
                 .empty_cache()
                 .map_err(|e| Error::Device(e.to_string()))?;
@@ -126,7 +129,7 @@ impl ComputeDevice {
     /// Restarts both peaks at the bytes in use now (e.g. after loading the weights, to measure
     /// a generation). Does nothing on the CPU.
     pub fn reset_peaks(&self) {
-        if let Some(d) = self.runtime.as_ref().and_then(|rt| rt.device(0).ok()) {
+        if let Some(d) = self.cuda_runtime() {
             d.pool().reset_peaks();
         }
     }

@@ -107,25 +107,25 @@ pub(crate) struct Layer {
 impl Layer {
     /// Stacks the projections that read the same input ([`Layer::qkv`], [`Layer::gate_up`]).
     fn fuse(mut self) -> gpukit_ops::Result<Layer> {
-        self.qkv = stack_rows(&mut [&mut self.q, &mut self.k, &mut self.v])?;
+        self.qkv = stack_rows(&mut [&mut self.q, &mut self.k, &mut self.v])?.map(|(w, b)| Linear {
+            w: Weight::Dense(w),
+            b,
+        });
         if let Some(gate) = &mut self.gate {
             let fits = matches!(&gate.w, Weight::Dense(w)
                 if w.shape()[1] * w.dtype().size_in_bytes() % 16 == 0);
             if fits && gate.b.is_none() && self.up.b.is_none() {
-                self.gate_up = stack_rows(&mut [gate, &mut self.up])?.map(|l| match l.w {
-                    Weight::Dense(w) => w,
-                    Weight::Quant(q) => q.data,
-                });
+                self.gate_up = stack_rows(&mut [gate, &mut self.up])?.map(|(w, _)| w);
             }
         }
         Ok(self)
     }
 }
 
-/// Stacks dense linear layers of the same input width and dtype into one `[Σ out, in]` layer
-/// (biases likewise, when all have one) and makes each part a row view of it, so the memory is
-/// not doubled. `None`, parts untouched, when they do not all qualify.
-fn stack_rows(parts: &mut [&mut Linear]) -> gpukit_ops::Result<Option<Linear>> {
+/// Stacks dense linear layers of the same input width and dtype into one `[Σ out, in]` weight
+/// (biases into one `[Σ out]`, when all have one) and makes each part a row view of it, so the
+/// memory is not doubled. `None`, parts untouched, when they do not all qualify.
+fn stack_rows(parts: &mut [&mut Linear]) -> gpukit_ops::Result<Option<(Tensor, Option<Tensor>)>> {
     let dense: Vec<&Tensor> = parts
         .iter()
         .filter_map(|p| match &p.w {
@@ -167,10 +167,7 @@ fn stack_rows(parts: &mut [&mut Linear]) -> gpukit_ops::Result<Option<Linear>> {
         }
         at += n;
     }
-    Ok(Some(Linear {
-        w: Weight::Dense(w),
-        b,
-    }))
+    Ok(Some((w, b)))
 }
 
 /// A loaded model.
@@ -624,6 +621,27 @@ impl Model {
             device,
         }
         .model(on_layer)
+    }
+
+    /// Loads the model of an HF directory (`config.json` + safetensors) onto `device`, without
+    /// its tokenizer (what [`crate::engine::Engine::load`] adds).
+    ///
+    /// # Errors
+    /// [`Error::Io`] for an unreadable `config.json`; as [`ModelSpec::from_config_json`],
+    /// [`Checkpoint::open`] and [`Model::from_safetensors`].
+    pub fn from_hf_dir(
+        dir: &Path,
+        device: &Device,
+        opts: LoadOptions,
+        on_layer: &mut dyn FnMut(usize, usize),
+    ) -> Result<Model> {
+        let config = dir.join("config.json");
+        let text = std::fs::read_to_string(&config).map_err(|source| Error::Io {
+            path: config.clone(),
+            source,
+        })?;
+        let spec = ModelSpec::from_config_json(&text, &config)?;
+        Model::from_safetensors(spec, &Checkpoint::open(dir)?, dir, device, opts, on_layer)
     }
 
     /// Loads an HF checkpoint (`spec` from its `config.json`; `file` names the checkpoint in

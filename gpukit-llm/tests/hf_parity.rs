@@ -27,7 +27,6 @@ use std::time::Instant;
 use gpukit_llm::checkpoint::Checkpoint;
 use gpukit_llm::engine::ComputeDevice;
 use gpukit_llm::model::{LoadOptions, Model};
-use gpukit_llm::spec::ModelSpec;
 use gpukit_ops::sampling::SamplingParams;
 use gpukit_ops::{DType, Device, Tensor, ops};
 
@@ -227,23 +226,12 @@ fn gpu_hf_parity_random_weight_models() {
     for dir in dirs {
         let name = dir.file_name().unwrap().to_string_lossy().to_string();
         let r = reference(&dir);
-        let config = dir.join("config.json");
-        let spec = ModelSpec::from_config_json(&std::fs::read_to_string(&config).unwrap(), &config)
-            .unwrap();
-        let ck = Checkpoint::open(&dir).unwrap();
         let hf_err = r.meta["hf_bf16_max_abs_error"].as_f64().unwrap() as f32;
         let logit_max = r.meta["logit_abs_max"].as_f64().unwrap() as f32;
 
         let t = Instant::now();
-        let model = Model::from_safetensors(
-            spec.clone(),
-            &ck,
-            &dir,
-            &cuda,
-            LoadOptions::default(),
-            &mut |_, _| {},
-        )
-        .unwrap();
+        let model =
+            Model::from_hf_dir(&dir, &cuda, LoadOptions::default(), &mut |_, _| {}).unwrap();
         let load_s = t.elapsed().as_secs_f64();
         let (errors, argmaxes) = run(&model, &r);
         check(&name, "cuda bf16", &r, &errors, &argmaxes, 1.5 * hf_err);
@@ -263,15 +251,8 @@ fn gpu_hf_parity_random_weight_models() {
         );
         drop(model);
 
-        let model = Model::from_safetensors(
-            spec,
-            &ck,
-            &dir,
-            &Device::Cpu,
-            LoadOptions::default(),
-            &mut |_, _| {},
-        )
-        .unwrap();
+        let model =
+            Model::from_hf_dir(&dir, &Device::Cpu, LoadOptions::default(), &mut |_, _| {}).unwrap();
         let (errors, argmaxes) = run(&model, &r);
         check(
             &name,
