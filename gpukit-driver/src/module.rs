@@ -387,6 +387,28 @@ impl Function {
         Ok(u32::try_from(v).unwrap_or(0))
     }
 
+    /// Blocks of `block_threads` threads with `dynamic_smem_bytes` of dynamic shared memory
+    /// that fit on one multiprocessor at once (`cuOccupancyMaxActiveBlocksPerMultiprocessor`):
+    /// how a persistent grid sizes itself to one wave.
+    ///
+    /// # Errors
+    /// [`Error::Cuda`] if the driver call fails.
+    pub fn max_active_blocks_per_sm(
+        &self,
+        block_threads: u32,
+        dynamic_smem_bytes: u32,
+    ) -> Result<u32> {
+        self.inner.device.bind()?;
+        self.inner
+            .func
+            .occupancy_max_active_blocks_per_multiprocessor(
+                block_threads,
+                dynamic_smem_bytes as usize,
+                None,
+            )
+            .call("cuOccupancyMaxActiveBlocksPerMultiprocessor")
+    }
+
     /// Parameter sizes in bytes, in order, when the driver can report them (CUDA 12.4+).
     pub fn param_sizes(&self) -> Option<&[usize]> {
         self.inner.param_sizes.as_deref()

@@ -141,3 +141,26 @@ __device__ __forceinline__ void pdl_enter() {
 __device__ __forceinline__ void prefetch_l2(const void* p) {
     asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
+
+// A running "first maximum": the largest value and, among equal values, the lowest index
+// (GPUKIT_NO_INDEX: nothing seen yet). Merging is exact, so any fixed merge order gives the
+// same answer as a left-to-right scan (for values that are not NaN).
+#define GPUKIT_NO_INDEX 0xffffffffu
+struct ArgmaxPart {
+    float value;
+    unsigned int index;
+};
+__device__ __forceinline__ void argmax_merge(float& best, unsigned int& at, float v, unsigned int i) {
+    if (i != GPUKIT_NO_INDEX && (at == GPUKIT_NO_INDEX || v > best || (v == best && i < at))) {
+        best = v;
+        at = i;
+    }
+}
+// The warp's first maximum, in every lane (fixed butterfly).
+__device__ __forceinline__ void warp_argmax(float& best, unsigned int& at) {
+    for (int o = 16; o > 0; o >>= 1) {
+        const float v = __shfl_xor_sync(0xffffffffu, best, o);
+        const unsigned int i = __shfl_xor_sync(0xffffffffu, at, o);
+        argmax_merge(best, at, v, i);
+    }
+}

@@ -111,6 +111,29 @@ __device__ __forceinline__ void gemv_impl(const T* __restrict__ x, const T* __re
     }
 }
 
+// The outputs of group `grp` of a SwiGLU GEMV from each warp's sum `s` (lane 0's counts):
+// out[grp·R + i] = silu(gate)·up, the gate and up sums combined over their W warps in order.
+// Leaves `part` free for the next group.
+template <typename T>
+__device__ __forceinline__ void swiglu_outputs(float s, float* part, T* __restrict__ out,
+                                               unsigned int N, unsigned int R, unsigned int W,
+                                               unsigned long long grp) {
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = s;
+    __syncthreads();
+    if (threadIdx.x < R) {
+        const unsigned long long c = grp * R + threadIdx.x;
+        if (c < N) {
+            float g = 0.0f, u = 0.0f;
+            for (unsigned int j = 0; j < W; ++j) {
+                g += part[2 * threadIdx.x * W + j];
+                u += part[(2 * threadIdx.x + 1) * W + j];
+            }
+            out[c] = from_f32<T>(g / (1.0f + expf(-g)) * u);
+        }
+    }
+    __syncthreads();
+}
+
 // SwiGLU's gate/up projection for one row of x (the decode step): w is [2N, K], the gate's N rows
 // then the up projection's; out[n] = silu(x·w[n]) · (x·w[N + n]) (Shazeer 2020, "GLU Variants
 // Improve Transformer"), in f32 and rounded once. A block computes R outputs from 2R weight
@@ -129,19 +152,127 @@ __device__ __forceinline__ void gemv_swiglu_impl(const T* __restrict__ x, const 
     pdl_enter();
     float acc[1] = {0.0f};
     if (n < N) row_dot<T, true, 1, 4>(x, wr, 1, K, W, wi, lane, acc);
-    const float s = warp_sum(acc[0]);
-    if (lane == 0) part[warp] = s;
-    __syncthreads();
-    if (threadIdx.x < R) {
-        const unsigned long long c = (unsigned long long)blockIdx.x * R + threadIdx.x;
-        if (c < N) {
-            float g = 0.0f, u = 0.0f;
-            for (unsigned int j = 0; j < W; ++j) {
-                g += part[2 * threadIdx.x * W + j];
-                u += part[(2 * threadIdx.x + 1) * W + j];
-            }
-            out[c] = from_f32<T>(g / (1.0f + expf(-g)) * u);
+    swiglu_outputs(warp_sum(acc[0]), part, out, N, R, W, blockIdx.x);
+}
+
+// x = rms_norm(residual + pending) · g (Zhang & Sennrich 2019) into shared memory `xs` (K
+// elements in 16-byte vectors; no pending: residual alone), with add_rms_norm's arithmetic
+// (norm.cu: the sum rounded to the dtype, f32 sum of squares in the same order, rounded once).
+// Block 0 also stores residual + pending to residual_out (the next residual stream). Every block
+// computes the norm itself: K is a hidden size, a few KiB read from L2, so the step needs no
+// separate norm kernel and no grid-wide barrier.
+template <typename T>
+__device__ __forceinline__ void rms_norm_prologue(const T* __restrict__ pending,
+        const T* __restrict__ residual, const T* __restrict__ g, T* __restrict__ residual_out,
+        float eps, unsigned int K, T* xs, float* scratch) {
+    const int V = Vec16<T>::N;
+    const unsigned int nvec = K / V;
+    float ss = 0.0f;
+    for (unsigned int i = threadIdx.x; i < nvec; i += blockDim.x) {
+        Pack<T> p = load16(residual + i * V);
+        if (pending) {
+            const Pack<T> y = load16(pending + i * V);
+#pragma unroll
+            for (int j = 0; j < V; ++j) p.v[j] = from_f32<T>(to_f32(y.v[j]) + to_f32(p.v[j]));
+            if (blockIdx.x == 0) store16(residual_out + i * V, p);
         }
+#pragma unroll
+        for (int j = 0; j < V; ++j) { const float f = to_f32(p.v[j]); ss += f * f; }
+        store16(xs + i * V, p);
+    }
+    const float inv = rsqrtf(block_sum(ss, scratch) / (float)K + eps);
+    for (unsigned int i = threadIdx.x; i < nvec; i += blockDim.x) {
+        Pack<T> p = load16(xs + i * V);
+        const Pack<T> wv = load16(g + i * V);
+#pragma unroll
+        for (int j = 0; j < V; ++j) p.v[j] = from_f32<T>(to_f32(p.v[j]) * inv * to_f32(wv.v[j]));
+        store16(xs + i * V, p);
+    }
+    __syncthreads();
+}
+
+// The pre-norm decode GEMV: out[n] = rms_norm(residual + pending)·g · w[n] (+ bias[n]) for one
+// row (K a multiple of 16 bytes, rows 16-byte aligned). A persistent grid (one wave, sized on the
+// host from the occupancy) loops over groups of R outputs, each computed exactly as gemv_*_vec_m1
+// computes it, so the grid size does not change any output. ARGMAX (the LM head with greedy
+// sampling): each block also writes the first maximum of its outputs, as rounded to the dtype,
+// to parts[blockIdx.x] for sample_argmax_parts.
+template <typename T, bool ARGMAX>
+__device__ __forceinline__ void gemv_norm_impl(const T* __restrict__ pending,
+        const T* __restrict__ residual, const T* __restrict__ g, T* __restrict__ residual_out,
+        float eps, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
+        unsigned int N, unsigned int K, unsigned int R, ArgmaxPart* __restrict__ parts) {
+    extern __shared__ __align__(16) unsigned char gemv_smem[];
+    T* xs = reinterpret_cast<T*>(gemv_smem);
+    __shared__ float part[8];
+    __shared__ float scratch[32];
+    __shared__ ArgmaxPart best[8];
+    const unsigned int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const unsigned int W = 8 / R;
+    const unsigned int r = warp / W, wi = warp % W;
+    const unsigned long long groups = (N + R - 1) / R;
+    const unsigned long long n0 = (unsigned long long)blockIdx.x * R + r;
+    if (n0 < N) row_prefetch(w + n0 * K, K, W, wi, lane);
+    pdl_wait();
+    rms_norm_prologue(pending, residual, g, residual_out, eps, K, xs, scratch);
+    pdl_launch_dependents();
+    float bv = -GPUKIT_INF;
+    unsigned int bi = GPUKIT_NO_INDEX;
+    for (unsigned long long grp = blockIdx.x; grp < groups; grp += gridDim.x) {
+        const unsigned long long n = grp * R + r;
+        float acc[1] = {0.0f};
+        if (n < N) row_dot<T, true, 1, 4>(xs, w + n * K, 1, K, W, wi, lane, acc);
+        const float s = warp_sum(acc[0]);
+        if (lane == 0) part[warp] = s;
+        __syncthreads();
+        if (wi == 0 && lane == 0 && n < N) {
+            float t = 0.0f;
+            for (unsigned int j = 0; j < W; ++j) t += part[r * W + j];
+            if (bias) t += to_f32(bias[n]);
+            const T o = from_f32<T>(t);
+            out[n] = o;
+            if (ARGMAX) argmax_merge(bv, bi, to_f32(o), (unsigned int)n);
+        }
+        __syncthreads();
+    }
+    if (ARGMAX) {
+        if (wi == 0 && lane == 0) best[r] = ArgmaxPart{bv, bi};
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            float b = best[0].value;
+            unsigned int at = best[0].index;
+            for (unsigned int i = 1; i < R; ++i) argmax_merge(b, at, best[i].value, best[i].index);
+            parts[blockIdx.x] = ArgmaxPart{b, at};
+        }
+    }
+}
+
+// gemv_swiglu with the pre-norm of gemv_norm: a persistent grid over groups of R outputs.
+template <typename T>
+__device__ __forceinline__ void gemv_swiglu_norm_impl(const T* __restrict__ pending,
+        const T* __restrict__ residual, const T* __restrict__ g, T* __restrict__ residual_out,
+        float eps, const T* __restrict__ w, T* __restrict__ out, unsigned int N, unsigned int K,
+        unsigned int R) {
+    extern __shared__ __align__(16) unsigned char gemv_smem[];
+    T* xs = reinterpret_cast<T*>(gemv_smem);
+    __shared__ float part[8];
+    __shared__ float scratch[32];
+    const unsigned int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const unsigned int W = 8 / (2 * R);
+    const unsigned int vr = warp / W, wi = warp % W;
+    const unsigned long long groups = (N + R - 1) / R;
+    {
+        const unsigned long long n = (unsigned long long)blockIdx.x * R + vr / 2;
+        if (n < N) row_prefetch(w + ((vr & 1) ? N + n : n) * K, K, W, wi, lane);
+    }
+    pdl_wait();
+    rms_norm_prologue(pending, residual, g, residual_out, eps, K, xs, scratch);
+    pdl_launch_dependents();
+    for (unsigned long long grp = blockIdx.x; grp < groups; grp += gridDim.x) {
+        const unsigned long long n = grp * R + vr / 2;
+        float acc[1] = {0.0f};
+        if (n < N) row_dot<T, true, 1, 4>(xs, w + ((vr & 1) ? N + n : n) * K, 1, K, W, wi, lane, acc);
+        swiglu_outputs(warp_sum(acc[0]), part, out, N, R, W, grp);
     }
 }
 
@@ -166,6 +297,24 @@ extern "C" __global__ void gemv_##NAME##_vec_m1(const T* __restrict__ x, const T
 extern "C" __global__ void gemv_swiglu_##NAME(const T* __restrict__ x, const T* __restrict__ w,    \
         T* __restrict__ out, unsigned int N, unsigned int K, unsigned int R) {                     \
     gemv_swiglu_impl<T>(x, w, out, N, K, R);                                                       \
+}                                                                                                  \
+/* Pre-norm variants (dynamic shared memory: K elements). pending may be null.        */           \
+extern "C" __global__ void gemv_norm_##NAME(const T* pending, const T* residual, const T* g,       \
+        T* residual_out, float eps, const T* w, const T* bias, T* out, unsigned int N,             \
+        unsigned int K, unsigned int R) {                                                          \
+    gemv_norm_impl<T, false>(pending, residual, g, residual_out, eps, w, bias, out, N, K, R,       \
+                             nullptr);                                                             \
+}                                                                                                  \
+extern "C" __global__ void gemv_norm_argmax_##NAME(const T* pending, const T* residual,            \
+        const T* g, T* residual_out, float eps, const T* w, const T* bias, T* out,                 \
+        unsigned int N, unsigned int K, unsigned int R, ArgmaxPart* parts) {                       \
+    gemv_norm_impl<T, true>(pending, residual, g, residual_out, eps, w, bias, out, N, K, R,        \
+                            parts);                                                                \
+}                                                                                                  \
+extern "C" __global__ void gemv_swiglu_norm_##NAME(const T* pending, const T* residual,            \
+        const T* g, T* residual_out, float eps, const T* w, T* out, unsigned int N,                \
+        unsigned int K, unsigned int R) {                                                          \
+    gemv_swiglu_norm_impl<T>(pending, residual, g, residual_out, eps, w, out, N, K, R);            \
 }
 
 GEMV_KERNELS(float, f32)

@@ -88,6 +88,21 @@ __device__ __forceinline__ float logit(const T* row, const unsigned* pen, unsign
     return x;
 }
 
+// The block's first maximum of the threads' (best, at) into *out (0 when there is none):
+// warps by butterfly, then warp 0's results in warp order. `shv`, `shi`: 32 entries each.
+__device__ __forceinline__ void block_argmax_out(float best, unsigned at, float* shv,
+                                                 unsigned* shi, int* out) {
+    warp_argmax(best, at);
+    if ((threadIdx.x & 31) == 0) { shv[threadIdx.x >> 5] = best; shi[threadIdx.x >> 5] = at; }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float b = shv[0];
+        unsigned id = shi[0];
+        for (unsigned i = 1; i < (blockDim.x + 31) / 32; ++i) argmax_merge(b, id, shv[i], shi[i]);
+        *out = (int)(id == GPUKIT_NO_INDEX ? 0 : id);
+    }
+}
+
 template <typename T>
 __device__ void sample_row(const T* __restrict__ logits, const int* __restrict__ recent,
                            const long long* __restrict__ step_ptr, const SamplerArgs& a,
@@ -117,25 +132,12 @@ __device__ void sample_row(const T* __restrict__ logits, const int* __restrict__
         // Greedy: first maximum (value, then the lower id). The order of the reads cannot change
         // that, so threads stride through the row (coalesced loads) instead of owning chunks.
         float best = -GPUKIT_INF;
-        unsigned bid = 0xffffffffu;
+        unsigned bid = GPUKIT_NO_INDEX;
         for (unsigned i = tid; i < V; i += SAMPLER_THREADS) {
             const float x = logit(row, pen, i, a.penalty);
-            if (bid == 0xffffffffu || x > best) { best = x; bid = i; }
+            if (bid == GPUKIT_NO_INDEX || x > best) { best = x; bid = i; }
         }
-        for (int o = 16; o > 0; o >>= 1) {
-            const float ov = __shfl_xor_sync(0xffffffffu, best, o);
-            const unsigned oi = __shfl_xor_sync(0xffffffffu, bid, o);
-            if (oi != 0xffffffffu && (bid == 0xffffffffu || ov > best || (ov == best && oi < bid))) { best = ov; bid = oi; }
-        }
-        if ((tid & 31) == 0) { shv[tid >> 5] = best; shi[tid >> 5] = bid; }
-        __syncthreads();
-        if (tid == 0) {
-            float b = shv[0];
-            unsigned id = shi[0];
-            for (int i = 1; i < 32; ++i)
-                if (shi[i] != 0xffffffffu && (id == 0xffffffffu || shv[i] > b || (shv[i] == b && shi[i] < id))) { b = shv[i]; id = shi[i]; }
-            out[row_i] = (int)(id == 0xffffffffu ? 0 : id);
-        }
+        block_argmax_out(best, bid, shv, shi, out + row_i);
         return;
     }
     // Max of logits / temperature (order-free).
@@ -250,6 +252,20 @@ extern "C" __global__ void __launch_bounds__(SAMPLER_THREADS) sample_##NAME(    
 SAMPLER_KERNELS(float, f32)
 SAMPLER_KERNELS(f16, f16)
 SAMPLER_KERNELS(bf16, bf16)
+
+// Greedy sampling from the LM head GEMV's per-block first maxima (gemv_norm_*_argmax): one block
+// merges `n` partials into out[0]. Equal to sample_* with temperature 0 and no penalty on the
+// logits that GEMV wrote.
+extern "C" __global__ void __launch_bounds__(SAMPLER_THREADS) sample_argmax_parts(
+        const ArgmaxPart* __restrict__ parts, unsigned int n, int* __restrict__ out) {
+    __shared__ float shv[32];
+    __shared__ unsigned shi[32];
+    pdl_enter();
+    float best = -GPUKIT_INF;
+    unsigned at = GPUKIT_NO_INDEX;
+    for (unsigned i = threadIdx.x; i < n; i += blockDim.x) argmax_merge(best, at, parts[i].value, parts[i].index);
+    block_argmax_out(best, at, shv, shi, out);
+}
 
 // Moves a captured decode step's device state on by one token after sample_* drew token[rows]:
 // position (i32) and step (i64) grow by one; each row's window of recent ids (i32 [rows, window],

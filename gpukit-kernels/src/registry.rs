@@ -184,6 +184,20 @@ pub enum Kernel {
     /// `rope_kv_append_<dt>`: a fused QKV projection's output → optional per-head q/k RMSNorm,
     /// RoPE, queries out and keys/values into the caches at the device position.
     RopeKvAppend(DType),
+    /// `gemv_norm_<dt>` / `gemv_norm_argmax_<dt>`: one row's RMSNorm (after an optional
+    /// residual add) then its GEMV, on a persistent grid; `argmax` also writes each block's
+    /// first maximum (the LM head with greedy sampling).
+    GemvNorm {
+        /// Element type (float).
+        dtype: DType,
+        /// Per-block first maxima for [`Kernel::SampleArgmaxParts`].
+        argmax: bool,
+    },
+    /// `gemv_swiglu_norm_<dt>`: [`Kernel::GemvSwiglu`] with the pre-norm of
+    /// [`Kernel::GemvNorm`].
+    GemvSwigluNorm(DType),
+    /// `sample_argmax_parts`: the greedy token from [`Kernel::GemvNorm`]'s per-block maxima.
+    SampleArgmaxParts,
     /// `gemv_<dt>` / `gemv_<dt>_vec` / `gemv_<dt>_vec_m1`.
     Gemv {
         /// Element type (float).
@@ -249,12 +263,17 @@ impl Kernel {
             | Kernel::SoftmaxCols(_) => KernelModule::Reduce,
             Kernel::RmsNorm(_) | Kernel::AddRmsNorm(_) | Kernel::LayerNorm(_) => KernelModule::Norm,
             Kernel::IndexSelect { .. } | Kernel::Gather { .. } => KernelModule::Gather,
-            Kernel::Gemv { .. } | Kernel::GemvSwiglu(_) => KernelModule::Gemv,
+            Kernel::Gemv { .. }
+            | Kernel::GemvSwiglu(_)
+            | Kernel::GemvNorm { .. }
+            | Kernel::GemvSwigluNorm(_) => KernelModule::Gemv,
             Kernel::Rope(_) | Kernel::RopeKvAppend(_) => KernelModule::Rope,
             Kernel::Dequantize(_) | Kernel::QGemv(_) => KernelModule::Quant,
             Kernel::KvAppend(_) => KernelModule::Kv,
             Kernel::Sdpa { .. } | Kernel::SdpaCombine(_) => KernelModule::Attention,
-            Kernel::Sample(_) | Kernel::DecodeAdvance => KernelModule::Sampling,
+            Kernel::Sample(_) | Kernel::DecodeAdvance | Kernel::SampleArgmaxParts => {
+                KernelModule::Sampling
+            }
         }
     }
 
@@ -280,6 +299,9 @@ impl Kernel {
                 | Kernel::DecodeAdvance
                 | Kernel::Gemv { .. }
                 | Kernel::GemvSwiglu(_)
+                | Kernel::GemvNorm { .. }
+                | Kernel::GemvSwigluNorm(_)
+                | Kernel::SampleArgmaxParts
         ) || matches!(self, Kernel::Sdpa { decode: true, .. })
     }
 
@@ -353,6 +375,13 @@ impl Kernel {
             Kernel::Sample(dt) => format!("sample_{}", float("sampling", dt)?),
             Kernel::DecodeAdvance => "decode_advance".into(),
             Kernel::GemvSwiglu(dt) => format!("gemv_swiglu_{}", float("gemv", dt)?),
+            Kernel::GemvSwigluNorm(dt) => format!("gemv_swiglu_norm_{}", float("gemv", dt)?),
+            Kernel::GemvNorm { dtype, argmax } => format!(
+                "gemv_norm_{}{}",
+                if argmax { "argmax_" } else { "" },
+                float("gemv", dtype)?
+            ),
+            Kernel::SampleArgmaxParts => "sample_argmax_parts".into(),
             Kernel::RopeKvAppend(dt) => format!("rope_kv_append_{}", float("rope", dt)?),
             Kernel::Gemv {
                 dtype,
@@ -440,10 +469,12 @@ pub mod launch {
     }
 
     /// GEMV: 256-thread blocks of `rows` output columns each, `8 / rows` warps per column
-    /// splitting K. A sweep on an H100 (docs/RESULTS.md) put the best split at about one warp
-    /// per 6 KiB of the column (a pass of a warp is 2 KiB: 32 lanes × four 16-byte loads), so
-    /// warps per column = the largest power of two ≤ column bytes / 6 KiB, between 1 and 8.
-    /// Returns the launch and `rows`.
+    /// splitting K: warps per column = the largest power of two ≤ column bytes / 2 KiB (a
+    /// warp's pass: 32 lanes × four 16-byte loads), between 1 and 8. Swept on an H200 with
+    /// programmatic dependent launch (docs/RESULTS.md, 2 / 4 / 6 KiB per warp): 2 KiB was
+    /// fastest in the decode step of Llama-3.2-1B and Qwen2.5-0.5B and within 5% of the best at
+    /// every bench shape. (An earlier H100 sweep without PDL had put it at 6 KiB.) Returns the
+    /// launch and `rows`.
     pub fn gemv(n: usize, k: usize, elem_bytes: usize) -> Result<(LaunchConfig, u32)> {
         gemv_blocks(n, 8 / gemv_warps_per_row(k, elem_bytes, 8))
     }
@@ -455,10 +486,38 @@ pub mod launch {
         gemv_blocks(n, 4 / gemv_warps_per_row(k, elem_bytes, 4))
     }
 
+    /// The pre-norm GEMVs ([`Kernel::GemvNorm`], `swiglu`: [`Kernel::GemvSwigluNorm`]): the
+    /// launch shape of [`gemv`] / [`gemv_swiglu`] as a persistent grid of at most `resident`
+    /// blocks (one wave: the device's multiprocessors × the kernel's occupancy), with `k`
+    /// elements of dynamic shared memory for the normalised row. Returns the launch and the
+    /// outputs per group.
+    pub fn gemv_norm(
+        n: usize,
+        k: usize,
+        elem_bytes: usize,
+        swiglu: bool,
+        resident: usize,
+    ) -> Result<(LaunchConfig, u32)> {
+        let per = if swiglu {
+            4 / gemv_warps_per_row(k, elem_bytes, 4)
+        } else {
+            8 / gemv_warps_per_row(k, elem_bytes, 8)
+        };
+        let groups = n.div_ceil(per as usize).clamp(1, resident.max(1));
+        let grid = u32::try_from(groups)
+            .map_err(|_| Error::InvalidArgument(format!("{n} GEMV outputs exceed the grid")))?;
+        let smem = u32::try_from(k * elem_bytes)
+            .map_err(|_| Error::InvalidArgument(format!("a row of {k} elements")))?;
+        Ok((LaunchConfig::new(grid, BLOCK).shared_mem(smem), per))
+    }
+
+    /// Threads of [`Kernel::SampleArgmaxParts`]'s single block.
+    pub const ARGMAX_PARTS_THREADS: u32 = 1024;
+
     /// Warps splitting one weight row of `k` elements: the largest power of two ≤ row bytes /
-    /// 6 KiB, between 1 and `max`.
+    /// 2 KiB, between 1 and `max`.
     fn gemv_warps_per_row(k: usize, elem_bytes: usize, max: usize) -> u32 {
-        1u32 << (k * elem_bytes / 6144).clamp(1, max).ilog2()
+        1u32 << (k * elem_bytes / 2048).clamp(1, max).ilog2()
     }
 
     /// 256-thread blocks of `per_block` outputs covering `n`; returns the launch and `per_block`.
@@ -795,7 +854,7 @@ mod tests {
     }
 
     fn all_kernels() -> Vec<Kernel> {
-        let mut v = vec![Kernel::DecodeAdvance];
+        let mut v = vec![Kernel::DecodeAdvance, Kernel::SampleArgmaxParts];
         for dt in DType::ALL {
             for c in [true, false] {
                 v.push(Kernel::Binary {
@@ -838,6 +897,15 @@ mod tests {
                 Kernel::SdpaCombine(dt),
                 Kernel::Sample(dt),
                 Kernel::GemvSwiglu(dt),
+                Kernel::GemvSwigluNorm(dt),
+                Kernel::GemvNorm {
+                    dtype: dt,
+                    argmax: false,
+                },
+                Kernel::GemvNorm {
+                    dtype: dt,
+                    argmax: true,
+                },
                 Kernel::RopeKvAppend(dt),
             ]);
             for head_dim in SDPA_HEAD_DIMS {

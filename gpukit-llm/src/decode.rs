@@ -12,15 +12,20 @@
 //! records the very same function with the same buffers, so a replay computes bit for bit what
 //! the eager step computes (tested). On the CPU every step runs eagerly.
 //!
-//! Fused where it saves memory traffic: each residual add with the RMSNorm that follows it
-//! (`add_rms_norm`).
+//! Fused where it saves memory traffic or launches: each residual add and RMSNorm run as the
+//! prologue of the projection that reads the normalised row (`ops::rms_norm_linear_into`,
+//! `ops::rms_norm_swiglu_into`); q, k and v are one GEMV, followed by one kernel for the q/k
+//! norms, RoPE and the KV append; gate and up are one GEMV with SiLU·up; with greedy sampling
+//! (no penalty) the LM head's blocks each reduce their logits to a first maximum and one small
+//! kernel picks the token (`ops::rms_norm_linear_greedy_into`). LayerNorm models (GPT-2) and
+//! quantized weights take the separate kernels.
 
 use gpukit_driver::Graph;
 use gpukit_kernels::registry::launch::SDPA_DECODE_ROWS;
 use gpukit_ops::attention::sdpa_decode_at_workspace_len;
 use gpukit_ops::attention::{AttentionMask, AttentionShape, sdpa_decode_at_into};
 use gpukit_ops::kv_cache::KvCache;
-use gpukit_ops::ops::{self, Activation};
+use gpukit_ops::ops::{self, Activation, PreNorm};
 use gpukit_ops::quant::qgemv_into;
 use gpukit_ops::rope::{rope_inplace, rope_kv_append};
 use gpukit_ops::sampling::{SamplingParams, advance_decode_state, sample_tokens_into};
@@ -49,6 +54,9 @@ struct Buffers {
     recent: Option<Tensor>,
     /// The residual stream, in two buffers: a fused add writes the other one.
     x: [Tensor; 2],
+    /// Whether RMSNorms run as the prologue of the projection after them
+    /// ([`ops::rms_norm_linear_into`]): the hidden row fits those kernels.
+    fuse_norm: bool,
     /// GPT-2's learned position row.
     pos_row: Option<Tensor>,
     /// Normalised activations `[1, hidden]`.
@@ -69,6 +77,7 @@ struct Buffers {
     /// For quantized projections with a bias or an activation.
     scratch: Tensor,
     logits: Tensor,
+    /// f32: the split attention's partial results, then the LM head's per-block maxima.
     workspace: Tensor,
 }
 
@@ -166,6 +175,8 @@ impl Model {
                 Some(ids(recent)?)
             },
             x: [t(&[1, h], dt)?, t(&[1, h], dt)?],
+            fuse_norm: (h * dt.size_in_bytes()).is_multiple_of(16)
+                && h * dt.size_in_bytes() <= ops::PRE_NORM_MAX_ROW_BYTES,
             pos_row: match self.position_embedding.is_some() {
                 true => Some(t(&[1, h], dt)?),
                 false => None,
@@ -186,7 +197,12 @@ impl Model {
             act: t(&[1, s.ffn], dt)?,
             scratch: t(&[scratch_len], dt)?,
             logits: t(&[1, s.vocab], dt)?,
-            workspace: t(&[sdpa_decode_at_workspace_len(&shape).max(1)], DType::F32)?,
+            workspace: t(
+                &[sdpa_decode_at_workspace_len(&shape)
+                    .max(ops::rms_norm_linear_greedy_workspace_len(s.vocab, h, dt))
+                    .max(1)],
+                DType::F32,
+            )?,
         };
         Ok(DecodeStep {
             model: self,
@@ -244,6 +260,79 @@ impl DecodeStep<'_> {
     }
 }
 
+/// The residual stream in two buffers (a fused add writes the other one) and whether a
+/// sub-layer's output waits in `y` to be added to it by the next norm.
+struct Residual {
+    x: [Tensor; 2],
+    cur: usize,
+    pending: bool,
+}
+
+impl Residual {
+    /// The next norm as the prologue of a fused projection (adding the pending output).
+    fn pre_norm<'a>(&'a self, norm: &'a Norm, y: &'a Tensor) -> PreNorm<'a> {
+        PreNorm {
+            residual: &self.x[self.cur],
+            pending: self.pending.then(|| (y, &self.x[self.cur ^ 1])),
+            weight: &norm.w,
+            eps: norm.eps,
+        }
+    }
+
+    /// After a norm consumed the pending output: the sum is the stream now.
+    fn added(&mut self) {
+        if self.pending {
+            self.cur ^= 1;
+            self.pending = false;
+        }
+    }
+
+    /// The norm on its own: the stream (plus the pending output) normalised into `h`.
+    fn norm_into(&mut self, norm: &Norm, y: &Tensor, h: &mut Tensor) -> gpukit_ops::Result<()> {
+        let (from, to) = (&self.x[self.cur], &self.x[self.cur ^ 1]);
+        match (self.pending, norm.kind) {
+            (false, _) => norm.forward_into(from, h)?,
+            (true, NormKind::Rms) => {
+                ops::add_rms_norm_into(y, from, &norm.w, norm.eps, h, &mut to.clone())?;
+            }
+            (true, NormKind::Layer) => {
+                ops::binary_into(BinaryOp::Add, from, y, &mut to.clone())?;
+                norm.forward_into(to, h)?;
+            }
+        }
+        self.added();
+        Ok(())
+    }
+}
+
+/// `out = lin(norm(stream))`: one kernel (the norm as the GEMV's prologue) for an RMSNorm in
+/// front of a dense weight when `b.fuse_norm`; otherwise the norm into `b.h`, then the
+/// projection.
+fn norm_linear(
+    r: &mut Residual,
+    norm: &Norm,
+    lin: &Linear,
+    b: &Buffers,
+    out: &Tensor,
+) -> gpukit_ops::Result<()> {
+    match &lin.w {
+        Weight::Dense(w) if b.fuse_norm && norm.kind == NormKind::Rms => {
+            ops::rms_norm_linear_into(
+                &r.pre_norm(norm, &b.y),
+                w,
+                lin.b.as_ref(),
+                &mut out.clone(),
+            )?;
+            r.added();
+            Ok(())
+        }
+        _ => {
+            r.norm_into(norm, &b.y, &mut b.h.clone())?;
+            lin.forward_into(&b.h, Activation::None, out, &b.scratch)
+        }
+    }
+}
+
 /// The step itself: the same launches, with the same arguments, eagerly and under capture.
 fn record(
     m: &Model,
@@ -253,44 +342,20 @@ fn record(
 ) -> gpukit_ops::Result<()> {
     let s = m.spec();
     let (nh, hd) = (s.n_heads, s.head_dim);
-    let mut cur = 0usize;
-    let mut x = b.x.clone();
-    let mut h = b.h.clone();
+    let mut r = Residual {
+        x: b.x.clone(),
+        cur: 0,
+        pending: false,
+    };
     // Embedding (and GPT-2's learned position) into the residual stream.
     match (&m.position_embedding, &b.pos_row) {
         (Some(table), Some(row)) => {
-            ops::index_select_into(&m.embedding, 0, &b.token, &mut x[1])?;
+            ops::index_select_into(&m.embedding, 0, &b.token, &mut r.x[1])?;
             ops::index_select_into(table, 0, &b.position, &mut row.clone())?;
-            ops::binary_into(BinaryOp::Add, &x[1].clone(), row, &mut x[0])?;
+            ops::binary_into(BinaryOp::Add, &r.x[1].clone(), row, &mut r.x[0])?;
         }
-        _ => ops::index_select_into(&m.embedding, 0, &b.token, &mut x[0])?,
+        _ => ops::index_select_into(&m.embedding, 0, &b.token, &mut r.x[0])?,
     }
-    // Normalises the residual stream into `h`, first adding the pending sub-layer output `y`
-    // (fused with RMSNorm).
-    let mut pre_norm = |norm: &Norm,
-                        pending: bool,
-                        x: &mut [Tensor; 2],
-                        h: &mut Tensor|
-     -> gpukit_ops::Result<()> {
-        if !pending {
-            return norm.forward_into(&x[cur], h);
-        }
-        let (a, c) = x.split_at_mut(1);
-        let (from, to) = if cur == 0 {
-            (&a[0], &mut c[0])
-        } else {
-            (&c[0], &mut a[0])
-        };
-        match norm.kind {
-            NormKind::Rms => ops::add_rms_norm_into(&b.y, from, &norm.w, norm.eps, h, to)?,
-            NormKind::Layer => {
-                ops::binary_into(BinaryOp::Add, from, &b.y, to)?;
-                norm.forward_into(to, h)?;
-            }
-        }
-        cur ^= 1;
-        Ok(())
-    };
     let mask = |window: Option<usize>| AttentionMask {
         causal: true,
         sliding_window: window,
@@ -299,14 +364,12 @@ fn record(
     let scale = 1.0 / (hd as f32).sqrt();
     let rope = m.rope.as_ref().map(|(f, s, l)| (f, *s, *l));
     let rms = |n: &Norm| n.kind == NormKind::Rms;
-    let mut pending = false;
     for ((layer, cache), window) in m
         .layers
         .iter()
         .zip(session.caches_mut())
         .zip(&s.sliding_window)
     {
-        pre_norm(&layer.attn_norm, pending, &mut x, &mut h)?;
         let qk_norm = match (&layer.q_norm, &layer.k_norm) {
             (Some(qn), Some(kn)) => Some((qn, kn)),
             _ => None,
@@ -314,7 +377,7 @@ fn record(
         match &layer.qkv {
             // One GEMV for q, k and v, then one kernel for the q/k norms, RoPE and the append.
             Some(qkv) if qk_norm.is_none_or(|(q, k)| rms(q) && rms(k)) => {
-                qkv.forward_into(&h, Activation::None, &b.qkv, &b.scratch)?;
+                norm_linear(&mut r, &layer.attn_norm, qkv, b, &b.qkv)?;
                 rope_kv_append(
                     &b.qkv,
                     &mut b.q.reshape(&[1, nh, hd])?,
@@ -324,7 +387,10 @@ fn record(
                     qk_norm.map(|(q, k)| (&q.w, &k.w, q.eps)),
                 )?;
             }
-            _ => unfused_attention_input(layer, m, cache, b)?,
+            _ => {
+                r.norm_into(&layer.attn_norm, &b.y, &mut b.h.clone())?;
+                unfused_attention_input(layer, m, cache, b)?;
+            }
         }
         // [1, heads, d] → [1, heads, 1, d] views; the caches whole, [1, kv_heads, capacity, d].
         let q4 = b.q.reshape(&[1, nh, hd])?.transpose(0, 1)?.unsqueeze(0)?;
@@ -346,50 +412,64 @@ fn record(
         layer
             .o
             .forward_into(&b.attn, Activation::None, &b.y, &b.scratch)?;
-        pending = true;
-        pre_norm(&layer.mlp_norm, pending, &mut x, &mut h)?;
-        match (&layer.gate, s.mlp) {
-            (Some(_), MlpKind::SwiGlu) if layer.gate_up.is_some() => {
-                if let Some(w) = &layer.gate_up {
-                    ops::linear_swiglu_into(&h, w, &mut b.act.clone())?;
-                }
-                layer
-                    .down
-                    .forward_into(&b.act, Activation::None, &b.y, &b.scratch)?;
+        r.pending = true;
+        let act = match (&layer.gate, s.mlp, &layer.gate_up) {
+            (Some(_), MlpKind::SwiGlu, Some(w)) if b.fuse_norm && rms(&layer.mlp_norm) => {
+                let x = r.pre_norm(&layer.mlp_norm, &b.y);
+                ops::rms_norm_swiglu_into(&x, w, &mut b.act.clone())?;
+                r.added();
+                &b.act
             }
-            (Some(gate), MlpKind::SwiGlu) => {
-                gate.forward_into(&h, Activation::None, &b.gate, &b.scratch)?;
+            (Some(_), MlpKind::SwiGlu, Some(w)) => {
+                r.norm_into(&layer.mlp_norm, &b.y, &mut b.h.clone())?;
+                ops::linear_swiglu_into(&b.h, w, &mut b.act.clone())?;
+                &b.act
+            }
+            (Some(gate), MlpKind::SwiGlu, None) => {
+                r.norm_into(&layer.mlp_norm, &b.y, &mut b.h.clone())?;
+                gate.forward_into(&b.h, Activation::None, &b.gate, &b.scratch)?;
                 layer
                     .up
-                    .forward_into(&h, Activation::None, &b.up, &b.scratch)?;
+                    .forward_into(&b.h, Activation::None, &b.up, &b.scratch)?;
                 ops::unary_into(UnaryOp::Silu, &b.gate, &mut b.act.clone())?;
                 ops::binary_into(BinaryOp::Mul, &b.act, &b.up, &mut b.gate.clone())?;
-                layer
-                    .down
-                    .forward_into(&b.gate, Activation::None, &b.y, &b.scratch)?;
+                &b.gate
             }
             _ => {
+                r.norm_into(&layer.mlp_norm, &b.y, &mut b.h.clone())?;
                 layer
                     .up
-                    .forward_into(&h, Activation::GeluTanh, &b.up, &b.scratch)?;
-                layer
-                    .down
-                    .forward_into(&b.up, Activation::None, &b.y, &b.scratch)?;
+                    .forward_into(&b.h, Activation::GeluTanh, &b.up, &b.scratch)?;
+                &b.up
             }
+        };
+        layer
+            .down
+            .forward_into(act, Activation::None, &b.y, &b.scratch)?;
+        r.pending = true;
+    }
+    // The final norm, the LM head and the sampler; greedy without a penalty reads the head's
+    // per-block maxima instead of the logits.
+    let tied = Linear {
+        w: Weight::Dense(m.embedding.clone()),
+        b: None,
+    };
+    let head = m.head.as_ref().unwrap_or(&tied);
+    let greedy = params.temperature <= 0.0
+        && (b.recent.is_none() || params.repetition_penalty == 1.0)
+        && b.fuse_norm
+        && rms(&m.norm)
+        && head.b.is_none();
+    match &head.w {
+        Weight::Dense(w) if greedy => {
+            let x = r.pre_norm(&m.norm, &b.y);
+            ops::rms_norm_linear_greedy_into(&x, w, &mut b.logits.clone(), &b.workspace, &b.token)?;
+        }
+        _ => {
+            norm_linear(&mut r, &m.norm, head, b, &b.logits)?;
+            sample_tokens_into(&b.logits, b.recent.as_ref(), params, &b.step, &b.token)?;
         }
     }
-    pre_norm(&m.norm, pending, &mut x, &mut h)?;
-    match &m.head {
-        Some(head) => head.forward_into(&h, Activation::None, &b.logits, &b.scratch)?,
-        None => ops::linear_into(
-            &h,
-            &m.embedding,
-            None,
-            Activation::None,
-            &mut b.logits.clone(),
-        )?,
-    }
-    sample_tokens_into(&b.logits, b.recent.as_ref(), params, &b.step, &b.token)?;
     advance_decode_state(&b.position, &b.step, b.recent.as_ref(), &b.token)
 }
 

@@ -115,6 +115,17 @@ impl CudaDevice {
         self.stream().device().properties()
     }
 
+    /// Blocks of `kernel` (of `threads` threads and `smem` bytes of dynamic shared memory)
+    /// the whole device holds at once: one wave, for persistent grids.
+    ///
+    /// # Errors
+    /// Kernel loading and driver errors.
+    pub(crate) fn resident_blocks(&self, kernel: Kernel, threads: u32, smem: u32) -> Result<usize> {
+        let f = self.inner.kernels.function(kernel)?;
+        let per_sm = f.max_active_blocks_per_sm(threads, smem)?.max(1);
+        Ok(self.props().multiprocessor_count as usize * per_sm as usize)
+    }
+
     pub(crate) fn alloc(&self, bytes: usize) -> Result<DeviceBuffer> {
         Ok(self.inner.lane.alloc(bytes.max(1))?)
     }

@@ -136,16 +136,33 @@ impl HostData {
 
     /// Copies element `src` of `from` (same dtype) to element `dst`, bit for bit.
     pub fn copy_elem(&mut self, dst: usize, from: &HostData, src: usize) {
+        self.copy_range(dst, from, src, 1);
+    }
+
+    /// Copies elements `src..src + n` of `from` to `dst..dst + n`: bit for bit (one memcpy)
+    /// when the dtypes match, through f64 otherwise.
+    pub fn copy_range(&mut self, dst: usize, from: &HostData, src: usize, n: usize) {
         match (self, from) {
-            (HostData::F32(d), HostData::F32(s)) => d[dst] = s[src],
-            (HostData::F16(d), HostData::F16(s)) => d[dst] = s[src],
-            (HostData::BF16(d), HostData::BF16(s)) => d[dst] = s[src],
-            (HostData::I32(d), HostData::I32(s)) => d[dst] = s[src],
-            (HostData::I64(d), HostData::I64(s)) => d[dst] = s[src],
-            (HostData::U8(d), HostData::U8(s)) => d[dst] = s[src],
+            (HostData::F32(d), HostData::F32(s)) => {
+                d[dst..dst + n].copy_from_slice(&s[src..src + n])
+            }
+            (HostData::F16(d), HostData::F16(s)) => {
+                d[dst..dst + n].copy_from_slice(&s[src..src + n])
+            }
+            (HostData::BF16(d), HostData::BF16(s)) => {
+                d[dst..dst + n].copy_from_slice(&s[src..src + n]);
+            }
+            (HostData::I32(d), HostData::I32(s)) => {
+                d[dst..dst + n].copy_from_slice(&s[src..src + n])
+            }
+            (HostData::I64(d), HostData::I64(s)) => {
+                d[dst..dst + n].copy_from_slice(&s[src..src + n])
+            }
+            (HostData::U8(d), HostData::U8(s)) => d[dst..dst + n].copy_from_slice(&s[src..src + n]),
             (d, _) => {
-                let x = from.get(src);
-                d.set(dst, x);
+                for i in 0..n {
+                    d.set(dst + i, from.get(src + i));
+                }
             }
         }
     }

@@ -168,6 +168,15 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
         let qkv = r(&[1, (8 + 2 * 2) * 64], 14);
         let (qn, kn_w) = (r(&[64], 15), r(&[64], 16));
         let pos2 = Tensor::from_slice(&[9i32], &[1], &dev).unwrap();
+        // Pre-norm projections: residual + pending → RMSNorm → GEMV / SwiGLU / LM head + greedy.
+        let (pending, norm_w) = (r(&[1, 2048], 17), r(&[2048], 18));
+        let w_head = r(&[49_159, 2048], 19);
+        let head_ws = Tensor::empty(
+            &[ops::rms_norm_linear_greedy_workspace_len(49_159, 2048, dt)],
+            DType::F32,
+            &dev,
+        )
+        .unwrap();
         let step = Tensor::from_slice(&[12i64], &[1], &dev).unwrap();
         let sampling = SamplingParams {
             temperature: 0.9,
@@ -184,6 +193,11 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
             Tensor::empty(&[3], DType::I32, &dev).unwrap(),
             e(&[1, 1000]),
             e(&[1, 8, 64]),
+            e(&[1, 1000]),
+            e(&[1, 2048]),
+            e(&[1, 1000]),
+            e(&[1, 49_159]),
+            Tensor::empty(&[1], DType::I32, &dev).unwrap(),
         ];
         let mut cache = KvCache::new(2, 16, 64, dt, &dev).unwrap();
         let run = |o: &mut [Tensor], cache: &mut KvCache| -> gpukit_ops::Result<()> {
@@ -209,6 +223,17 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
                 rope,
                 Some((&qn, &kn_w, 1e-6)),
             )?;
+            let sum = o[7].clone();
+            let x = ops::PreNorm {
+                residual: &x_glu,
+                pending: Some((&pending, &sum)),
+                weight: &norm_w,
+                eps: 1e-5,
+            };
+            ops::rms_norm_linear_into(&x, &w_glu.narrow(0, 0, 1000)?, None, &mut o[6])?;
+            ops::rms_norm_swiglu_into(&x, &w_glu, &mut o[8])?;
+            let token = o[10].clone();
+            ops::rms_norm_linear_greedy_into(&x, &w_head, &mut o[9], &head_ws, &token)?;
             Ok(())
         };
         run(&mut outs, &mut cache).unwrap();
@@ -248,7 +273,8 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
         );
         println!(
             "[gpu] determinism {dt}: sdpa prefill + split-K decode, rope, kv append, sampling, \
-             swiglu gemv, rope_kv_append bitwise equal twice and under graph replay"
+             swiglu gemv, rope_kv_append, pre-norm gemv / swiglu / greedy head bitwise equal \
+             twice and under graph replay"
         );
     }
 }

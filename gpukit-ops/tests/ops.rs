@@ -1613,3 +1613,155 @@ op_test!(fused_decode_ops, |dev: &Device| {
         }
     }
 });
+
+// The pre-norm projections of the decode step: residual add + RMSNorm fused into the GEMV after
+// it (plain, SwiGLU, and the LM head with its greedy pick), against an f64 reference.
+op_test!(pre_norm_projections, |dev: &Device| {
+    use ops::PreNorm;
+    let s = seed();
+    let cuda = matches!(dev, Device::Cuda(_));
+    let eps = 1e-5f32;
+    for dt in FLOATS {
+        // (k, n): rows of a multiple of 16 bytes; n large enough for the persistent grid to loop.
+        for (k, n) in [(64usize, 1usize), (1000, 37), (4104, 1000), (64, 20_001)] {
+            for pending in [false, true] {
+                let seed = s ^ (k * 131 + n) as u64 ^ u64::from(pending);
+                let (res, resv) = input(&[1, k], dt, -2.0, 2.0, seed, dev);
+                let (y, yv) = input(&[1, k], dt, -2.0, 2.0, seed ^ 1, dev);
+                let (g, gv) = input(&[k], dt, 0.5, 1.5, seed ^ 2, dev);
+                let (w, wv) = input(&[2 * n, k], dt, -0.1, 0.1, seed ^ 3, dev);
+                let (bias, bv) = input(&[2 * n], dt, -1.0, 1.0, seed ^ 4, dev);
+                let sum_out = poisoned(&[1, k], dt, dev);
+                let x = PreNorm {
+                    residual: &res,
+                    pending: pending.then_some((&y, &sum_out)),
+                    weight: &g,
+                    eps,
+                };
+                // f64 reference of the normalised row (the sum rounded as stored).
+                let sum: Vec<f64> = (0..k)
+                    .map(|i| resv[i] + if pending { yv[i] } else { 0.0 })
+                    .collect();
+                let sum32: Vec<f32> = sum.iter().map(|&v| v as f32).collect();
+                let stored = Tensor::from_slice(&sum32, &[1, k], &Device::Cpu).unwrap();
+                let stored = ops::to_dtype(&stored, dt).unwrap().to_vec_f64().unwrap();
+                let ms = stored.iter().map(|a| a * a).sum::<f64>() / k as f64;
+                let inv = 1.0 / (ms + f64::from(eps)).sqrt();
+                // The kernels round the normalised row to the dtype (as the separate norm stores
+                // it): so does the reference.
+                let xr: Vec<f32> = (0..k).map(|i| (stored[i] * inv * gv[i]) as f32).collect();
+                let xr = Tensor::from_slice(&xr, &[k], &Device::Cpu).unwrap();
+                let xr = ops::to_dtype(&xr, dt).unwrap().to_vec_f64().unwrap();
+                let dot = |row: usize| -> f64 { (0..k).map(|i| xr[i] * wv[row * k + i]).sum() };
+                let what = format!("{dt} k{k} n{n} pending {pending}");
+
+                // Plain projection with a bias: the first n rows of w.
+                let (w1, b1) = (w.narrow(0, 0, n).unwrap(), bias.narrow(0, 0, n).unwrap());
+                let mut out = poisoned(&[1, n], dt, dev);
+                ops::rms_norm_linear_into(&x, &w1, Some(&b1), &mut out).unwrap();
+                let want: Vec<f64> = (0..n).map(|j| dot(j) + bv[j]).collect();
+                assert_close(
+                    &format!("rms_norm_linear {what}"),
+                    &out.to_vec_f64().unwrap(),
+                    &want,
+                    tol(dt),
+                );
+                if pending {
+                    assert_close(
+                        &format!("rms_norm_linear {what}: residual out"),
+                        &sum_out.to_vec_f64().unwrap(),
+                        &stored,
+                        0.0,
+                    );
+                }
+
+                // SwiGLU on w's 2n rows.
+                let mut act = poisoned(&[1, n], dt, dev);
+                ops::rms_norm_swiglu_into(&x, &w, &mut act).unwrap();
+                let want: Vec<f64> = (0..n)
+                    .map(|j| {
+                        let (gt, u) = (dot(j), dot(n + j));
+                        gt / (1.0 + (-gt).exp()) * u
+                    })
+                    .collect();
+                assert_close(
+                    &format!("rms_norm_swiglu {what}"),
+                    &act.to_vec_f64().unwrap(),
+                    &want,
+                    tol(dt),
+                );
+
+                // LM head + greedy: the logits, and the token is their first maximum exactly.
+                let ws_len = ops::rms_norm_linear_greedy_workspace_len(n, k, dt);
+                let ws = Tensor::zeros(&[ws_len], DType::F32, dev).unwrap();
+                let token = Tensor::from_slice(&[-7i32], &[1], dev).unwrap();
+                let mut logits = poisoned(&[1, n], dt, dev);
+                ops::rms_norm_linear_greedy_into(&x, &w1, &mut logits, &ws, &token).unwrap();
+                let lv = logits.to_vec_f64().unwrap();
+                let want: Vec<f64> = (0..n).map(dot).collect();
+                assert_close(&format!("greedy head {what}"), &lv, &want, tol(dt));
+                let first_max = (0..n).fold(0, |b, i| if lv[i] > lv[b] { i } else { b });
+                assert_eq!(
+                    token.to_vec::<i32>().unwrap(),
+                    [first_max as i32],
+                    "greedy head {what}: token"
+                );
+            }
+        }
+        // Ties go to the lowest id: equal rows at 3, 700 and 4000 above the rest; all-zero
+        // weights make every logit 0 (id 0).
+        let (k, n) = (256usize, 4099usize);
+        let (res, _) = input(&[1, k], dt, -1.0, 1.0, s ^ 99, dev);
+        let g = Tensor::ones(&[k], dt, dev).unwrap();
+        let x = PreNorm {
+            residual: &res,
+            pending: None,
+            weight: &g,
+            eps,
+        };
+        let mut wv = Tensor::rand(&[n, k], -0.01, 0.01, dt, s ^ 98, &Device::Cpu)
+            .unwrap()
+            .to_vec_f64()
+            .unwrap();
+        let top: Vec<f64> = res.to_vec_f64().unwrap();
+        for row in [4000usize, 700, 3] {
+            wv[row * k..(row + 1) * k].copy_from_slice(&top);
+        }
+        for (vals, want) in [(wv, 3i32), (vec![0.0; n * k], 0)] {
+            let vals: Vec<f32> = vals.iter().map(|&v| v as f32).collect();
+            let w = Tensor::from_slice(&vals, &[n, k], &Device::Cpu).unwrap();
+            let w = ops::to_dtype(&w, dt).unwrap().to_device(dev).unwrap();
+            let ws_len = ops::rms_norm_linear_greedy_workspace_len(n, k, dt);
+            let ws = Tensor::zeros(&[ws_len], DType::F32, dev).unwrap();
+            let token = Tensor::from_slice(&[-7i32], &[1], dev).unwrap();
+            let mut logits = poisoned(&[1, n], dt, dev);
+            ops::rms_norm_linear_greedy_into(&x, &w, &mut logits, &ws, &token).unwrap();
+            assert_eq!(token.to_vec::<i32>().unwrap(), [want], "{dt} ties");
+        }
+        // Rows the CUDA kernels cannot take (k·size not a multiple of 16 bytes) are refused
+        // there with an error; the CPU takes them. Mismatched shapes are refused everywhere.
+        let (res, _) = input(&[1, 7], dt, -1.0, 1.0, s ^ 5, dev);
+        let g = Tensor::ones(&[7], dt, dev).unwrap();
+        let w = Tensor::ones(&[3, 7], dt, dev).unwrap();
+        let x = PreNorm {
+            residual: &res,
+            pending: None,
+            weight: &g,
+            eps,
+        };
+        let mut out = poisoned(&[1, 3], dt, dev);
+        // 7 elements are 14 or 28 bytes: never a multiple of 16.
+        assert_eq!(
+            ops::rms_norm_linear_into(&x, &w, None, &mut out).is_err(),
+            cuda
+        );
+        let mut wrong = poisoned(&[1, 4], dt, dev);
+        assert!(ops::rms_norm_linear_into(&x, &w, None, &mut wrong).is_err());
+        let short = Tensor::ones(&[6], dt, dev).unwrap();
+        let bad = PreNorm {
+            weight: &short,
+            ..x
+        };
+        assert!(ops::rms_norm_linear_into(&bad, &w, None, &mut out).is_err());
+    }
+});

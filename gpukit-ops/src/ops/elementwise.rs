@@ -387,6 +387,11 @@ pub fn copy_into(x: &Tensor, out: &mut Tensor) -> Result<()> {
         Device::Cpu => {
             let src = x.host().ok_or_else(|| Error::shape("copy", "host"))?;
             let mut dst = out.host_mut().ok_or_else(|| Error::shape("copy", "host"))?;
+            if x.is_contiguous() && out.is_contiguous() {
+                let (from, to) = (x.layout().offset(), out.layout().offset());
+                dst.copy_range(to, &src, from, n);
+                return Ok(());
+            }
             for (i, o) in x.layout().indices().zip(out.layout().indices()) {
                 dst.copy_elem(o, &src, i);
             }

@@ -7,12 +7,14 @@ mod elementwise;
 mod index;
 mod matmul;
 mod norm;
+mod prenorm;
 mod reduce;
 
 pub use elementwise::*;
 pub use index::*;
 pub use matmul::*;
 pub use norm::*;
+pub use prenorm::*;
 pub use reduce::*;
 
 use gpukit_kernels::{DType, StridedIndex};
