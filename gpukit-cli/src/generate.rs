@@ -79,13 +79,19 @@ fn peak_rss() -> Option<String> {
 }
 
 fn print_stats(s: &GenerateStats, loaded: &Loaded) {
-    let memory = match loaded.device.peak_device_bytes() {
-        Some(b) => format!(
-            "peak device memory {:.1} MiB (weights {:.1} MiB)",
-            b as f64 / 1048576.0,
-            loaded.engine.model().weight_bytes() as f64 / 1048576.0
+    let mib = |b: usize| b as f64 / 1048576.0;
+    let memory = match (
+        loaded.device.peak_device_bytes(),
+        loaded.device.peak_reserved_bytes(),
+    ) {
+        (Some(b), Some(r)) => format!(
+            "peak device memory {:.1} MiB allocated, {:.1} MiB reserved from the driver \
+             (weights {:.1} MiB)",
+            mib(b),
+            mib(r),
+            mib(loaded.engine.model().weight_bytes())
         ),
-        None => format!(
+        _ => format!(
             "peak memory {} (CPU process)",
             peak_rss().unwrap_or_else(|| "unknown".into())
         ),

@@ -8,8 +8,12 @@
 // are combined with a fixed butterfly (warp_sum) and then across the row's warps in a fixed
 // order, so the result is deterministic for a given R. `_vec` needs K % VEC == 0 and 16-byte
 // aligned rows; the plain variant handles any K. `gemv_swiglu` fuses SwiGLU's gate and up
-// projections with silu(gate)·up. Every kernel here supports programmatic dependent launch: it
-// prefetches its weights into L2, then waits for the previous kernel.
+// projections with silu(gate)·up. `gemv_norm` / `gemv_swiglu_norm` / `gemv_norm_argmax` (the
+// decode step's pre-norm projections) first compute the residual add and RMSNorm of their input
+// row themselves, then stream the weights one warp per row; the argmax variant also reduces the
+// LM head's logits to one first maximum per block for greedy sampling. Every kernel here
+// supports programmatic dependent launch: it prefetches its weights into L2, then waits for the
+// previous kernel.
 #include "common.cuh"
 
 #define GEMV_MAX_M 8
@@ -69,6 +73,43 @@ __device__ __forceinline__ void row_dot(const T* __restrict__ x, const T* __rest
     }
 }
 
+// One warp's dot products of x with two whole weight rows at once (SwiGLU's gate and up rows):
+// 2 × UNROLL 16-byte loads in flight per lane, so a warp owning a few outputs waits on memory
+// half as many times as two row_dot calls would. Sums per 16-byte pack, as row_dot.
+template <typename T, int UNROLL>
+__device__ __forceinline__ void row_dot2(const T* __restrict__ x, const T* __restrict__ wa,
+                                         const T* __restrict__ wb, unsigned int K,
+                                         unsigned int lane, float& a, float& b) {
+    const int V = Vec16<T>::N;
+    const unsigned int step = 32 * V;
+    for (unsigned int k0 = lane * V; k0 < K; k0 += step * UNROLL) {
+        Pack<T> va[UNROLL], vb[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const unsigned int k = k0 + u * step;
+            if (k < K) {
+                va[u] = load16_stream(wa + k);
+                vb[u] = load16_stream(wb + k);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const unsigned int k = k0 + u * step;
+            if (k < K) {
+                const Pack<T> xv = load16(x + k);
+                float sa = 0.0f, sb = 0.0f;
+#pragma unroll
+                for (int j = 0; j < V; ++j) {
+                    sa = fmaf(to_f32(xv.v[j]), to_f32(va[u].v[j]), sa);
+                    sb = fmaf(to_f32(xv.v[j]), to_f32(vb[u].v[j]), sb);
+                }
+                a += sa;
+                b += sb;
+            }
+        }
+    }
+}
+
 // Before waiting on the previous kernel (programmatic dependent launch), a block asks L2 for the
 // weights its warps will read: they do not depend on that kernel, so streaming them overlaps
 // its tail. The main loop then finds them in L2.
@@ -111,29 +152,6 @@ __device__ __forceinline__ void gemv_impl(const T* __restrict__ x, const T* __re
     }
 }
 
-// The outputs of group `grp` of a SwiGLU GEMV from each warp's sum `s` (lane 0's counts):
-// out[grp·R + i] = silu(gate)·up, the gate and up sums combined over their W warps in order.
-// Leaves `part` free for the next group.
-template <typename T>
-__device__ __forceinline__ void swiglu_outputs(float s, float* part, T* __restrict__ out,
-                                               unsigned int N, unsigned int R, unsigned int W,
-                                               unsigned long long grp) {
-    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = s;
-    __syncthreads();
-    if (threadIdx.x < R) {
-        const unsigned long long c = grp * R + threadIdx.x;
-        if (c < N) {
-            float g = 0.0f, u = 0.0f;
-            for (unsigned int j = 0; j < W; ++j) {
-                g += part[2 * threadIdx.x * W + j];
-                u += part[(2 * threadIdx.x + 1) * W + j];
-            }
-            out[c] = from_f32<T>(g / (1.0f + expf(-g)) * u);
-        }
-    }
-    __syncthreads();
-}
-
 // SwiGLU's gate/up projection for one row of x (the decode step): w is [2N, K], the gate's N rows
 // then the up projection's; out[n] = silu(x·w[n]) · (x·w[N + n]) (Shazeer 2020, "GLU Variants
 // Improve Transformer"), in f32 and rounded once. A block computes R outputs from 2R weight
@@ -152,7 +170,20 @@ __device__ __forceinline__ void gemv_swiglu_impl(const T* __restrict__ x, const 
     pdl_enter();
     float acc[1] = {0.0f};
     if (n < N) row_dot<T, true, 1, 4>(x, wr, 1, K, W, wi, lane, acc);
-    swiglu_outputs(warp_sum(acc[0]), part, out, N, R, W, blockIdx.x);
+    const float s = warp_sum(acc[0]);
+    if (lane == 0) part[warp] = s;
+    __syncthreads();
+    if (threadIdx.x < R) {
+        const unsigned long long c = (unsigned long long)blockIdx.x * R + threadIdx.x;
+        if (c < N) {
+            float g = 0.0f, u = 0.0f;
+            for (unsigned int j = 0; j < W; ++j) {
+                g += part[2 * threadIdx.x * W + j];
+                u += part[(2 * threadIdx.x + 1) * W + j];
+            }
+            out[c] = from_f32<T>(g / (1.0f + expf(-g)) * u);
+        }
+    }
 }
 
 // x = rms_norm(residual + pending) · g (Zhang & Sennrich 2019) into shared memory `xs` (K
@@ -191,88 +222,63 @@ __device__ __forceinline__ void rms_norm_prologue(const T* __restrict__ pending,
     __syncthreads();
 }
 
-// The pre-norm decode GEMV: out[n] = rms_norm(residual + pending)·g · w[n] (+ bias[n]) for one
-// row (K a multiple of 16 bytes, rows 16-byte aligned). A persistent grid (one wave, sized on the
-// host from the occupancy) loops over groups of R outputs, each computed exactly as gemv_*_vec_m1
-// computes it, so the grid size does not change any output. ARGMAX (the LM head with greedy
-// sampling): each block also writes the first maximum of its outputs, as rounded to the dtype,
-// to parts[blockIdx.x] for sample_argmax_parts.
-template <typename T, bool ARGMAX>
+// The pre-norm decode GEMVs: out[n] = rms_norm(residual + pending)·g · w[n] (+ bias[n]) for one
+// row (K a multiple of 16 bytes, rows 16-byte aligned); SWIGLU: w is [2N, K] (gate rows, then
+// up rows) and out[n] = silu(x·w[n]) · (x·w[N + n]). A persistent grid (one wave, sized on the
+// host from the occupancy) whose warps each own whole outputs, striding over them: no barrier
+// after the prologue, so a warp streams its next rows while others still reduce. Each output is
+// one warp's sum in a fixed order, whatever the grid size (deterministic on any device).
+// ARGMAX (the LM head with greedy sampling): each block also writes the first maximum of its
+// outputs, as rounded to the dtype, to parts[blockIdx.x] for sample_argmax_parts.
+template <typename T, bool SWIGLU, bool ARGMAX>
 __device__ __forceinline__ void gemv_norm_impl(const T* __restrict__ pending,
         const T* __restrict__ residual, const T* __restrict__ g, T* __restrict__ residual_out,
         float eps, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
-        unsigned int N, unsigned int K, unsigned int R, ArgmaxPart* __restrict__ parts) {
+        unsigned int N, unsigned int K, ArgmaxPart* __restrict__ parts) {
     extern __shared__ __align__(16) unsigned char gemv_smem[];
     T* xs = reinterpret_cast<T*>(gemv_smem);
-    __shared__ float part[8];
     __shared__ float scratch[32];
     __shared__ ArgmaxPart best[8];
     const unsigned int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const unsigned int W = 8 / R;
-    const unsigned int r = warp / W, wi = warp % W;
-    const unsigned long long groups = (N + R - 1) / R;
-    const unsigned long long n0 = (unsigned long long)blockIdx.x * R + r;
-    if (n0 < N) row_prefetch(w + n0 * K, K, W, wi, lane);
+    const unsigned long long warps = (unsigned long long)gridDim.x * (blockDim.x >> 5);
+    unsigned long long n = (unsigned long long)blockIdx.x * (blockDim.x >> 5) + warp;
+    if (n < N) {
+        row_prefetch(w + n * K, K, 1, 0, lane);
+        if (SWIGLU) row_prefetch(w + (N + n) * K, K, 1, 0, lane);
+    }
     pdl_wait();
     rms_norm_prologue(pending, residual, g, residual_out, eps, K, xs, scratch);
     pdl_launch_dependents();
     float bv = -GPUKIT_INF;
     unsigned int bi = GPUKIT_NO_INDEX;
-    for (unsigned long long grp = blockIdx.x; grp < groups; grp += gridDim.x) {
-        const unsigned long long n = grp * R + r;
-        float acc[1] = {0.0f};
-        if (n < N) row_dot<T, true, 1, 4>(xs, w + n * K, 1, K, W, wi, lane, acc);
-        const float s = warp_sum(acc[0]);
-        if (lane == 0) part[warp] = s;
-        __syncthreads();
-        if (wi == 0 && lane == 0 && n < N) {
-            float t = 0.0f;
-            for (unsigned int j = 0; j < W; ++j) t += part[r * W + j];
-            if (bias) t += to_f32(bias[n]);
-            const T o = from_f32<T>(t);
+    for (; n < N; n += warps) {
+        float y;
+        if (SWIGLU) {
+            float gate = 0.0f, up = 0.0f;
+            row_dot2<T, 4>(xs, w + n * K, w + (N + n) * K, K, lane, gate, up);
+            gate = warp_sum(gate);
+            y = gate / (1.0f + expf(-gate)) * warp_sum(up);
+        } else {
+            float acc[1] = {0.0f};
+            row_dot<T, true, 1, 4>(xs, w + n * K, 1, K, 1, 0, lane, acc);
+            const float s = warp_sum(acc[0]);
+            y = bias ? s + to_f32(bias[n]) : s;
+        }
+        if (lane == 0) {
+            const T o = from_f32<T>(y);
             out[n] = o;
             if (ARGMAX) argmax_merge(bv, bi, to_f32(o), (unsigned int)n);
         }
-        __syncthreads();
     }
     if (ARGMAX) {
-        if (wi == 0 && lane == 0) best[r] = ArgmaxPart{bv, bi};
+        if (lane == 0) best[warp] = ArgmaxPart{bv, bi};
         __syncthreads();
         if (threadIdx.x == 0) {
             float b = best[0].value;
             unsigned int at = best[0].index;
-            for (unsigned int i = 1; i < R; ++i) argmax_merge(b, at, best[i].value, best[i].index);
+            for (unsigned int i = 1; i < (blockDim.x >> 5); ++i) argmax_merge(b, at, best[i].value, best[i].index);
             parts[blockIdx.x] = ArgmaxPart{b, at};
         }
-    }
-}
-
-// gemv_swiglu with the pre-norm of gemv_norm: a persistent grid over groups of R outputs.
-template <typename T>
-__device__ __forceinline__ void gemv_swiglu_norm_impl(const T* __restrict__ pending,
-        const T* __restrict__ residual, const T* __restrict__ g, T* __restrict__ residual_out,
-        float eps, const T* __restrict__ w, T* __restrict__ out, unsigned int N, unsigned int K,
-        unsigned int R) {
-    extern __shared__ __align__(16) unsigned char gemv_smem[];
-    T* xs = reinterpret_cast<T*>(gemv_smem);
-    __shared__ float part[8];
-    __shared__ float scratch[32];
-    const unsigned int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const unsigned int W = 8 / (2 * R);
-    const unsigned int vr = warp / W, wi = warp % W;
-    const unsigned long long groups = (N + R - 1) / R;
-    {
-        const unsigned long long n = (unsigned long long)blockIdx.x * R + vr / 2;
-        if (n < N) row_prefetch(w + ((vr & 1) ? N + n : n) * K, K, W, wi, lane);
-    }
-    pdl_wait();
-    rms_norm_prologue(pending, residual, g, residual_out, eps, K, xs, scratch);
-    pdl_launch_dependents();
-    for (unsigned long long grp = blockIdx.x; grp < groups; grp += gridDim.x) {
-        const unsigned long long n = grp * R + vr / 2;
-        float acc[1] = {0.0f};
-        if (n < N) row_dot<T, true, 1, 4>(xs, w + ((vr & 1) ? N + n : n) * K, 1, K, W, wi, lane, acc);
-        swiglu_outputs(warp_sum(acc[0]), part, out, N, R, W, grp);
     }
 }
 
@@ -301,20 +307,21 @@ extern "C" __global__ void gemv_swiglu_##NAME(const T* __restrict__ x, const T* 
 /* Pre-norm variants (dynamic shared memory: K elements). pending may be null.        */           \
 extern "C" __global__ void gemv_norm_##NAME(const T* pending, const T* residual, const T* g,       \
         T* residual_out, float eps, const T* w, const T* bias, T* out, unsigned int N,             \
-        unsigned int K, unsigned int R) {                                                          \
-    gemv_norm_impl<T, false>(pending, residual, g, residual_out, eps, w, bias, out, N, K, R,       \
-                             nullptr);                                                             \
+        unsigned int K) {                                                                          \
+    gemv_norm_impl<T, false, false>(pending, residual, g, residual_out, eps, w, bias, out, N, K,   \
+                                    nullptr);                                                      \
 }                                                                                                  \
 extern "C" __global__ void gemv_norm_argmax_##NAME(const T* pending, const T* residual,            \
         const T* g, T* residual_out, float eps, const T* w, const T* bias, T* out,                 \
-        unsigned int N, unsigned int K, unsigned int R, ArgmaxPart* parts) {                       \
-    gemv_norm_impl<T, true>(pending, residual, g, residual_out, eps, w, bias, out, N, K, R,        \
-                            parts);                                                                \
+        unsigned int N, unsigned int K, ArgmaxPart* parts) {                                       \
+    gemv_norm_impl<T, false, true>(pending, residual, g, residual_out, eps, w, bias, out, N, K,    \
+                                   parts);                                                         \
 }                                                                                                  \
 extern "C" __global__ void gemv_swiglu_norm_##NAME(const T* pending, const T* residual,            \
         const T* g, T* residual_out, float eps, const T* w, T* out, unsigned int N,                \
-        unsigned int K, unsigned int R) {                                                          \
-    gemv_swiglu_norm_impl<T>(pending, residual, g, residual_out, eps, w, out, N, K, R);            \
+        unsigned int K) {                                                                          \
+    gemv_norm_impl<T, true, false>(pending, residual, g, residual_out, eps, w, nullptr, out, N, K, \
+                                   nullptr);                                                       \
 }
 
 GEMV_KERNELS(float, f32)

@@ -486,29 +486,23 @@ pub mod launch {
         gemv_blocks(n, 4 / gemv_warps_per_row(k, elem_bytes, 4))
     }
 
-    /// The pre-norm GEMVs ([`Kernel::GemvNorm`], `swiglu`: [`Kernel::GemvSwigluNorm`]): the
-    /// launch shape of [`gemv`] / [`gemv_swiglu`] as a persistent grid of at most `resident`
-    /// blocks (one wave: the device's multiprocessors × the kernel's occupancy), with `k`
-    /// elements of dynamic shared memory for the normalised row. Returns the launch and the
-    /// outputs per group.
+    /// The pre-norm GEMVs ([`Kernel::GemvNorm`], [`Kernel::GemvSwigluNorm`]): 256-thread
+    /// blocks whose warps each own whole outputs (one warp per weight row, or row pair for
+    /// SwiGLU, striding over the outputs), as a persistent grid of at most `resident` blocks
+    /// (one wave: the device's multiprocessors × the kernel's occupancy), with `k` elements of
+    /// dynamic shared memory for the normalised row.
     pub fn gemv_norm(
         n: usize,
         k: usize,
         elem_bytes: usize,
-        swiglu: bool,
         resident: usize,
-    ) -> Result<(LaunchConfig, u32)> {
-        let per = if swiglu {
-            4 / gemv_warps_per_row(k, elem_bytes, 4)
-        } else {
-            8 / gemv_warps_per_row(k, elem_bytes, 8)
-        };
-        let groups = n.div_ceil(per as usize).clamp(1, resident.max(1));
-        let grid = u32::try_from(groups)
+    ) -> Result<LaunchConfig> {
+        let blocks = n.div_ceil((BLOCK / 32) as usize).clamp(1, resident.max(1));
+        let grid = u32::try_from(blocks)
             .map_err(|_| Error::InvalidArgument(format!("{n} GEMV outputs exceed the grid")))?;
         let smem = u32::try_from(k * elem_bytes)
             .map_err(|_| Error::InvalidArgument(format!("a row of {k} elements")))?;
-        Ok((LaunchConfig::new(grid, BLOCK).shared_mem(smem), per))
+        Ok(LaunchConfig::new(grid, BLOCK).shared_mem(smem))
     }
 
     /// Threads of [`Kernel::SampleArgmaxParts`]'s single block.

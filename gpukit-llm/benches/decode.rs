@@ -166,6 +166,10 @@ fn main() -> Res<()> {
         let name = dir
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        // The previous model's freed segments go back to the driver first: otherwise this
+        // model's weights are carved out of them and the rest stays reserved (a fresh process
+        // loading one model has no such cache).
+        compute.empty_cache()?;
         let t = Instant::now();
         let model = Model::from_hf_dir(&dir, &dev, LoadOptions::default(), &mut |_, _| {})?;
         sync(&dev)?;

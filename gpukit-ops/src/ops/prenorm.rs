@@ -2,10 +2,10 @@
 //! reads the normalised row, so a pre-norm transformer layer needs no separate norm kernel.
 //!
 //! On CUDA each is one kernel on a persistent grid: every block normalises the row itself (a
-//! hidden size: a few KiB from L2) into shared memory, then streams its share of the weight
-//! rows. The outputs equal [`add_rms_norm_into`] (or [`rms_norm_into`]) followed by
-//! [`linear_into`] / [`linear_swiglu_into`] computed with the same GEMV launch shape; the CPU
-//! computes exactly that sequence (the reference).
+//! hidden size: a few KiB from L2) into shared memory with [`add_rms_norm_into`]'s arithmetic,
+//! then each warp streams whole weight rows, one output at a time. The CPU computes the norm
+//! and the projection as separate ops (the reference); the results agree to the GEMV's
+//! rounding (the sums are taken in a different order).
 
 use gpukit_driver::{DevicePtr, KernelArgs};
 use gpukit_kernels::registry::launch;
@@ -180,25 +180,17 @@ impl PreNorm<'_> {
     }
 }
 
-/// The launch of a pre-norm GEMV kernel: its persistent grid, the outputs per group, and the
-/// kernel.
+/// The launch of a pre-norm GEMV kernel: its persistent grid.
 fn pre_norm_launch(
     c: &CudaDevice,
     kernel: Kernel,
     n: usize,
     k: usize,
     dt: DType,
-    swiglu: bool,
-) -> Result<(gpukit_driver::LaunchConfig, u32)> {
+) -> Result<gpukit_driver::LaunchConfig> {
     let smem = (k * dt.size_in_bytes()) as u32;
     let resident = c.resident_blocks(kernel, launch::BLOCK, smem)?;
-    Ok(launch::gemv_norm(
-        n,
-        k,
-        dt.size_in_bytes(),
-        swiglu,
-        resident,
-    )?)
+    Ok(launch::gemv_norm(n, k, dt.size_in_bytes(), resident)?)
 }
 
 /// `out [1, n] = x · Wᵀ (+ bias)` with `x` the pre-norm's row: RMSNorm (after the residual
@@ -230,14 +222,13 @@ pub fn rms_norm_linear_into(
                 need_contiguous(OP, b, "the bias")?;
                 dptr(b)
             });
-            let (cfg, per) = pre_norm_launch(c, kernel, n, k, dt, false)?;
+            let cfg = pre_norm_launch(c, kernel, n, k, dt)?;
             let args = args
                 .arg(dptr(w)?)
                 .arg(bias.transpose()?.unwrap_or(DevicePtr(0)))
                 .arg(dptr(out)?)
                 .arg(u32_dim(OP, n)?)
-                .arg(u32_dim(OP, k)?)
-                .arg(per);
+                .arg(u32_dim(OP, k)?);
             // SAFETY: residual, pending and residual_out hold k elements, weight k, w n·k,
             // bias n, out n (checked); k is a multiple of 16 bytes, operands 16-byte aligned
             // and the row fits the dynamic shared memory the launch asks for.
@@ -261,13 +252,12 @@ pub fn rms_norm_swiglu_into(x: &PreNorm, w_gate_up: &Tensor, out: &mut Tensor) -
             let dt = x.residual.dtype();
             let kernel = Kernel::GemvSwigluNorm(dt);
             let args = x.cuda_args(OP, k, w_gate_up)?;
-            let (cfg, per) = pre_norm_launch(c, kernel, n, k, dt, true)?;
+            let cfg = pre_norm_launch(c, kernel, n, k, dt)?;
             let args = args
                 .arg(dptr(w_gate_up)?)
                 .arg(dptr(out)?)
                 .arg(u32_dim(OP, n)?)
-                .arg(u32_dim(OP, k)?)
-                .arg(per);
+                .arg(u32_dim(OP, k)?);
             // SAFETY: as in rms_norm_linear_into, with w 2n·k elements.
             unsafe { c.launch(kernel, &cfg, &args) }
         }
@@ -277,8 +267,8 @@ pub fn rms_norm_swiglu_into(x: &PreNorm, w_gate_up: &Tensor, out: &mut Tensor) -
 /// f32 elements of the workspace [`rms_norm_linear_greedy_into`] needs for an `[n, k]` head:
 /// two per block of its grid, at most.
 pub fn rms_norm_linear_greedy_workspace_len(n: usize, k: usize, dtype: DType) -> usize {
-    launch::gemv_norm(n, k, dtype.size_in_bytes(), false, usize::MAX)
-        .map_or(2 * n, |(cfg, _)| 2 * cfg.grid.x as usize)
+    launch::gemv_norm(n, k, dtype.size_in_bytes(), usize::MAX)
+        .map_or(2 * n, |cfg| 2 * cfg.grid.x as usize)
 }
 
 /// The LM head with greedy sampling: `logits [1, n] = x · Wᵀ` on the pre-norm's row, and
@@ -316,7 +306,7 @@ pub fn rms_norm_linear_greedy_into(
                 argmax: true,
             };
             let args = x.cuda_args(OP, k, w)?;
-            let (cfg, per) = pre_norm_launch(c, kernel, n, k, dt, false)?;
+            let cfg = pre_norm_launch(c, kernel, n, k, dt)?;
             let parts = cfg.grid.x as usize;
             Error::expect_dtype(OP, workspace.dtype(), DType::F32)?;
             if workspace.numel() < 2 * parts || !workspace.is_contiguous() {
@@ -335,7 +325,6 @@ pub fn rms_norm_linear_greedy_into(
                 .arg(dptr(logits)?)
                 .arg(u32_dim(OP, n)?)
                 .arg(u32_dim(OP, k)?)
-                .arg(per)
                 .arg(dptr(workspace)?);
             // SAFETY: as in rms_norm_linear_into; the workspace holds a (value, index) pair
             // for each of the grid's blocks (checked).
