@@ -175,8 +175,7 @@ impl Model {
                 Some(ids(recent)?)
             },
             x: [t(&[1, h], dt)?, t(&[1, h], dt)?],
-            fuse_norm: (h * dt.size_in_bytes()).is_multiple_of(16)
-                && h * dt.size_in_bytes() <= ops::PRE_NORM_MAX_ROW_BYTES,
+            fuse_norm: ops::pre_norm_row_fits(h, dt),
             pos_row: match self.position_embedding.is_some() {
                 true => Some(t(&[1, h], dt)?),
                 false => None,
@@ -455,8 +454,7 @@ fn record(
         b: None,
     };
     let head = m.head.as_ref().unwrap_or(&tied);
-    let greedy = params.temperature <= 0.0
-        && (b.recent.is_none() || params.repetition_penalty == 1.0)
+    let greedy = params.is_plain_greedy(b.recent.is_some())
         && b.fuse_norm
         && rms(&m.norm)
         && head.b.is_none();

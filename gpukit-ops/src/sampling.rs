@@ -305,6 +305,14 @@ pub fn sample_row(
 }
 
 impl SamplingParams {
+    /// Whether a draw is the first maximum of the raw logits: greedy (temperature ≤ 0) with no
+    /// repetition penalty applied (none set, or no recent-id window given). Such a draw needs
+    /// no more than the logits' per-block maxima
+    /// ([`crate::ops::rms_norm_linear_greedy_into`]).
+    pub fn is_plain_greedy(&self, has_window: bool) -> bool {
+        self.temperature <= 0.0 && (!has_window || self.repetition_penalty == 1.0)
+    }
+
     /// Checks the ranges: temperature ≥ 0, top_p in (0, 1], min_p in [0, 1], penalty > 0.
     ///
     /// # Errors

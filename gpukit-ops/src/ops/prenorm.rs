@@ -24,6 +24,13 @@ use crate::{Error, Result};
 /// sizes up to 16384 in f16/bf16, 8192 in f32.
 pub const PRE_NORM_MAX_ROW_BYTES: usize = 32 << 10;
 
+/// Whether the CUDA pre-norm kernels take a row of `k` elements of `dtype`: a multiple of 16
+/// bytes, at most [`PRE_NORM_MAX_ROW_BYTES`] (the CPU takes any row).
+pub fn pre_norm_row_fits(k: usize, dtype: DType) -> bool {
+    let bytes = k * dtype.size_in_bytes();
+    bytes.is_multiple_of(16) && bytes <= PRE_NORM_MAX_ROW_BYTES
+}
+
 /// The RMSNorm in front of a pre-norm projection (Zhang & Sennrich 2019, "Root Mean Square
 /// Layer Normalization"): `x = rms_norm(residual + pending) · weight`, where `residual + pending`
 /// is rounded to the dtype and stored to the second tensor of `pending` (the next residual
@@ -148,14 +155,13 @@ impl PreNorm<'_> {
         for t in &all {
             need_contiguous(op, t, "every operand")?;
         }
-        let bytes = k * self.residual.dtype().size_in_bytes();
         let aligned = all
             .iter()
             .map(|t| dptr(t))
             .collect::<Result<Vec<_>>>()?
             .iter()
             .all(|p| p.0 % 16 == 0);
-        if !bytes.is_multiple_of(16) || bytes > PRE_NORM_MAX_ROW_BYTES || !aligned {
+        if !pre_norm_row_fits(k, self.residual.dtype()) || !aligned {
             return Err(Error::shape(
                 op,
                 format!(
