@@ -137,6 +137,15 @@ __device__ __forceinline__ void pdl_enter() {
     pdl_launch_dependents();
 }
 
+// RoPE's rotation of the pair (x0, x1) by the angle whose scaled cosine and sine are c, s:
+// (x0·c − x1·s, x1·c + x0·s), each product and sum rounded on its own (no fused multiply-add,
+// which the compiler would otherwise choose per kernel): every kernel that rotates gets the same
+// bits, and so does the CPU reference.
+__device__ __forceinline__ void rope_rotate(float x0, float x1, float c, float s, float& r0, float& r1) {
+    r0 = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
+    r1 = __fadd_rn(__fmul_rn(x1, c), __fmul_rn(x0, s));
+}
+
 // Asks L2 to fetch the line holding p (no registers, no wait).
 __device__ __forceinline__ void prefetch_l2(const void* p) {
     asm volatile("prefetch.global.L2 [%0];" ::"l"(p));

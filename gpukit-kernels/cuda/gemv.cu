@@ -73,16 +73,17 @@ __device__ __forceinline__ void row_dot(const T* __restrict__ x, const T* __rest
     }
 }
 
-// One warp's dot products of x with two whole weight rows at once (SwiGLU's gate and up rows):
-// 2 × UNROLL 16-byte loads in flight per lane, so a warp owning a few outputs waits on memory
-// half as many times as two row_dot calls would. Sums per 16-byte pack, as row_dot.
+// A warp's share of the dot products of x with two weight rows at once (SwiGLU's gate and up
+// rows, or the two rows RoPE rotates together): warp `wi` of the W warps splitting them, 2 ×
+// UNROLL 16-byte loads in flight per lane, so a warp waits on memory half as many times as two
+// row_dot calls would. Sums per 16-byte pack, as row_dot.
 template <typename T, int UNROLL>
 __device__ __forceinline__ void row_dot2(const T* __restrict__ x, const T* __restrict__ wa,
-                                         const T* __restrict__ wb, unsigned int K,
-                                         unsigned int lane, float& a, float& b) {
+                                         const T* __restrict__ wb, unsigned int K, unsigned int W,
+                                         unsigned int wi, unsigned int lane, float& a, float& b) {
     const int V = Vec16<T>::N;
-    const unsigned int step = 32 * V;
-    for (unsigned int k0 = lane * V; k0 < K; k0 += step * UNROLL) {
+    const unsigned int step = W * 32 * V;
+    for (unsigned int k0 = (wi * 32 + lane) * V; k0 < K; k0 += step * UNROLL) {
         Pack<T> va[UNROLL], vb[UNROLL];
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
@@ -222,52 +223,181 @@ __device__ __forceinline__ void rms_norm_prologue(const T* __restrict__ pending,
     __syncthreads();
 }
 
-// The pre-norm decode GEMVs: out[n] = rms_norm(residual + pending)·g · w[n] (+ bias[n]) for one
-// row (K a multiple of 16 bytes, rows 16-byte aligned); SWIGLU: w is [2N, K] (gate rows, then
-// up rows) and out[n] = silu(x·w[n]) · (x·w[N + n]). A persistent grid (one wave, sized on the
-// host from the occupancy) whose warps each own whole outputs, striding over them: no barrier
-// after the prologue, so a warp streams its next rows while others still reduce. Each output is
-// one warp's sum in a fixed order, whatever the grid size (deterministic on any device).
-// ARGMAX (the LM head with greedy sampling): each block also writes the first maximum of its
-// outputs, as rounded to the dtype, to parts[blockIdx.x] for sample_argmax_parts.
-template <typename T, bool SWIGLU, bool ARGMAX>
-__device__ __forceinline__ void gemv_norm_impl(const T* __restrict__ pending,
+// The decode step's persistent GEMVs (one row of x). A grid of one wave (sized on the host from
+// the occupancy) whose 256-thread blocks hold 8 / S groups of S warps; a group owns one output
+// unit at a time and strides over the units, its S warps splitting the unit's weight rows (S
+// from the row size: 2 KiB of a row per warp). The group's S partial sums meet in shared
+// memory behind a named barrier of the group's warps alone (no block-wide barrier), so a
+// group streams its next rows while others still reduce. Each output is the fixed-order sum of
+// S fixed warp sums, whatever the grid size: deterministic on any device.
+//
+// A unit is, by EPI: GEMV_ROW, one weight row (out[n] = x·w[n] + bias[n]); GEMV_SWIGLU, the
+// gate row n and up row N + n of a [2N, K] weight (out[n] = silu(x·w[n]) · (x·w[N + n]),
+// Shazeer 2020); GEMV_ROPE_KV, two rows of one head of a fused QKV projection that RoPE rotates
+// together (Su et al. 2021; pairs (i, i + half) or (2i, 2i + 1) by layout; the unrotated dims
+// and the value heads in adjacent pairs): the queries go to out [nq, head_dim], the keys and
+// values into the caches [nkv, max_len, head_dim] at row *pos — the QKV projection, RoPE and the
+// KV append in one kernel, with rope_kv_append's arithmetic on the projection's rounded
+// outputs. A position past the cache writes no cache row and sets bit 0 of *err.
+//
+// NORM: x = rms_norm(residual + pending)·g computed by every block into shared memory first
+// (rms_norm_prologue); else x is read from global memory. ARGMAX (the LM head with greedy
+// sampling): each block also writes the first maximum of its outputs, as rounded to the dtype,
+// to parts[blockIdx.x] for sample_argmax_parts.
+#define GEMV_ROW 0
+#define GEMV_SWIGLU 1
+#define GEMV_ROPE_KV 2
+
+template <typename T> struct RopeKvArgs {
+    T* k_cache;
+    T* v_cache;
+    const int* pos;
+    const float* inv_freq;
+    float scale;
+    unsigned int half;
+    int layout;
+    unsigned int nq, nkv, head_dim, max_len;
+    unsigned int* err;
+};
+
+// Synchronises the `count` threads (whole warps) that use barrier `id` (1..15; 0 is
+// __syncthreads's).
+__device__ __forceinline__ void named_barrier(unsigned int id, unsigned int count) {
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+
+// The weight rows of unit u (rb unused for GEMV_ROW) and, for GEMV_ROPE_KV, whether RoPE
+// rotates them.
+template <int EPI, typename T>
+__device__ __forceinline__ void unit_rows(unsigned long long u, unsigned int N,
+                                          const RopeKvArgs<T>& rk, unsigned long long& ra,
+                                          unsigned long long& rb, bool& rotate) {
+    rotate = false;
+    if (EPI == GEMV_ROW) {
+        ra = u;
+        rb = u;
+    } else if (EPI == GEMV_SWIGLU) {
+        ra = u;
+        rb = N + u;
+    } else {
+        const unsigned int P = rk.head_dim / 2;
+        const unsigned long long h = u / P;
+        const unsigned int j = (unsigned int)(u % P);
+        unsigned int ia, ib;
+        if (j < rk.half) {
+            ia = rk.layout ? 2 * j : j;
+            ib = rk.layout ? 2 * j + 1 : j + rk.half;
+            rotate = h < rk.nq + rk.nkv;
+        } else {
+            ia = 2 * rk.half + 2 * (j - rk.half);
+            ib = ia + 1;
+        }
+        ra = h * rk.head_dim + ia;
+        rb = h * rk.head_dim + ib;
+    }
+}
+
+template <typename T, int EPI, bool NORM, bool ARGMAX>
+__device__ __forceinline__ void gemv_units_impl(const T* __restrict__ pending,
         const T* __restrict__ residual, const T* __restrict__ g, T* __restrict__ residual_out,
-        float eps, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
-        unsigned int N, unsigned int K, ArgmaxPart* __restrict__ parts) {
+        float eps, const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
+        T* __restrict__ out, unsigned int N, unsigned int K, unsigned int S,
+        ArgmaxPart* __restrict__ parts, const RopeKvArgs<T> rk) {
     extern __shared__ __align__(16) unsigned char gemv_smem[];
-    T* xs = reinterpret_cast<T*>(gemv_smem);
     __shared__ float scratch[32];
+    __shared__ float slot[2][2][8];
     __shared__ ArgmaxPart best[8];
     const unsigned int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const unsigned long long warps = (unsigned long long)gridDim.x * (blockDim.x >> 5);
-    unsigned long long n = (unsigned long long)blockIdx.x * (blockDim.x >> 5) + warp;
-    if (n < N) {
-        row_prefetch(w + n * K, K, 1, 0, lane);
-        if (SWIGLU) row_prefetch(w + (N + n) * K, K, 1, 0, lane);
+    const unsigned int groups_per_block = 8 / S, grp = warp / S, seg = warp % S;
+    const unsigned long long units = EPI == GEMV_ROPE_KV ? N / 2 : N;
+    const unsigned long long groups = (unsigned long long)gridDim.x * groups_per_block;
+    unsigned long long u = (unsigned long long)blockIdx.x * groups_per_block + grp;
+    unsigned long long ra, rb;
+    bool rotate;
+    if (u < units) {
+        unit_rows<EPI>(u, N, rk, ra, rb, rotate);
+        row_prefetch(w + ra * K, K, S, seg, lane);
+        if (EPI != GEMV_ROW) row_prefetch(w + rb * K, K, S, seg, lane);
     }
-    pdl_wait();
-    rms_norm_prologue(pending, residual, g, residual_out, eps, K, xs, scratch);
-    pdl_launch_dependents();
+    const T* xr = x;
+    if (NORM) {
+        pdl_wait();
+        T* xs = reinterpret_cast<T*>(gemv_smem);
+        rms_norm_prologue(pending, residual, g, residual_out, eps, K, xs, scratch);
+        pdl_launch_dependents();
+        xr = xs;
+    } else {
+        pdl_enter();
+    }
+    long long pos = 0;
+    bool cache_ok = true;
+    if (EPI == GEMV_ROPE_KV) {
+        pos = (long long)*rk.pos;
+        cache_ok = pos >= 0 && pos < (long long)rk.max_len;
+        if (!cache_ok && blockIdx.x == 0 && threadIdx.x == 0) atomicOr(rk.err, 1u);
+    }
     float bv = -GPUKIT_INF;
     unsigned int bi = GPUKIT_NO_INDEX;
-    for (; n < N; n += warps) {
-        float y;
-        if (SWIGLU) {
-            float gate = 0.0f, up = 0.0f;
-            row_dot2<T, 4>(xs, w + n * K, w + (N + n) * K, K, lane, gate, up);
-            gate = warp_sum(gate);
-            y = gate / (1.0f + expf(-gate)) * warp_sum(up);
-        } else {
+    for (unsigned int it = 0; u < units; u += groups, ++it) {
+        unit_rows<EPI>(u, N, rk, ra, rb, rotate);
+        float a = 0.0f, b = 0.0f;
+        if (EPI == GEMV_ROW) {
             float acc[1] = {0.0f};
-            row_dot<T, true, 1, 4>(xs, w + n * K, 1, K, 1, 0, lane, acc);
-            const float s = warp_sum(acc[0]);
-            y = bias ? s + to_f32(bias[n]) : s;
+            row_dot<T, true, 1, 4>(xr, w + ra * K, 1, K, S, seg, lane, acc);
+            a = warp_sum(acc[0]);
+        } else {
+            row_dot2<T, 2>(xr, w + ra * K, w + rb * K, K, S, seg, lane, a, b);
+            a = warp_sum(a);
+            b = warp_sum(b);
         }
-        if (lane == 0) {
-            const T o = from_f32<T>(y);
-            out[n] = o;
-            if (ARGMAX) argmax_merge(bv, bi, to_f32(o), (unsigned int)n);
+        if (S > 1) {
+            if (lane == 0) {
+                slot[it & 1][0][warp] = a;
+                slot[it & 1][1][warp] = b;
+            }
+            named_barrier(1 + grp, S * 32);
+            if (seg == 0) {
+                a = 0.0f;
+                b = 0.0f;
+                for (unsigned int j = 0; j < S; ++j) {
+                    a += slot[it & 1][0][grp * S + j];
+                    b += slot[it & 1][1][grp * S + j];
+                }
+            }
+        }
+        if (seg != 0 || lane != 0) continue;
+        if (EPI == GEMV_ROW) {
+            const T o = from_f32<T>(bias ? a + to_f32(bias[ra]) : a);
+            out[ra] = o;
+            if (ARGMAX) argmax_merge(bv, bi, to_f32(o), (unsigned int)ra);
+        } else if (EPI == GEMV_SWIGLU) {
+            out[u] = from_f32<T>(a / (1.0f + expf(-a)) * b);
+        } else {
+            float x0 = to_f32(from_f32<T>(bias ? a + to_f32(bias[ra]) : a));
+            float x1 = to_f32(from_f32<T>(bias ? b + to_f32(bias[rb]) : b));
+            if (rotate) {
+                const unsigned int j = (unsigned int)(u % (rk.head_dim / 2));
+                const float angle = (float)pos * rk.inv_freq[j];
+                const float c = cosf(angle) * rk.scale, s = sinf(angle) * rk.scale;
+                float r0, r1;
+                rope_rotate(x0, x1, c, s, r0, r1);
+                x0 = r0;
+                x1 = r1;
+            }
+            const unsigned long long h = ra / rk.head_dim;
+            const unsigned int ia = (unsigned int)(ra % rk.head_dim), ib = (unsigned int)(rb % rk.head_dim);
+            T* dst;
+            if (h < rk.nq) {
+                dst = out + h * rk.head_dim;
+            } else if (!cache_ok) {
+                continue;
+            } else if (h < rk.nq + rk.nkv) {
+                dst = rk.k_cache + ((h - rk.nq) * rk.max_len + pos) * rk.head_dim;
+            } else {
+                dst = rk.v_cache + ((h - rk.nq - rk.nkv) * rk.max_len + pos) * rk.head_dim;
+            }
+            dst[ia] = from_f32<T>(x0);
+            dst[ib] = from_f32<T>(x1);
         }
     }
     if (ARGMAX) {
@@ -276,7 +406,7 @@ __device__ __forceinline__ void gemv_norm_impl(const T* __restrict__ pending,
         if (threadIdx.x == 0) {
             float b = best[0].value;
             unsigned int at = best[0].index;
-            for (unsigned int i = 1; i < (blockDim.x >> 5); ++i) argmax_merge(b, at, best[i].value, best[i].index);
+            for (unsigned int i = 1; i < 8; ++i) argmax_merge(b, at, best[i].value, best[i].index);
             parts[blockIdx.x] = ArgmaxPart{b, at};
         }
     }
@@ -293,11 +423,12 @@ extern "C" __global__ void gemv_##NAME##_vec(const T* __restrict__ x, const T* _
         unsigned int K, unsigned int R) {                                                          \
     gemv_impl<T, true, GEMV_MAX_M, 4>(x, w, bias, out, M, N, K, R);                                \
 }                                                                                                  \
-/* M = 1 (decode): one accumulator.                               */                             \
-extern "C" __global__ void gemv_##NAME##_vec_m1(const T* __restrict__ x, const T* __restrict__ w,  \
-        const T* __restrict__ bias, T* __restrict__ out, unsigned int M, unsigned int N,           \
-        unsigned int K, unsigned int R) {                                                          \
-    gemv_impl<T, true, 1, 4>(x, w, bias, out, M, N, K, R);                                         \
+/* M = 1 (decode): the persistent kernel; S warps per row, grid from the occupancy.   */           \
+extern "C" __global__ void __launch_bounds__(256, 4) gemv_##NAME##_vec_m1(const T* __restrict__ x,    \
+        const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,                  \
+        unsigned int N, unsigned int K, unsigned int S) {                                          \
+    gemv_units_impl<T, GEMV_ROW, false, false>(nullptr, nullptr, nullptr, nullptr, 0.0f, x, w,     \
+                                               bias, out, N, K, S, nullptr, RopeKvArgs<T>{});     \
 }                                                                                                  \
 /* x [1, K] (16-byte aligned, K a multiple of 16 bytes), w [2N, K]: out [1, N].   */             \
 extern "C" __global__ void gemv_swiglu_##NAME(const T* __restrict__ x, const T* __restrict__ w,    \
@@ -305,23 +436,36 @@ extern "C" __global__ void gemv_swiglu_##NAME(const T* __restrict__ x, const T* 
     gemv_swiglu_impl<T>(x, w, out, N, K, R);                                                       \
 }                                                                                                  \
 /* Pre-norm variants (dynamic shared memory: K elements). pending may be null.        */           \
-extern "C" __global__ void gemv_norm_##NAME(const T* pending, const T* residual, const T* g,       \
-        T* residual_out, float eps, const T* w, const T* bias, T* out, unsigned int N,             \
-        unsigned int K) {                                                                          \
-    gemv_norm_impl<T, false, false>(pending, residual, g, residual_out, eps, w, bias, out, N, K,   \
-                                    nullptr);                                                      \
+extern "C" __global__ void __launch_bounds__(256, 4) gemv_norm_##NAME(const T* pending,               \
+        const T* residual, const T* g, T* residual_out, float eps, const T* w, const T* bias,      \
+        T* out, unsigned int N, unsigned int K, unsigned int S) {                                  \
+    gemv_units_impl<T, GEMV_ROW, true, false>(pending, residual, g, residual_out, eps, nullptr,    \
+                                              w, bias, out, N, K, S, nullptr, RopeKvArgs<T>{});   \
 }                                                                                                  \
-extern "C" __global__ void gemv_norm_argmax_##NAME(const T* pending, const T* residual,            \
-        const T* g, T* residual_out, float eps, const T* w, const T* bias, T* out,                 \
-        unsigned int N, unsigned int K, ArgmaxPart* parts) {                                       \
-    gemv_norm_impl<T, false, true>(pending, residual, g, residual_out, eps, w, bias, out, N, K,    \
-                                   parts);                                                         \
+extern "C" __global__ void __launch_bounds__(256, 4) gemv_norm_argmax_##NAME(const T* pending,        \
+        const T* residual, const T* g, T* residual_out, float eps, const T* w, const T* bias,      \
+        T* out, unsigned int N, unsigned int K, unsigned int S, ArgmaxPart* parts) {               \
+    gemv_units_impl<T, GEMV_ROW, true, true>(pending, residual, g, residual_out, eps, nullptr, w,  \
+                                             bias, out, N, K, S, parts, RopeKvArgs<T>{});         \
 }                                                                                                  \
-extern "C" __global__ void gemv_swiglu_norm_##NAME(const T* pending, const T* residual,            \
-        const T* g, T* residual_out, float eps, const T* w, T* out, unsigned int N,                \
-        unsigned int K) {                                                                          \
-    gemv_norm_impl<T, true, false>(pending, residual, g, residual_out, eps, w, nullptr, out, N, K, \
-                                   nullptr);                                                       \
+extern "C" __global__ void __launch_bounds__(256, 4) gemv_swiglu_norm_##NAME(const T* pending,        \
+        const T* residual, const T* g, T* residual_out, float eps, const T* w, T* out,             \
+        unsigned int N, unsigned int K, unsigned int S) {                                          \
+    gemv_units_impl<T, GEMV_SWIGLU, true, false>(pending, residual, g, residual_out, eps, nullptr, \
+                                                 w, nullptr, out, N, K, S, nullptr,               \
+                                                 RopeKvArgs<T>{});                                 \
+}                                                                                                  \
+/* QKV projection + RoPE + KV append: w [(nq + 2 nkv)·head_dim, K], q_out [nq, head_dim].   */      \
+extern "C" __global__ void __launch_bounds__(256, 4) gemv_norm_rope_kv_##NAME(const T* pending,       \
+        const T* residual, const T* g, T* residual_out, float eps, const T* w, const T* bias,      \
+        T* q_out, unsigned int N, unsigned int K, unsigned int S, T* k_cache, T* v_cache,          \
+        const int* pos, const float* inv_freq, float scale, unsigned int half, int layout,         \
+        unsigned int nq, unsigned int nkv, unsigned int head_dim, unsigned int max_len,            \
+        unsigned int* err) {                                                                       \
+    gemv_units_impl<T, GEMV_ROPE_KV, true, false>(pending, residual, g, residual_out, eps,         \
+            nullptr, w, bias, q_out, N, K, S, nullptr,                                             \
+            RopeKvArgs<T>{k_cache, v_cache, pos, inv_freq, scale, half, layout, nq, nkv,           \
+                          head_dim, max_len, err});                                                \
 }
 
 GEMV_KERNELS(float, f32)

@@ -21,9 +21,10 @@ extern "C" __global__ void rope_##NAME(T* __restrict__ x, const int* __restrict_
         float c = cosf(angle) * scale, s = sinf(angle) * scale;                                    \
         T* r = x + row * head_dim;                                                                 \
         unsigned int a = layout ? 2 * i : i, b = layout ? 2 * i + 1 : i + half;                    \
-        float x0 = to_f32(r[a]), x1 = to_f32(r[b]);                                                \
-        r[a] = from_f32<T>(x0 * c - x1 * s);                                                       \
-        r[b] = from_f32<T>(x1 * c + x0 * s);                                                       \
+        float y0, y1;                                                                              \
+        rope_rotate(to_f32(r[a]), to_f32(r[b]), c, s, y0, y1);                                     \
+        r[a] = from_f32<T>(y0);                                                                    \
+        r[b] = from_f32<T>(y1);                                                                    \
     }                                                                                              \
 }
 
@@ -83,9 +84,10 @@ __device__ __forceinline__ void rope_kv_append_impl(const T* __restrict__ qkv, T
         const float angle = p * inv_freq[i];
         const float c = cosf(angle) * scale, s = sinf(angle) * scale;
         const unsigned int a = layout ? 2 * i : i, b = layout ? 2 * i + 1 : i + half;
-        const float x0 = buf[a], x1 = buf[b];
-        dst[a] = from_f32<T>(x0 * c - x1 * s);
-        dst[b] = from_f32<T>(x1 * c + x0 * s);
+        float y0, y1;
+        rope_rotate(buf[a], buf[b], c, s, y0, y1);
+        dst[a] = from_f32<T>(y0);
+        dst[b] = from_f32<T>(y1);
     }
     for (unsigned int i = 2 * half + threadIdx.x; i < head_dim; i += blockDim.x)
         dst[i] = from_f32<T>(buf[i]);

@@ -196,6 +196,10 @@ pub enum Kernel {
     /// `gemv_swiglu_norm_<dt>`: [`Kernel::GemvSwiglu`] with the pre-norm of
     /// [`Kernel::GemvNorm`].
     GemvSwigluNorm(DType),
+    /// `gemv_norm_rope_kv_<dt>`: [`Kernel::GemvNorm`] for a fused QKV projection whose
+    /// epilogue applies RoPE and writes the queries out and the keys and values into the KV
+    /// cache at the device position (what [`Kernel::RopeKvAppend`] does, without q/k norms).
+    GemvNormRopeKv(DType),
     /// `sample_argmax_parts`: the greedy token from [`Kernel::GemvNorm`]'s per-block maxima.
     SampleArgmaxParts,
     /// `gemv_<dt>` / `gemv_<dt>_vec` / `gemv_<dt>_vec_m1`.
@@ -204,8 +208,9 @@ pub enum Kernel {
         dtype: DType,
         /// 16-byte vector loads (K a multiple of 16 bytes, rows aligned).
         vectorized: bool,
-        /// Exactly one row of x (the decode case): a leaner kernel with more loads in flight.
-        /// Only with `vectorized`.
+        /// Exactly one row of x (the decode case): the persistent kernel of
+        /// [`launch::gemv_persistent`], arguments (x, w, bias, out, N, K, warps per row). Only
+        /// with `vectorized`.
         single_row: bool,
     },
 }
@@ -266,7 +271,8 @@ impl Kernel {
             Kernel::Gemv { .. }
             | Kernel::GemvSwiglu(_)
             | Kernel::GemvNorm { .. }
-            | Kernel::GemvSwigluNorm(_) => KernelModule::Gemv,
+            | Kernel::GemvSwigluNorm(_)
+            | Kernel::GemvNormRopeKv(_) => KernelModule::Gemv,
             Kernel::Rope(_) | Kernel::RopeKvAppend(_) => KernelModule::Rope,
             Kernel::Dequantize(_) | Kernel::QGemv(_) => KernelModule::Quant,
             Kernel::KvAppend(_) => KernelModule::Kv,
@@ -301,6 +307,7 @@ impl Kernel {
                 | Kernel::GemvSwiglu(_)
                 | Kernel::GemvNorm { .. }
                 | Kernel::GemvSwigluNorm(_)
+                | Kernel::GemvNormRopeKv(_)
                 | Kernel::SampleArgmaxParts
         ) || matches!(self, Kernel::Sdpa { decode: true, .. })
     }
@@ -371,11 +378,12 @@ impl Kernel {
                     half_float("sdpa", dtype)?
                 )
             }
-            Kernel::SdpaCombine(dt) => format!("sdpa_combine_{}", half_float("sdpa", dt)?),
             Kernel::Sample(dt) => format!("sample_{}", float("sampling", dt)?),
             Kernel::DecodeAdvance => "decode_advance".into(),
             Kernel::GemvSwiglu(dt) => format!("gemv_swiglu_{}", float("gemv", dt)?),
             Kernel::GemvSwigluNorm(dt) => format!("gemv_swiglu_norm_{}", float("gemv", dt)?),
+            Kernel::GemvNormRopeKv(dt) => format!("gemv_norm_rope_kv_{}", float("gemv", dt)?),
+            Kernel::SdpaCombine(dt) => format!("sdpa_combine_{}", half_float("sdpa", dt)?),
             Kernel::GemvNorm { dtype, argmax } => format!(
                 "gemv_norm_{}{}",
                 if argmax { "argmax_" } else { "" },
@@ -486,23 +494,48 @@ pub mod launch {
         gemv_blocks(n, 4 / gemv_warps_per_row(k, elem_bytes, 4))
     }
 
-    /// The pre-norm GEMVs ([`Kernel::GemvNorm`], [`Kernel::GemvSwigluNorm`]): 256-thread
-    /// blocks whose warps each own whole outputs (one warp per weight row, or row pair for
-    /// SwiGLU, striding over the outputs), as a persistent grid of at most `resident` blocks
-    /// (one wave: the device's multiprocessors × the kernel's occupancy), with `k` elements of
-    /// dynamic shared memory for the normalised row.
-    pub fn gemv_norm(
-        n: usize,
-        k: usize,
-        elem_bytes: usize,
+    /// The persistent decode GEMVs (the single-row [`Kernel::Gemv`], [`Kernel::GemvNorm`],
+    /// [`Kernel::GemvSwigluNorm`], [`Kernel::GemvNormRopeKv`]): 256-thread blocks of `8 / split`
+    /// groups of `split` warps, a group owning one output unit (a weight row, or two) at a
+    /// time and striding over the `units`, as a grid of at most `resident` blocks (one wave:
+    /// the device's multiprocessors × the kernel's occupancy), with `smem_bytes` of dynamic
+    /// shared memory (the normalised row of the pre-norm kernels; 0 otherwise). `split` comes
+    /// from [`gemv_split`].
+    pub fn gemv_persistent(
+        units: usize,
+        split: u32,
+        smem_bytes: usize,
         resident: usize,
     ) -> Result<LaunchConfig> {
-        let blocks = n.div_ceil((BLOCK / 32) as usize).clamp(1, resident.max(1));
+        let groups = (BLOCK / 32 / split.max(1)) as usize;
+        let blocks = units.div_ceil(groups).clamp(1, resident.max(1));
         let grid = u32::try_from(blocks)
-            .map_err(|_| Error::InvalidArgument(format!("{n} GEMV outputs exceed the grid")))?;
-        let smem = u32::try_from(k * elem_bytes)
-            .map_err(|_| Error::InvalidArgument(format!("a row of {k} elements")))?;
+            .map_err(|_| Error::InvalidArgument(format!("{units} GEMV outputs exceed the grid")))?;
+        let smem = u32::try_from(smem_bytes)
+            .map_err(|_| Error::InvalidArgument(format!("{smem_bytes} bytes of shared memory")))?;
         Ok(LaunchConfig::new(grid, BLOCK).shared_mem(smem))
+    }
+
+    /// Warps sharing each weight row in the persistent decode GEMVs ([`gemv_persistent`]) for
+    /// a `[rows, k]` weight: as for [`gemv`], the largest power of two ≤ row bytes / 2 KiB,
+    /// between 1 and 8, and at least 2 below 4096 rows (so a small matrix still spreads over
+    /// every multiprocessor). A sweep on an H200 with PDL (docs/RESULTS.md, session 8; 1, 2, 4,
+    /// 8 warps per row at the decode shapes of Llama-3.2-1B, Qwen2.5-0.5B and Llama-3.1-8B):
+    /// the row-size rule was the fastest at 9 of the 12 shapes and within 8% at the others. It
+    /// depends on the shape only, so results do not depend on the device.
+    pub fn gemv_split(rows: usize, k: usize, elem_bytes: usize) -> u32 {
+        let split = gemv_warps_per_row(k, elem_bytes, 8);
+        if rows < 4096 { split.max(2) } else { split }
+    }
+
+    /// The decode combine kernel: one block of `head_dim` threads per (row, KV head, batch).
+    pub fn sdpa_combine(batch: usize, kv_heads: usize, head_dim: usize) -> Result<LaunchConfig> {
+        let grid = (
+            SDPA_DECODE_ROWS as u32,
+            grid_dim("KV heads", kv_heads)?,
+            grid_dim("sequences", batch)?,
+        );
+        Ok(LaunchConfig::new(grid, head_dim as u32))
     }
 
     /// Threads of [`Kernel::SampleArgmaxParts`]'s single block.
@@ -623,16 +656,6 @@ pub mod launch {
             LaunchConfig::new(grid, 1024).shared_mem(bytes as u32),
             cache,
         ))
-    }
-
-    /// The decode combine kernel: one block of `head_dim` threads per (row, KV head, batch).
-    pub fn sdpa_combine(batch: usize, kv_heads: usize, head_dim: usize) -> Result<LaunchConfig> {
-        let grid = (
-            SDPA_DECODE_ROWS as u32,
-            grid_dim("KV heads", kv_heads)?,
-            grid_dim("sequences", batch)?,
-        );
-        Ok(LaunchConfig::new(grid, head_dim as u32))
     }
 }
 
@@ -892,6 +915,7 @@ mod tests {
                 Kernel::Sample(dt),
                 Kernel::GemvSwiglu(dt),
                 Kernel::GemvSwigluNorm(dt),
+                Kernel::GemvNormRopeKv(dt),
                 Kernel::GemvNorm {
                     dtype: dt,
                     argmax: false,

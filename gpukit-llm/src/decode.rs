@@ -14,8 +14,9 @@
 //!
 //! Fused where it saves memory traffic or launches: each residual add and RMSNorm run as the
 //! prologue of the projection that reads the normalised row (`ops::rms_norm_linear_into`,
-//! `ops::rms_norm_swiglu_into`); q, k and v are one GEMV, followed by one kernel for the q/k
-//! norms, RoPE and the KV append; gate and up are one GEMV with SiLU·up; with greedy sampling
+//! `ops::rms_norm_swiglu_into`); q, k and v are one GEMV whose epilogue applies RoPE and writes
+//! the keys and values into the cache (`ops::rms_norm_linear_rope_kv_into`; with Qwen3's q/k
+//! norms, one GEMV then one kernel for the norms, RoPE and the append); gate and up are one GEMV with SiLU·up; with greedy sampling
 //! (no penalty) the LM head's blocks each reduce their logits to a first maximum and one small
 //! kernel picks the token (`ops::rms_norm_linear_greedy_into`). LayerNorm models (GPT-2) and
 //! quantized weights take the separate kernels.
@@ -374,6 +375,22 @@ fn record(
             _ => None,
         };
         match &layer.qkv {
+            // The pre-norm QKV GEMV with RoPE and the KV append as its epilogue.
+            Some(Linear {
+                w: Weight::Dense(w),
+                b: bias,
+            }) if qk_norm.is_none() && b.fuse_norm && rms(&layer.attn_norm) => {
+                ops::rms_norm_linear_rope_kv_into(
+                    &r.pre_norm(&layer.attn_norm, &b.y),
+                    w,
+                    bias.as_ref(),
+                    &mut b.q.reshape(&[1, nh, hd])?,
+                    cache,
+                    &b.position,
+                    rope,
+                )?;
+                r.added();
+            }
             // One GEMV for q, k and v, then one kernel for the q/k norms, RoPE and the append.
             Some(qkv) if qk_norm.is_none_or(|(q, k)| rms(q) && rms(k)) => {
                 norm_linear(&mut r, &layer.attn_norm, qkv, b, &b.qkv)?;

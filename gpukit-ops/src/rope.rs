@@ -351,6 +351,95 @@ pub fn rope_inplace(
     }
 }
 
+/// The shapes of a QKV projection's output and its targets in [`rope_kv_append`] (and the fused
+/// projection `ops::rms_norm_linear_rope_kv_into`), checked.
+pub(crate) struct RopeKvShape {
+    pub tokens: usize,
+    pub nq: usize,
+    pub nkv: usize,
+    pub hd: usize,
+    pub max_len: usize,
+    pub half: usize,
+}
+
+/// Checks a QKV projection's output of shape `qkv` (`[tokens, (nq + 2·nkv)·head_dim]`, dtype
+/// `dt`, `inputs` the tensors it comes from) against `q_out` `[tokens, nq, head_dim]`, the cache,
+/// the position, the RoPE table and the q/k norms; returns the device and the shapes.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn check_rope_kv(
+    op: &'static str,
+    qkv: &[usize],
+    dt: gpukit_kernels::DType,
+    inputs: &[&crate::Tensor],
+    q_out: &crate::Tensor,
+    cache: &KvCache,
+    position: &crate::Tensor,
+    rope: Option<(&crate::Tensor, f32, RopeLayout)>,
+    qk_norm: Option<(&crate::Tensor, &crate::Tensor, f32)>,
+) -> Result<(crate::Device, RopeKvShape)> {
+    use gpukit_kernels::DType;
+    let mut operands = inputs.to_vec();
+    operands.extend([q_out, position, cache.key_storage()]);
+    operands.extend(rope.map(|r| r.0));
+    operands.extend(qk_norm.iter().flat_map(|n| [n.0, n.1]));
+    let dev = crate::ops::same_device(op, &operands)?;
+    Error::expect_dtype(op, position.dtype(), DType::I32)?;
+    for t in [q_out, cache.key_storage()]
+        .into_iter()
+        .chain(qk_norm.iter().flat_map(|n| [n.0, n.1]))
+    {
+        Error::expect_dtype(op, t.dtype(), dt)?;
+    }
+    let ks = cache.key_storage().shape();
+    let (nkv, max_len, hd) = (ks[0], ks[1], ks[2]);
+    let bad = |detail: String| Err(Error::shape(op, detail));
+    if q_out.rank() != 3 || q_out.shape()[2] != hd {
+        return bad(format!(
+            "q_out {:?} must be [tokens, q_heads, {hd}] (the cache's head_dim)",
+            q_out.shape()
+        ));
+    }
+    let (tokens, nq) = (q_out.shape()[0], q_out.shape()[1]);
+    let width = (nq + 2 * nkv) * hd;
+    if qkv != [tokens, width] || position.shape() != [1] {
+        return bad(format!(
+            "qkv {qkv:?} must be [{tokens}, {width}] ({nq} query and 2×{nkv} key/value heads of \
+             {hd}) and position {:?} [1]",
+            position.shape()
+        ));
+    }
+    let half = rope.map_or(0, |r| r.0.numel());
+    if let Some((inv_freq, ..)) = rope {
+        Error::expect_dtype(op, inv_freq.dtype(), DType::F32)?;
+        if inv_freq.rank() != 1 || half == 0 || 2 * half > hd {
+            return bad(format!(
+                "inv_freq {:?} must be 1-D with 2·len ≤ {hd}",
+                inv_freq.shape()
+            ));
+        }
+    }
+    if let Some((qw, kw, _)) = qk_norm
+        && (qw.shape() != [hd] || kw.shape() != [hd])
+    {
+        return bad(format!(
+            "q/k norm weights {:?} / {:?} must be [{hd}]",
+            qw.shape(),
+            kw.shape()
+        ));
+    }
+    Ok((
+        dev,
+        RopeKvShape {
+            tokens,
+            nq,
+            nkv,
+            hd,
+            max_len,
+            half,
+        },
+    ))
+}
+
 /// The decode step's attention input in one kernel (Su et al. 2021, "RoFormer", for the
 /// rotation): `qkv [tokens, (q_heads + 2·kv_heads)·head_dim]` is a fused QKV projection's output
 /// (per token: the query heads, then the key heads, then the value heads). Each query and key
@@ -374,60 +463,34 @@ pub fn rope_kv_append(
     rope: Option<(&crate::Tensor, f32, RopeLayout)>,
     qk_norm: Option<(&crate::Tensor, &crate::Tensor, f32)>,
 ) -> Result<()> {
-    use crate::ops::{self, dptr, need_contiguous, same_device, u32_dim};
+    use crate::ops::{self, dptr, need_contiguous, u32_dim};
     use crate::{Device, Tensor};
     use gpukit_driver::{DevicePtr, KernelArgs};
-    use gpukit_kernels::{DType, Kernel, registry::launch};
+    use gpukit_kernels::{Kernel, registry::launch};
     let op = "rope_kv_append";
-    let mut operands = vec![qkv, &*q_out, position, cache.key_storage()];
-    operands.extend(rope.map(|r| r.0));
-    operands.extend(qk_norm.iter().flat_map(|n| [n.0, n.1]));
-    let dev = same_device(op, &operands)?;
-    Error::expect_dtype(op, position.dtype(), DType::I32)?;
     let dt = qkv.dtype();
-    for t in [&*q_out, cache.key_storage()]
-        .into_iter()
-        .chain(qk_norm.iter().flat_map(|n| [n.0, n.1]))
-    {
-        Error::expect_dtype(op, t.dtype(), dt)?;
-    }
-    let ks = cache.key_storage().shape();
-    let (nkv, max_len, hd) = (ks[0], ks[1], ks[2]);
     let bad = |detail: String| Err(Error::shape(op, detail));
-    if q_out.rank() != 3 || q_out.shape()[2] != hd {
-        return bad(format!(
-            "q_out {:?} must be [tokens, q_heads, {hd}] (the cache's head_dim)",
-            q_out.shape()
-        ));
-    }
-    let (tokens, nq) = (q_out.shape()[0], q_out.shape()[1]);
-    let width = (nq + 2 * nkv) * hd;
-    if qkv.shape() != [tokens, width] || position.shape() != [1] {
-        return bad(format!(
-            "qkv {:?} must be [{tokens}, {width}] ({nq} query and 2×{nkv} key/value heads of              {hd}) and position {:?} [1]",
-            qkv.shape(),
-            position.shape()
-        ));
-    }
-    let half = rope.map_or(0, |r| r.0.numel());
-    if let Some((inv_freq, ..)) = rope {
-        Error::expect_dtype(op, inv_freq.dtype(), DType::F32)?;
-        if inv_freq.rank() != 1 || half == 0 || 2 * half > hd {
-            return bad(format!(
-                "inv_freq {:?} must be 1-D with 2·len ≤ {hd}",
-                inv_freq.shape()
-            ));
-        }
-    }
-    if let Some((qw, kw, _)) = qk_norm
-        && (qw.shape() != [hd] || kw.shape() != [hd])
-    {
-        return bad(format!(
-            "q/k norm weights {:?} / {:?} must be [{hd}]",
-            qw.shape(),
-            kw.shape()
-        ));
-    }
+    let (
+        dev,
+        RopeKvShape {
+            tokens,
+            nq,
+            nkv,
+            hd,
+            max_len,
+            half,
+        },
+    ) = check_rope_kv(
+        op,
+        qkv.shape(),
+        dt,
+        &[qkv],
+        q_out,
+        cache,
+        position,
+        rope,
+        qk_norm,
+    )?;
     match &dev {
         Device::Cpu => {
             let p = position.to_vec::<i32>()?[0];

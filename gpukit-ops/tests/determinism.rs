@@ -178,6 +178,9 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
         )
         .unwrap();
         let step = Tensor::from_slice(&[12i64], &[1], &dev).unwrap();
+        // Pre-norm QKV GEMV with RoPE and the KV append as its epilogue (cache row 12).
+        let (w_qkv, b_qkv) = (r(&[(8 + 2 * 2) * 64, 2048], 20), r(&[(8 + 2 * 2) * 64], 21));
+        let pos3 = Tensor::from_slice(&[12i32], &[1], &dev).unwrap();
         let sampling = SamplingParams {
             temperature: 0.9,
             top_p: 0.9,
@@ -198,6 +201,7 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
             e(&[1, 1000]),
             e(&[1, 49_159]),
             Tensor::empty(&[1], DType::I32, &dev).unwrap(),
+            e(&[1, 8, 64]),
         ];
         let mut cache = KvCache::new(2, 16, 64, dt, &dev).unwrap();
         let run = |o: &mut [Tensor], cache: &mut KvCache| -> gpukit_ops::Result<()> {
@@ -234,6 +238,15 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
             ops::rms_norm_swiglu_into(&x, &w_glu, &mut o[8])?;
             let token = o[10].clone();
             ops::rms_norm_linear_greedy_into(&x, &w_head, &mut o[9], &head_ws, &token)?;
+            ops::rms_norm_linear_rope_kv_into(
+                &x,
+                &w_qkv,
+                Some(&b_qkv),
+                &mut o[11],
+                cache,
+                &pos3,
+                rope,
+            )?;
             Ok(())
         };
         run(&mut outs, &mut cache).unwrap();
@@ -273,8 +286,8 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
         );
         println!(
             "[gpu] determinism {dt}: sdpa prefill + split-K decode, rope, kv append, sampling, \
-             swiglu gemv, rope_kv_append, pre-norm gemv / swiglu / greedy head bitwise equal \
-             twice and under graph replay"
+             swiglu gemv, rope_kv_append, pre-norm gemv / swiglu / greedy head / qkv + rope + \
+             kv append bitwise equal twice and under graph replay"
         );
     }
 }

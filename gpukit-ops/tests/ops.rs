@@ -1623,7 +1623,13 @@ op_test!(pre_norm_projections, |dev: &Device| {
     let eps = 1e-5f32;
     for dt in FLOATS {
         // (k, n): rows of a multiple of 16 bytes; n large enough for the persistent grid to loop.
-        for (k, n) in [(64usize, 1usize), (1000, 37), (4104, 1000), (64, 20_001)] {
+        for (k, n) in [
+            (64usize, 1usize),
+            (1000, 37),
+            (2048, 300),
+            (4104, 1000),
+            (64, 20_001),
+        ] {
             for pending in [false, true] {
                 let seed = s ^ (k * 131 + n) as u64 ^ u64::from(pending);
                 let (res, resv) = input(&[1, k], dt, -2.0, 2.0, seed, dev);
@@ -1763,5 +1769,228 @@ op_test!(pre_norm_projections, |dev: &Device| {
             ..x
         };
         assert!(ops::rms_norm_linear_into(&bad, &w, None, &mut out).is_err());
+    }
+});
+
+// The pre-norm QKV projection with RoPE and the KV append as its epilogue: exactly the
+// separate ops (pre-norm GEMV, then rope_kv_append — each tested against an f64 reference
+// above), bit for bit on the same device, and close to the CPU on CUDA.
+op_test!(pre_norm_rope_kv, |dev: &Device| {
+    use gpukit_ops::kv_cache::KvCache;
+    use gpukit_ops::rope::{RopeConfig, RopeLayout, RopeScaling, rope_kv_append};
+    use ops::PreNorm;
+    let s = seed();
+    let bits = |t: &Tensor| -> Vec<u64> {
+        t.to_vec_f64()
+            .unwrap()
+            .iter()
+            .map(|x| x.to_bits())
+            .collect()
+    };
+    for dt in FLOATS {
+        // (k, q heads, kv heads, head_dim, rotary dim (0: none), layout, bias, pending,
+        // position): rows split over 1, 2, 4 and 8 warps; partial rotary; no RoPE.
+        let cases = [
+            (
+                64usize,
+                8usize,
+                2usize,
+                64usize,
+                64usize,
+                RopeLayout::RotateHalf,
+                true,
+                false,
+                0i32,
+            ),
+            (2048, 14, 2, 64, 64, RopeLayout::RotateHalf, true, true, 8),
+            (
+                1024,
+                4,
+                4,
+                80,
+                32,
+                RopeLayout::AdjacentPairs,
+                false,
+                true,
+                3,
+            ),
+            (
+                4096,
+                16,
+                8,
+                128,
+                128,
+                RopeLayout::RotateHalf,
+                false,
+                false,
+                5,
+            ),
+            (8192, 3, 1, 256, 0, RopeLayout::RotateHalf, true, true, 7),
+        ];
+        for (k, nq, nkv, hd, rotary, layout, with_bias, pending, pos) in cases {
+            let max_len = 9usize;
+            let n = (nq + 2 * nkv) * hd;
+            let seed = s ^ (k * 31 + hd) as u64;
+            let (res, _) = input(&[1, k], dt, -2.0, 2.0, seed, dev);
+            let (y, _) = input(&[1, k], dt, -2.0, 2.0, seed ^ 1, dev);
+            let (g, _) = input(&[k], dt, 0.5, 1.5, seed ^ 2, dev);
+            let (w, _) = input(&[n, k], dt, -0.1, 0.1, seed ^ 3, dev);
+            let (bias, _) = input(&[n], dt, -1.0, 1.0, seed ^ 4, dev);
+            let bias = with_bias.then_some(&bias);
+            let table = RopeConfig {
+                rotary_dim: rotary.max(2),
+                base: 10_000.0,
+                scaling: RopeScaling::None,
+            }
+            .table(0)
+            .unwrap();
+            let inv = Tensor::from_slice(&table.inv_freq, &[table.inv_freq.len()], dev).unwrap();
+            let rope = (rotary > 0).then_some((&inv, table.attention_scale, layout));
+            let position = Tensor::from_slice(&[pos], &[1], dev).unwrap();
+            let nan_cache = |dev: &Device| {
+                let cache = KvCache::new(nkv, max_len, hd, dt, dev).unwrap();
+                for t in [cache.key_storage(), cache.value_storage()] {
+                    let nan = Tensor::full(t.shape(), f64::NAN, dt, dev).unwrap();
+                    ops::copy_into(&nan, &mut t.clone()).unwrap();
+                }
+                cache
+            };
+            let what = format!(
+                "{dt} k{k} q{nq} kv{nkv} d{hd} rot{rotary} {layout:?} bias {with_bias} pending \
+                 {pending}"
+            );
+            // Fused.
+            let sum_f = poisoned(&[1, k], dt, dev);
+            let x = PreNorm {
+                residual: &res,
+                pending: pending.then_some((&y, &sum_f)),
+                weight: &g,
+                eps: 1e-5,
+            };
+            let mut cache_f = nan_cache(dev);
+            let mut q_f = poisoned(&[1, nq, hd], dt, dev);
+            ops::rms_norm_linear_rope_kv_into(
+                &x,
+                &w,
+                bias,
+                &mut q_f,
+                &mut cache_f,
+                &position,
+                rope,
+            )
+            .unwrap();
+            // Separate.
+            let sum_s = poisoned(&[1, k], dt, dev);
+            let x = PreNorm {
+                pending: pending.then_some((&y, &sum_s)),
+                ..x
+            };
+            let mut qkv = poisoned(&[1, n], dt, dev);
+            ops::rms_norm_linear_into(&x, &w, bias, &mut qkv).unwrap();
+            let mut cache_s = nan_cache(dev);
+            let mut q_s = poisoned(&[1, nq, hd], dt, dev);
+            rope_kv_append(&qkv, &mut q_s, &mut cache_s, &position, rope, None).unwrap();
+            assert!(
+                q_f.to_vec_f64().unwrap().iter().all(|v| !v.is_nan()),
+                "{what}: q not all written"
+            );
+            assert_eq!(
+                bits(&q_f),
+                bits(&q_s),
+                "{what}: q differs from the separate ops"
+            );
+            assert_eq!(
+                bits(cache_f.key_storage()),
+                bits(cache_s.key_storage()),
+                "{what}: key cache differs"
+            );
+            assert_eq!(
+                bits(cache_f.value_storage()),
+                bits(cache_s.value_storage()),
+                "{what}: value cache differs"
+            );
+            if pending {
+                assert_eq!(bits(&sum_f), bits(&sum_s), "{what}: residual sum differs");
+            }
+            let cpu = |t: &Tensor| t.to_device(&Device::Cpu).unwrap();
+            also_cpu(
+                dev,
+                &q_f.to_vec_f64().unwrap(),
+                || {
+                    let sum = poisoned(&[1, k], dt, &Device::Cpu);
+                    let (res, y, g, w, inv) = (cpu(&res), cpu(&y), cpu(&g), cpu(&w), cpu(&inv));
+                    let bias = bias.map(cpu);
+                    let x = PreNorm {
+                        residual: &res,
+                        pending: pending.then_some((&y, &sum)),
+                        weight: &g,
+                        eps: 1e-5,
+                    };
+                    let mut cache = nan_cache(&Device::Cpu);
+                    let mut q = poisoned(&[1, nq, hd], dt, &Device::Cpu);
+                    let rope = (rotary > 0).then_some((&inv, table.attention_scale, layout));
+                    let position = cpu(&position);
+                    ops::rms_norm_linear_rope_kv_into(
+                        &x,
+                        &w,
+                        bias.as_ref(),
+                        &mut q,
+                        &mut cache,
+                        &position,
+                        rope,
+                    )
+                    .unwrap();
+                    q.to_vec_f64().unwrap()
+                },
+                tol(dt),
+                &what,
+            );
+            // A position past the cache writes no cache row and is an error.
+            let past = Tensor::from_slice(&[max_len as i32], &[1], dev).unwrap();
+            let mut cache_p = nan_cache(dev);
+            let r = ops::rms_norm_linear_rope_kv_into(
+                &x,
+                &w,
+                bias,
+                &mut q_f,
+                &mut cache_p,
+                &past,
+                rope,
+            );
+            match dev {
+                Device::Cpu => assert!(r.is_err(), "{what}: position past the cache accepted"),
+                Device::Cuda(c) => {
+                    r.unwrap();
+                    assert!(
+                        c.synchronize().is_err(),
+                        "{what}: position past the cache not reported"
+                    );
+                    assert!(
+                        cache_p
+                            .key_storage()
+                            .to_vec_f64()
+                            .unwrap()
+                            .iter()
+                            .all(|v| v.is_nan()),
+                        "{what}: a cache row was written past the cache"
+                    );
+                }
+            }
+            // A weight whose rows do not match the heads is refused.
+            let short = w.narrow(0, 0, n - hd).unwrap();
+            assert!(
+                ops::rms_norm_linear_rope_kv_into(
+                    &x,
+                    &short,
+                    None,
+                    &mut q_f,
+                    &mut cache_f,
+                    &position,
+                    rope
+                )
+                .is_err(),
+                "{what}: mismatched QKV rows accepted"
+            );
+        }
     }
 });

@@ -331,20 +331,33 @@ pub fn linear_into(
                 let per16 = 16 / dt.size_in_bytes();
                 let aligned = [dptr(&x)?, dptr(&w)?].iter().all(|p| p.0 % 16 == 0);
                 let vectorized = k % per16 == 0 && aligned;
-                let (cfg, rows) = launch::gemv(n, k, dt.size_in_bytes())?;
-                let args = KernelArgs::new()
-                    .arg(dptr(&x)?)
-                    .arg(dptr(&w)?)
-                    .arg(bias_ptr.unwrap_or(gpukit_driver::DevicePtr(0)))
-                    .arg(dptr(out)?)
-                    .arg(u32_dim("linear", m)?)
-                    .arg(u32_dim("linear", n)?)
-                    .arg(u32_dim("linear", k)?)
-                    .arg(rows);
                 let kernel = Kernel::Gemv {
                     dtype: dt,
                     vectorized,
                     single_row: m == 1,
+                };
+                let mut args = KernelArgs::new()
+                    .arg(dptr(&x)?)
+                    .arg(dptr(&w)?)
+                    .arg(bias_ptr.unwrap_or(gpukit_driver::DevicePtr(0)))
+                    .arg(dptr(out)?);
+                let cfg = if m == 1 && vectorized {
+                    // The persistent single-row kernel: (…, N, K, warps per row).
+                    let split = launch::gemv_split(n, k, dt.size_in_bytes());
+                    let resident = c.resident_blocks(kernel, launch::BLOCK, 0)?;
+                    args = args
+                        .arg(u32_dim("linear", n)?)
+                        .arg(u32_dim("linear", k)?)
+                        .arg(split);
+                    launch::gemv_persistent(n, split, 0, resident)?
+                } else {
+                    let (cfg, rows) = launch::gemv(n, k, dt.size_in_bytes())?;
+                    args = args
+                        .arg(u32_dim("linear", m)?)
+                        .arg(u32_dim("linear", n)?)
+                        .arg(u32_dim("linear", k)?)
+                        .arg(rows);
+                    cfg
                 };
                 // SAFETY: x holds m·k, w n·k, out m·n elements, bias n (or null, unread);
                 // the vector variant only when k is a multiple of the 16-byte width and rows

@@ -16,6 +16,8 @@ use super::{
     need_contiguous, rms_norm_into, same_device, u32_dim,
 };
 use crate::device::{CudaDevice, Device};
+use crate::kv_cache::KvCache;
+use crate::rope::{RopeLayout, check_rope_kv, rope_kv_append};
 use crate::sampling::{SamplingParams, sample_tokens_into};
 use crate::tensor::Tensor;
 use crate::{Error, Result};
@@ -90,13 +92,13 @@ impl PreNorm<'_> {
     }
 
     /// Checks the pre-norm, a `[rows_per_output·n, k]` weight, an optional `[n]` bias and the
-    /// `[1, n]` output; returns `k`, `n` and the device.
+    /// `[1, n]` output (when there is one); returns `k`, `n` and the device.
     fn check_projection(
         &self,
         op: &'static str,
         w: &Tensor,
         bias: Option<&Tensor>,
-        out: &Tensor,
+        out: Option<&Tensor>,
         rows_per_output: usize,
     ) -> Result<(usize, usize, Device)> {
         let (k, dev) = self.check(op)?;
@@ -127,7 +129,9 @@ impl PreNorm<'_> {
             inputs.extend([p, o]);
         }
         same_device(op, &inputs)?;
-        check_out(op, out, &[1, n], dt, &dev, &inputs)?;
+        if let Some(out) = out {
+            check_out(op, out, &[1, n], dt, &dev, &inputs)?;
+        }
         Ok((k, n, dev))
     }
 
@@ -186,17 +190,23 @@ impl PreNorm<'_> {
     }
 }
 
-/// The launch of a pre-norm GEMV kernel: its persistent grid.
+/// The launch of a pre-norm GEMV kernel over `units` outputs from `rows` weight rows of `k`:
+/// its persistent grid and the warps sharing each row (the kernel's `S` argument).
 fn pre_norm_launch(
     c: &CudaDevice,
     kernel: Kernel,
-    n: usize,
+    units: usize,
+    rows: usize,
     k: usize,
     dt: DType,
-) -> Result<gpukit_driver::LaunchConfig> {
-    let smem = (k * dt.size_in_bytes()) as u32;
-    let resident = c.resident_blocks(kernel, launch::BLOCK, smem)?;
-    Ok(launch::gemv_norm(n, k, dt.size_in_bytes(), resident)?)
+) -> Result<(gpukit_driver::LaunchConfig, u32)> {
+    let smem = k * dt.size_in_bytes();
+    let resident = c.resident_blocks(kernel, launch::BLOCK, smem as u32)?;
+    let split = launch::gemv_split(rows, k, dt.size_in_bytes());
+    Ok((
+        launch::gemv_persistent(units, split, smem, resident)?,
+        split,
+    ))
 }
 
 /// `out [1, n] = x · Wᵀ (+ bias)` with `x` the pre-norm's row: RMSNorm (after the residual
@@ -214,7 +224,7 @@ pub fn rms_norm_linear_into(
     out: &mut Tensor,
 ) -> Result<()> {
     const OP: &str = "rms_norm_linear";
-    let (k, n, dev) = x.check_projection(OP, w, bias, out, 1)?;
+    let (k, n, dev) = x.check_projection(OP, w, bias, Some(out), 1)?;
     match &dev {
         Device::Cpu => linear_into(&x.normalised()?, w, bias, Activation::None, out),
         Device::Cuda(c) => {
@@ -228,13 +238,14 @@ pub fn rms_norm_linear_into(
                 need_contiguous(OP, b, "the bias")?;
                 dptr(b)
             });
-            let cfg = pre_norm_launch(c, kernel, n, k, dt)?;
+            let (cfg, split) = pre_norm_launch(c, kernel, n, n, k, dt)?;
             let args = args
                 .arg(dptr(w)?)
                 .arg(bias.transpose()?.unwrap_or(DevicePtr(0)))
                 .arg(dptr(out)?)
                 .arg(u32_dim(OP, n)?)
-                .arg(u32_dim(OP, k)?);
+                .arg(u32_dim(OP, k)?)
+                .arg(split);
             // SAFETY: residual, pending and residual_out hold k elements, weight k, w n·k,
             // bias n, out n (checked); k is a multiple of 16 bytes, operands 16-byte aligned
             // and the row fits the dynamic shared memory the launch asks for.
@@ -251,19 +262,20 @@ pub fn rms_norm_linear_into(
 /// As [`rms_norm_linear_into`].
 pub fn rms_norm_swiglu_into(x: &PreNorm, w_gate_up: &Tensor, out: &mut Tensor) -> Result<()> {
     const OP: &str = "rms_norm_swiglu";
-    let (k, n, dev) = x.check_projection(OP, w_gate_up, None, out, 2)?;
+    let (k, n, dev) = x.check_projection(OP, w_gate_up, None, Some(out), 2)?;
     match &dev {
         Device::Cpu => linear_swiglu_into(&x.normalised()?, w_gate_up, out),
         Device::Cuda(c) => {
             let dt = x.residual.dtype();
             let kernel = Kernel::GemvSwigluNorm(dt);
             let args = x.cuda_args(OP, k, w_gate_up)?;
-            let cfg = pre_norm_launch(c, kernel, n, k, dt)?;
+            let (cfg, split) = pre_norm_launch(c, kernel, n, 2 * n, k, dt)?;
             let args = args
                 .arg(dptr(w_gate_up)?)
                 .arg(dptr(out)?)
                 .arg(u32_dim(OP, n)?)
-                .arg(u32_dim(OP, k)?);
+                .arg(u32_dim(OP, k)?)
+                .arg(split);
             // SAFETY: as in rms_norm_linear_into, with w 2n·k elements.
             unsafe { c.launch(kernel, &cfg, &args) }
         }
@@ -273,8 +285,8 @@ pub fn rms_norm_swiglu_into(x: &PreNorm, w_gate_up: &Tensor, out: &mut Tensor) -
 /// f32 elements of the workspace [`rms_norm_linear_greedy_into`] needs for an `[n, k]` head:
 /// two per block of its grid, at most.
 pub fn rms_norm_linear_greedy_workspace_len(n: usize, k: usize, dtype: DType) -> usize {
-    launch::gemv_norm(n, k, dtype.size_in_bytes(), usize::MAX)
-        .map_or(2 * n, |cfg| 2 * cfg.grid.x as usize)
+    let split = launch::gemv_split(n, k, dtype.size_in_bytes());
+    launch::gemv_persistent(n, split, 0, usize::MAX).map_or(2 * n, |cfg| 2 * cfg.grid.x as usize)
 }
 
 /// The LM head with greedy sampling: `logits [1, n] = x · Wᵀ` on the pre-norm's row, and
@@ -296,7 +308,7 @@ pub fn rms_norm_linear_greedy_into(
     token: &Tensor,
 ) -> Result<()> {
     const OP: &str = "rms_norm_linear_greedy";
-    let (k, n, dev) = x.check_projection(OP, w, None, logits, 1)?;
+    let (k, n, dev) = x.check_projection(OP, w, None, Some(logits), 1)?;
     check_out(OP, token, &[1], DType::I32, &dev, &[x.residual, w, logits])?;
     match &dev {
         Device::Cpu => {
@@ -312,7 +324,7 @@ pub fn rms_norm_linear_greedy_into(
                 argmax: true,
             };
             let args = x.cuda_args(OP, k, w)?;
-            let cfg = pre_norm_launch(c, kernel, n, k, dt)?;
+            let (cfg, split) = pre_norm_launch(c, kernel, n, n, k, dt)?;
             let parts = cfg.grid.x as usize;
             Error::expect_dtype(OP, workspace.dtype(), DType::F32)?;
             if workspace.numel() < 2 * parts || !workspace.is_contiguous() {
@@ -331,6 +343,7 @@ pub fn rms_norm_linear_greedy_into(
                 .arg(dptr(logits)?)
                 .arg(u32_dim(OP, n)?)
                 .arg(u32_dim(OP, k)?)
+                .arg(split)
                 .arg(dptr(workspace)?);
             // SAFETY: as in rms_norm_linear_into; the workspace holds a (value, index) pair
             // for each of the grid's blocks (checked).
@@ -342,6 +355,95 @@ pub fn rms_norm_linear_greedy_into(
             let cfg = gpukit_driver::LaunchConfig::new(1, launch::ARGMAX_PARTS_THREADS);
             // SAFETY: `parts` pairs were written above, in stream order; token is one i32.
             unsafe { c.launch(Kernel::SampleArgmaxParts, &cfg, &args) }
+        }
+    }
+}
+
+/// The decode step's attention input from the pre-norm's row in one kernel on CUDA: the fused
+/// QKV projection `qkv [1, (nq + 2·nkv)·head_dim] = x · Wᵀ (+ bias)` (per row: the query heads,
+/// then the key heads, then the value heads), RoPE on the query and key heads (Su et al. 2021,
+/// "RoFormer"; `rope` = (inv_freq f32 `[rotary_dim / 2]`, attention scale, layout), at
+/// `*position`), the queries into `q_out [1, nq, head_dim]` and the keys and values into
+/// `cache` at row `*position` (`position`: i32 `[1]` on the device, read by the kernel, so a
+/// captured graph replays at the next position). The same as [`rms_norm_linear_into`] followed
+/// by [`crate::rope::rope_kv_append`] without q/k norms (what the CPU runs), bit for bit on
+/// CUDA too: the epilogue rotates the projection's outputs as rounded to the dtype. The
+/// projection is never stored.
+///
+/// # Errors
+/// As [`rms_norm_linear_into`] and [`crate::rope::rope_kv_append`]; on CUDA a position past the
+/// cache writes no cache row and is reported at the next synchronising call.
+pub fn rms_norm_linear_rope_kv_into(
+    x: &PreNorm,
+    w: &Tensor,
+    bias: Option<&Tensor>,
+    q_out: &mut Tensor,
+    cache: &mut KvCache,
+    position: &Tensor,
+    rope: Option<(&Tensor, f32, RopeLayout)>,
+) -> Result<()> {
+    const OP: &str = "rms_norm_linear_rope_kv";
+    let (k, n, dev) = x.check_projection(OP, w, bias, None, 1)?;
+    let dt = x.residual.dtype();
+    let (_, shape) = check_rope_kv(
+        OP,
+        &[1, n],
+        dt,
+        &[x.residual, w],
+        q_out,
+        cache,
+        position,
+        rope,
+        None,
+    )?;
+    match &dev {
+        Device::Cpu => {
+            let mut qkv = Tensor::empty(&[1, n], dt, &dev)?;
+            rms_norm_linear_into(x, w, bias, &mut qkv)?;
+            rope_kv_append(&qkv, q_out, cache, position, rope, None)
+        }
+        Device::Cuda(c) => {
+            let kernel = Kernel::GemvNormRopeKv(dt);
+            need_contiguous(OP, q_out, "q_out")?;
+            if shape.hd % 2 != 0 {
+                return Err(Error::shape(
+                    OP,
+                    format!("the CUDA kernel takes an even head_dim, not {}", shape.hd),
+                ));
+            }
+            let args = x.cuda_args(OP, k, w)?;
+            let bias = bias.map(|b| {
+                need_contiguous(OP, b, "the bias")?;
+                dptr(b)
+            });
+            let (cfg, split) = pre_norm_launch(c, kernel, n / 2, n, k, dt)?;
+            let args = args
+                .arg(dptr(w)?)
+                .arg(bias.transpose()?.unwrap_or(DevicePtr(0)))
+                .arg(dptr(q_out)?)
+                .arg(u32_dim(OP, n)?)
+                .arg(u32_dim(OP, k)?)
+                .arg(split)
+                .arg(dptr(cache.key_storage())?)
+                .arg(dptr(cache.value_storage())?)
+                .arg(dptr(position)?)
+                .arg(rope.map_or(Ok(DevicePtr(0)), |r| dptr(r.0))?)
+                .arg(rope.map_or(1.0, |r| r.1))
+                .arg(u32_dim(OP, shape.half)?)
+                .arg(i32::from(
+                    rope.is_some_and(|r| r.2 == RopeLayout::AdjacentPairs),
+                ))
+                .arg(u32_dim(OP, shape.nq)?)
+                .arg(u32_dim(OP, shape.nkv)?)
+                .arg(u32_dim(OP, shape.hd)?)
+                .arg(u32_dim(OP, shape.max_len)?)
+                .arg(c.err_ptr());
+            // SAFETY: as in rms_norm_linear_into, with w n·k elements and n = (nq + 2·nkv)·hd
+            // (checked, hd even: the kernel's units are n / 2 row pairs); q_out holds nq·hd
+            // elements, each cache nkv·max_len·hd (the kernel checks 0 ≤ *position < max_len
+            // before writing a cache row); inv_freq `half` f32 with 2·half ≤ hd; the position
+            // one i32; the error flag 4 bytes.
+            unsafe { c.launch(kernel, &cfg, &args) }
         }
     }
 }
