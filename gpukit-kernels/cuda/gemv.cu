@@ -1,19 +1,21 @@
 // GEMV for the decode path: out[m, n] = sum_k x[m, k] * w[n, k] (+ bias[n]) for M <= 8 rows of
-// x, weights stored [N, K] (a linear layer's natural layout).
+// x, weights stored [N, K] (a linear layer's natural layout). Memory-bound: every weight byte is
+// read once; each lane issues UNROLL 16-byte weight loads before using any, so many loads are in
+// flight, and x (small) is read through L1 or shared memory. Sums combine in fixed orders
+// (warp_sum, then across a row's warps), so results are deterministic for a given shape.
 //
-// Memory-bound: every weight byte is read once. A 256-thread block computes R output columns,
-// each by W = 8 / R warps that split K between them (R is chosen on the host so every SM is
-// full). Each lane issues UNROLL = 4 16-byte weight loads (8 bf16/f16 or 4 f32) before using
-// any, so many loads are in flight. x (M x K, small) is read through L1. Per-warp partial sums
-// are combined with a fixed butterfly (warp_sum) and then across the row's warps in a fixed
-// order, so the result is deterministic for a given R. `_vec` needs K % VEC == 0 and 16-byte
-// aligned rows; the plain variant handles any K. `gemv_swiglu` fuses SwiGLU's gate and up
-// projections with silu(gate)·up. `gemv_norm` / `gemv_swiglu_norm` / `gemv_norm_argmax` (the
-// decode step's pre-norm projections) first compute the residual add and RMSNorm of their input
-// row themselves, then stream the weights one warp per row; the argmax variant also reduces the
-// LM head's logits to one first maximum per block for greedy sampling. Every kernel here
-// supports programmatic dependent launch: it prefetches its weights into L2, then waits for the
-// previous kernel.
+// M ≤ 8 (`gemv_<dt>`, `_vec`): a 256-thread block computes R output columns, each by W = 8 / R
+// warps that split K (R chosen on the host). `_vec` needs K % VEC == 0 and 16-byte aligned rows;
+// the plain variant handles any K. `gemv_swiglu` fuses SwiGLU's gate and up projections with
+// silu(gate)·up in the same scheme.
+//
+// One row of x (the decode step): gemv_units_impl below, a persistent grid of groups of S warps
+// per output unit — `_vec_m1`; the pre-norm `gemv_norm` / `gemv_swiglu_norm` /
+// `gemv_norm_argmax`, which first compute the residual add and RMSNorm of their input row
+// themselves (the argmax variant also reduces the LM head's logits to one first maximum per
+// block for greedy sampling); `gemv_norm_rope_kv`, the QKV projection with RoPE and the KV
+// append as its epilogue. Every kernel here supports programmatic dependent launch: it
+// prefetches its weights into L2, then waits for the previous kernel.
 #include "common.cuh"
 
 #define GEMV_MAX_M 8
@@ -27,7 +29,7 @@ template <typename T> __device__ __forceinline__ Pack<T> load16_stream(const T* 
 }
 
 // One weight row's dot products with the M rows of x, this warp's share of it: warp `wi` of the
-// W warps splitting the row. MAXM: rows of x handled (1 for the decode fast path, GEMV_MAX_M
+// W warps splitting the row. MAXM: rows of x handled (1 for the single-row kernels, GEMV_MAX_M
 // otherwise); UNROLL: 16-byte weight loads each lane issues before using any of them. Measured
 // on an H100 (docs/RESULTS.md): 4 loads at ~53 registers (4 blocks per SM) stream faster than 8
 // loads at 80+ registers (2-3 blocks per SM) — occupancy hides latency better than per-thread

@@ -84,6 +84,21 @@ fn poisoned(shape: &[usize], dt: DType, dev: &Device) -> Tensor {
     Tensor::full(shape, f64::NAN, dt, dev).unwrap()
 }
 
+/// A KV cache whose storage is NaN-filled (so rows not written stay NaN).
+fn poisoned_cache(
+    kv_heads: usize,
+    max_len: usize,
+    head_dim: usize,
+    dt: DType,
+    dev: &Device,
+) -> gpukit_ops::kv_cache::KvCache {
+    let cache = gpukit_ops::kv_cache::KvCache::new(kv_heads, max_len, head_dim, dt, dev).unwrap();
+    for t in [cache.key_storage(), cache.value_storage()] {
+        ops::copy_into(&poisoned(t.shape(), dt, dev), &mut t.clone()).unwrap();
+    }
+    cache
+}
+
 /// Random input on `dev` and its exact values (after rounding to `dt`).
 fn input(
     shape: &[usize],
@@ -1510,11 +1525,7 @@ op_test!(fused_decode_ops, |dev: &Device| {
             let rope = (rotary > 0).then_some((&inv, table.attention_scale, layout));
             let eps = 1e-6f32;
             let qk_norm = norm.then_some((&qw, &kw, eps));
-            let mut cache = KvCache::new(nkv, max_len, hd, dt, dev).unwrap();
-            for t in [cache.key_storage(), cache.value_storage()] {
-                let nan = Tensor::full(t.shape(), f64::NAN, dt, dev).unwrap();
-                ops::copy_into(&nan, &mut t.clone()).unwrap();
-            }
+            let mut cache = poisoned_cache(nkv, max_len, hd, dt, dev);
             let mut q_out = poisoned(&[tokens, nq, hd], dt, dev);
             let position = Tensor::from_slice(&[pos], &[1], dev).unwrap();
             rope_kv_append(&qkv, &mut q_out, &mut cache, &position, rope, qk_norm).unwrap();
@@ -1776,7 +1787,6 @@ op_test!(pre_norm_projections, |dev: &Device| {
 // separate ops (pre-norm GEMV, then rope_kv_append — each tested against an f64 reference
 // above), bit for bit on the same device, and close to the CPU on CUDA.
 op_test!(pre_norm_rope_kv, |dev: &Device| {
-    use gpukit_ops::kv_cache::KvCache;
     use gpukit_ops::rope::{RopeConfig, RopeLayout, RopeScaling, rope_kv_append};
     use ops::PreNorm;
     let s = seed();
@@ -1847,14 +1857,7 @@ op_test!(pre_norm_rope_kv, |dev: &Device| {
             let inv = Tensor::from_slice(&table.inv_freq, &[table.inv_freq.len()], dev).unwrap();
             let rope = (rotary > 0).then_some((&inv, table.attention_scale, layout));
             let position = Tensor::from_slice(&[pos], &[1], dev).unwrap();
-            let nan_cache = |dev: &Device| {
-                let cache = KvCache::new(nkv, max_len, hd, dt, dev).unwrap();
-                for t in [cache.key_storage(), cache.value_storage()] {
-                    let nan = Tensor::full(t.shape(), f64::NAN, dt, dev).unwrap();
-                    ops::copy_into(&nan, &mut t.clone()).unwrap();
-                }
-                cache
-            };
+            let nan_cache = |dev: &Device| poisoned_cache(nkv, max_len, hd, dt, dev);
             let what = format!(
                 "{dt} k{k} q{nq} kv{nkv} d{hd} rot{rotary} {layout:?} bias {with_bias} pending \
                  {pending}"

@@ -209,6 +209,35 @@ fn pre_norm_launch(
     ))
 }
 
+/// The arguments the row-unit pre-norm kernels share after the leading ones: weight, bias (or
+/// null; contiguous), output, `n`, `k` and the warps per row.
+#[allow(clippy::too_many_arguments)]
+fn projection_args(
+    op: &'static str,
+    args: KernelArgs,
+    w: &Tensor,
+    bias: Option<&Tensor>,
+    out: &Tensor,
+    n: usize,
+    k: usize,
+    split: u32,
+) -> Result<KernelArgs> {
+    let bias = match bias {
+        Some(b) => {
+            need_contiguous(op, b, "the bias")?;
+            dptr(b)?
+        }
+        None => DevicePtr(0),
+    };
+    Ok(args
+        .arg(dptr(w)?)
+        .arg(bias)
+        .arg(dptr(out)?)
+        .arg(u32_dim(op, n)?)
+        .arg(u32_dim(op, k)?)
+        .arg(split))
+}
+
 /// `out [1, n] = x · Wᵀ (+ bias)` with `x` the pre-norm's row: RMSNorm (after the residual
 /// add) and the decode GEMV in one kernel on CUDA. `w` is `[n, k]`, `bias` `[n]`; one dtype
 /// throughout.
@@ -233,19 +262,8 @@ pub fn rms_norm_linear_into(
                 dtype: dt,
                 argmax: false,
             };
-            let args = x.cuda_args(OP, k, w)?;
-            let bias = bias.map(|b| {
-                need_contiguous(OP, b, "the bias")?;
-                dptr(b)
-            });
             let (cfg, split) = pre_norm_launch(c, kernel, n, n, k, dt)?;
-            let args = args
-                .arg(dptr(w)?)
-                .arg(bias.transpose()?.unwrap_or(DevicePtr(0)))
-                .arg(dptr(out)?)
-                .arg(u32_dim(OP, n)?)
-                .arg(u32_dim(OP, k)?)
-                .arg(split);
+            let args = projection_args(OP, x.cuda_args(OP, k, w)?, w, bias, out, n, k, split)?;
             // SAFETY: residual, pending and residual_out hold k elements, weight k, w n·k,
             // bias n, out n (checked); k is a multiple of 16 bytes, operands 16-byte aligned
             // and the row fits the dynamic shared memory the launch asks for.
@@ -323,7 +341,6 @@ pub fn rms_norm_linear_greedy_into(
                 dtype: dt,
                 argmax: true,
             };
-            let args = x.cuda_args(OP, k, w)?;
             let (cfg, split) = pre_norm_launch(c, kernel, n, n, k, dt)?;
             let parts = cfg.grid.x as usize;
             Error::expect_dtype(OP, workspace.dtype(), DType::F32)?;
@@ -337,13 +354,7 @@ pub fn rms_norm_linear_greedy_into(
                     ),
                 ));
             }
-            let args = args
-                .arg(dptr(w)?)
-                .arg(DevicePtr(0))
-                .arg(dptr(logits)?)
-                .arg(u32_dim(OP, n)?)
-                .arg(u32_dim(OP, k)?)
-                .arg(split)
+            let args = projection_args(OP, x.cuda_args(OP, k, w)?, w, None, logits, n, k, split)?
                 .arg(dptr(workspace)?);
             // SAFETY: as in rms_norm_linear_into; the workspace holds a (value, index) pair
             // for each of the grid's blocks (checked).
@@ -411,19 +422,8 @@ pub fn rms_norm_linear_rope_kv_into(
                     format!("the CUDA kernel takes an even head_dim, not {}", shape.hd),
                 ));
             }
-            let args = x.cuda_args(OP, k, w)?;
-            let bias = bias.map(|b| {
-                need_contiguous(OP, b, "the bias")?;
-                dptr(b)
-            });
             let (cfg, split) = pre_norm_launch(c, kernel, n / 2, n, k, dt)?;
-            let args = args
-                .arg(dptr(w)?)
-                .arg(bias.transpose()?.unwrap_or(DevicePtr(0)))
-                .arg(dptr(q_out)?)
-                .arg(u32_dim(OP, n)?)
-                .arg(u32_dim(OP, k)?)
-                .arg(split)
+            let args = projection_args(OP, x.cuda_args(OP, k, w)?, w, bias, q_out, n, k, split)?
                 .arg(dptr(cache.key_storage())?)
                 .arg(dptr(cache.value_storage())?)
                 .arg(dptr(position)?)
