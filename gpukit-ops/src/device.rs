@@ -1,5 +1,6 @@
 //! Where tensors live and ops run.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use gpukit_driver::{DeviceProperties, DevicePtr, Graph, KernelArgs, LaunchConfig, Stream};
@@ -54,6 +55,9 @@ pub(crate) struct CudaInner {
     /// Launch the kernels that support it with programmatic dependent launch (sm_90+, unless
     /// `GPUKIT_PDL=0`).
     pdl: bool,
+    /// Blocks per multiprocessor by (kernel, threads, dynamic shared memory): the occupancy
+    /// query is a driver call, made once per configuration.
+    occupancy: Mutex<HashMap<(Kernel, u32, u32), u32>>,
 }
 
 /// Ops on one CUDA lane: its stream, its tenant's memory pool, the device's kernel registry, a
@@ -87,6 +91,7 @@ impl CudaDevice {
                 gemm: Mutex::new(None),
                 err,
                 pdl,
+                occupancy: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -116,13 +121,26 @@ impl CudaDevice {
     }
 
     /// Blocks of `kernel` (of `threads` threads and `smem` bytes of dynamic shared memory)
-    /// the whole device holds at once: one wave, for persistent grids.
+    /// the whole device holds at once: one wave, for persistent grids. The driver's occupancy
+    /// query runs once per configuration (an eager decode step asks for each of its GEMVs).
     ///
     /// # Errors
     /// Kernel loading and driver errors.
     pub(crate) fn resident_blocks(&self, kernel: Kernel, threads: u32, smem: u32) -> Result<usize> {
-        let f = self.inner.kernels.function(kernel)?;
-        let per_sm = f.max_active_blocks_per_sm(threads, smem)?.max(1);
+        let mut cache = self
+            .inner
+            .occupancy
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let per_sm = match cache.get(&(kernel, threads, smem)) {
+            Some(&n) => n,
+            None => {
+                let f = self.inner.kernels.function(kernel)?;
+                let n = f.max_active_blocks_per_sm(threads, smem)?.max(1);
+                cache.insert((kernel, threads, smem), n);
+                n
+            }
+        };
         Ok(self.props().multiprocessor_count as usize * per_sm as usize)
     }
 
