@@ -307,6 +307,10 @@ __device__ __forceinline__ void gemv_units_impl(const T* __restrict__ pending,
         ArgmaxPart* __restrict__ parts, const RopeKvArgs<T> rk) {
     extern __shared__ __align__(16) unsigned char gemv_smem[];
     __shared__ float scratch[32];
+    // GEMV_ROPE_KV: the scaled cosine and sine of each rotated pair's angle at *pos, computed
+    // once per block before the loop (2·half ≤ head_dim ≤ 256): the trigonometry stays out of
+    // the streaming loop's registers.
+    __shared__ float2 rope_cs[EPI == GEMV_ROPE_KV ? 128 : 1];
     __shared__ float slot[2][2][8];
     __shared__ ArgmaxPart best[8];
     const unsigned int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -337,6 +341,11 @@ __device__ __forceinline__ void gemv_units_impl(const T* __restrict__ pending,
         pos = (long long)*rk.pos;
         cache_ok = pos >= 0 && pos < (long long)rk.max_len;
         if (!cache_ok && blockIdx.x == 0 && threadIdx.x == 0) atomicOr(rk.err, 1u);
+        for (unsigned int j = threadIdx.x; j < rk.half; j += blockDim.x) {
+            const float angle = (float)pos * rk.inv_freq[j];
+            rope_cs[j] = make_float2(cosf(angle) * rk.scale, sinf(angle) * rk.scale);
+        }
+        __syncthreads();
     }
     float bv = -GPUKIT_INF;
     unsigned int bi = GPUKIT_NO_INDEX;
@@ -378,11 +387,9 @@ __device__ __forceinline__ void gemv_units_impl(const T* __restrict__ pending,
             float x0 = to_f32(from_f32<T>(bias ? a + to_f32(bias[ra]) : a));
             float x1 = to_f32(from_f32<T>(bias ? b + to_f32(bias[rb]) : b));
             if (rotate) {
-                const unsigned int j = (unsigned int)(u % (rk.head_dim / 2));
-                const float angle = (float)pos * rk.inv_freq[j];
-                const float c = cosf(angle) * rk.scale, s = sinf(angle) * rk.scale;
+                const float2 cs = rope_cs[u % (rk.head_dim / 2)];
                 float r0, r1;
-                rope_rotate(x0, x1, c, s, r0, r1);
+                rope_rotate(x0, x1, cs.x, cs.y, r0, r1);
                 x0 = r0;
                 x1 = r1;
             }

@@ -416,10 +416,13 @@ pub fn rms_norm_linear_rope_kv_into(
         Device::Cuda(c) => {
             let kernel = Kernel::GemvNormRopeKv(dt);
             need_contiguous(OP, q_out, "q_out")?;
-            if shape.hd % 2 != 0 {
+            if shape.hd % 2 != 0 || shape.hd > 256 {
                 return Err(Error::shape(
                     OP,
-                    format!("the CUDA kernel takes an even head_dim, not {}", shape.hd),
+                    format!(
+                        "the CUDA kernel takes an even head_dim ≤ 256, not {}",
+                        shape.hd
+                    ),
                 ));
             }
             let (cfg, split) = pre_norm_launch(c, kernel, n / 2, n, k, dt)?;
@@ -441,7 +444,8 @@ pub fn rms_norm_linear_rope_kv_into(
             // SAFETY: as in rms_norm_linear_into, with w n·k elements and n = (nq + 2·nkv)·hd
             // (checked, hd even: the kernel's units are n / 2 row pairs); q_out holds nq·hd
             // elements, each cache nkv·max_len·hd (the kernel checks 0 ≤ *position < max_len
-            // before writing a cache row); inv_freq `half` f32 with 2·half ≤ hd; the position
+            // before writing a cache row); inv_freq `half` f32 with 2·half ≤ hd ≤ 256 (the
+            // kernel's table of 128 angles); the position
             // one i32; the error flag 4 bytes.
             unsafe { c.launch(kernel, &cfg, &args) }
         }
