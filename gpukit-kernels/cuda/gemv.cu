@@ -282,9 +282,10 @@ __device__ __forceinline__ void unit_rows(unsigned long long u, unsigned int N,
         ra = u;
         rb = N + u;
     } else {
+        // 32-bit: N < 2^32 rows (64-bit division would cost registers in the streaming loop).
         const unsigned int P = rk.head_dim / 2;
-        const unsigned long long h = u / P;
-        const unsigned int j = (unsigned int)(u % P);
+        const unsigned int h = (unsigned int)u / P;
+        const unsigned int j = (unsigned int)u % P;
         unsigned int ia, ib;
         if (j < rk.half) {
             ia = rk.layout ? 2 * j : j;
@@ -387,23 +388,23 @@ __device__ __forceinline__ void gemv_units_impl(const T* __restrict__ pending,
             float x0 = to_f32(from_f32<T>(bias ? a + to_f32(bias[ra]) : a));
             float x1 = to_f32(from_f32<T>(bias ? b + to_f32(bias[rb]) : b));
             if (rotate) {
-                const float2 cs = rope_cs[u % (rk.head_dim / 2)];
+                const float2 cs = rope_cs[(unsigned int)u % (rk.head_dim / 2)];
                 float r0, r1;
                 rope_rotate(x0, x1, cs.x, cs.y, r0, r1);
                 x0 = r0;
                 x1 = r1;
             }
-            const unsigned long long h = ra / rk.head_dim;
-            const unsigned int ia = (unsigned int)(ra % rk.head_dim), ib = (unsigned int)(rb % rk.head_dim);
+            const unsigned int h = (unsigned int)ra / rk.head_dim;
+            const unsigned int ia = (unsigned int)ra % rk.head_dim, ib = (unsigned int)rb % rk.head_dim;
             T* dst;
             if (h < rk.nq) {
-                dst = out + h * rk.head_dim;
+                dst = out + (unsigned long long)h * rk.head_dim;
             } else if (!cache_ok) {
                 continue;
             } else if (h < rk.nq + rk.nkv) {
-                dst = rk.k_cache + ((h - rk.nq) * rk.max_len + pos) * rk.head_dim;
+                dst = rk.k_cache + ((unsigned long long)(h - rk.nq) * rk.max_len + pos) * rk.head_dim;
             } else {
-                dst = rk.v_cache + ((h - rk.nq - rk.nkv) * rk.max_len + pos) * rk.head_dim;
+                dst = rk.v_cache + ((unsigned long long)(h - rk.nq - rk.nkv) * rk.max_len + pos) * rk.head_dim;
             }
             dst[ia] = from_f32<T>(x0);
             dst[ib] = from_f32<T>(x1);
