@@ -5,8 +5,9 @@ Profile the decode bench eagerly (a graph replay hides its kernels from ncu), at
 and without cache flushes, keeping the decode kernels:
 
     GPUKIT_DECODE_GRAPH=0 GPUKIT_DECODE_PROMPTS=128 GPUKIT_DECODE_TOKENS=3 \\
-    GPUKIT_BENCH_FILTER=llama3.2-1b ncu --csv --page raw --clock-control none \\
-        --cache-control none --metrics gpu__time_duration.sum,dram__bytes_read.sum \\
+    GPUKIT_BENCH_FILTER=llama3.2-1b ncu --csv --page raw --print-units base \\
+        --clock-control none --cache-control none \\
+        --metrics gpu__time_duration.sum,dram__bytes_read.sum \\
         -k 'regex:^(index_select|gemv|sdpa_decode|sdpa_combine|rope|sample|decode_advance)' \\
         target/gpu-bundle/benches/gpukit-llm__decode > step.csv
 
@@ -24,8 +25,10 @@ import csv
 import sys
 
 # ncu's unit names (its CSV's second row) → bytes and µs.
-SCALE = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "KB": 1e3, "MB": 1e6, "GB": 1e9,
-         "ns": 1e-3, "nsecond": 1e-3, "us": 1, "usecond": 1, "ms": 1e3, "msecond": 1e3}
+SCALE = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12,
+         "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
+         "ns": 1e-3, "nsecond": 1e-3, "us": 1, "usecond": 1, "ms": 1e3, "msecond": 1e3,
+         "s": 1e6, "second": 1e6}
 
 
 def rows(path):
@@ -42,7 +45,8 @@ def rows(path):
         i = col[metric]
         if units[i] not in SCALE:
             sys.exit(f"{path}: unknown unit {units[i]!r} of {metric}")
-        return float(r[i].replace(",", "")) * SCALE[units[i]]
+        text = r[i].replace(",", "")
+        return float(text) * SCALE[units[i]] if text not in ("", "n/a") else 0.0
 
     out = []
     for r in table[2:]:
@@ -56,24 +60,32 @@ def rows(path):
 
 def last_step(ks):
     ends = [i for i, k in enumerate(ks) if k[0].startswith("decode_advance")]
-    if len(ends) < 2:
-        sys.exit("fewer than two decode steps in the profile (GPUKIT_DECODE_TOKENS >= 3?)")
-    return ks[ends[-2] + 1:ends[-1] + 1]
+    step = ks[ends[-2] + 1:ends[-1] + 1] if len(ends) >= 2 else []
+    # A decode step starts with the embedding gather and holds no prefill kernel (with too few
+    # tokens, the slice would reach back into a prefill).
+    if not step or not step[0][0].startswith("index_select") or any(
+            k[0].startswith(("rms_norm", "sdpa_prefill")) for k in step):
+        sys.exit("no complete decode step between two decode_advance kernels "
+                 "(profile with GPUKIT_DECODE_TOKENS >= 3)")
+    return step
 
 
-def role(name, after, last_norm):
-    """A kernel's role in the step; `after`: the role of the GEMV-or-attention kernel before;
-    `last_norm`: whether this is the step's last pre-norm GEMV (the LM head)."""
+def role(name, after, last_gemv):
+    """A kernel's role in the step; `after`: the role of the last GEMV or attention kernel
+    before it; `last_gemv`: whether this is the step's last GEMV (the LM head). Covers the
+    fused step (pre-norm QKV, SwiGLU and head GEMVs); in a step with separate norms the
+    single-row GEMVs after o_proj up to the next attention are labelled `mlp` together."""
+    if last_gemv and name.startswith("gemv"):
+        return "lm_head"
     if name.startswith("gemv_norm_rope_kv"):
         return "qkv+rope+append"
-    if name.startswith("gemv_norm_argmax") or (name.startswith("gemv_norm") and last_norm):
-        return "lm_head"
     if name.startswith("gemv_norm"):
         return "qkv"
     if name.startswith("gemv_swiglu"):
         return "gate_up+swiglu"
     if name.startswith("gemv") and "_m1" in name:
-        return "o_proj" if after == "attention" else "down"
+        return {"attention": "o_proj", "o_proj": "mlp", "mlp": "mlp",
+                "gate_up+swiglu": "down"}.get(after, "qkv")
     if name.startswith(("sdpa_decode", "sdpa_combine")):
         return "attention"
     if name.startswith("rope"):
@@ -88,14 +100,12 @@ def main():
     ap.add_argument("--graph-ms", type=float, help="the graph-replay step time of this model")
     args = ap.parse_args()
     step = last_step(rows(args.csv))
-    norms = [i for i, k in enumerate(step) if k[0].startswith("gemv_norm")]
+    gemvs = [i for i, k in enumerate(step) if k[0].startswith("gemv")]
     groups, order, after = {}, [], "down"
     for i, (name, us, read) in enumerate(step):
-        r = role(name, after, bool(norms) and i == norms[-1])
-        if r in ("attention", "gate_up+swiglu"):
-            after = "attention" if r == "attention" else "mlp"
-        elif r == "down":
-            after = "down"
+        r = role(name, after, i == gemvs[-1])
+        if name.startswith(("gemv", "sdpa")):
+            after = r
         if r not in groups:
             groups[r] = [0, 0.0, 0.0]
             order.append(r)

@@ -123,6 +123,9 @@ impl CudaDevice {
     /// Blocks of `kernel` (of `threads` threads and `smem` bytes of dynamic shared memory)
     /// the whole device holds at once: one wave, for persistent grids. The driver's occupancy
     /// query runs once per configuration (an eager decode step asks for each of its GEMVs).
+    /// Above the default 48 KiB of dynamic shared memory the driver answers 0 until the
+    /// kernel's limit is raised (at its first launch), taken as 1 block per SM and kept: the
+    /// persistent GEMVs ask for at most 32 KiB.
     ///
     /// # Errors
     /// Kernel loading and driver errors.

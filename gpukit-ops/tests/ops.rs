@@ -1799,7 +1799,8 @@ op_test!(pre_norm_rope_kv, |dev: &Device| {
     };
     for dt in FLOATS {
         // (k, q heads, kv heads, head_dim, rotary dim (0: none), layout, bias, pending,
-        // position): rows split over 1, 2, 4 and 8 warps; partial rotary; no RoPE.
+        // position): rows split over 1, 2, 4 and 8 warps; partial rotary; no RoPE; the largest
+        // head (128 rotated pairs, the kernel's whole angle table).
         let cases = [
             (
                 64usize,
@@ -1836,6 +1837,17 @@ op_test!(pre_norm_rope_kv, |dev: &Device| {
                 5,
             ),
             (8192, 3, 1, 256, 0, RopeLayout::RotateHalf, true, true, 7),
+            (
+                512,
+                2,
+                1,
+                256,
+                256,
+                RopeLayout::AdjacentPairs,
+                false,
+                false,
+                6,
+            ),
         ];
         for (k, nq, nkv, hd, rotary, layout, with_bias, pending, pos) in cases {
             let max_len = 9usize;
@@ -1993,6 +2005,33 @@ op_test!(pre_norm_rope_kv, |dev: &Device| {
                 )
                 .is_err(),
                 "{what}: mismatched QKV rows accepted"
+            );
+        }
+        // On CUDA a head above 256 (more angles than the kernel's table) is refused.
+        if matches!(dev, Device::Cuda(_)) {
+            let (res, _) = input(&[1, 64], dt, -2.0, 2.0, s, dev);
+            let (g, _) = input(&[64], dt, 0.5, 1.5, s ^ 2, dev);
+            let (w, _) = input(&[3 * 512, 64], dt, -0.1, 0.1, s ^ 3, dev);
+            let inv = Tensor::from_slice(&[1.0f32; 256], &[256], dev).unwrap();
+            let position = Tensor::from_slice(&[0i32], &[1], dev).unwrap();
+            let x = PreNorm {
+                residual: &res,
+                pending: None,
+                weight: &g,
+                eps: 1e-5,
+            };
+            let r = ops::rms_norm_linear_rope_kv_into(
+                &x,
+                &w,
+                None,
+                &mut poisoned(&[1, 1, 512], dt, dev),
+                &mut poisoned_cache(1, 4, 512, dt, dev),
+                &position,
+                Some((&inv, 1.0, RopeLayout::RotateHalf)),
+            );
+            assert!(
+                r.unwrap_err().to_string().contains("head_dim ≤ 256"),
+                "{dt}: head_dim 512 accepted"
             );
         }
     }
