@@ -99,6 +99,20 @@ fn poisoned_cache(
     cache
 }
 
+/// A RoPE table with base 10 000 and no scaling for `rotary` dims (at least 2, so the cases
+/// without RoPE still get one) and its inverse frequencies on `dev`.
+fn plain_rope(rotary: usize, dev: &Device) -> (gpukit_ops::rope::RopeTable, Tensor) {
+    let table = gpukit_ops::rope::RopeConfig {
+        rotary_dim: rotary.max(2),
+        base: 10_000.0,
+        scaling: gpukit_ops::rope::RopeScaling::None,
+    }
+    .table(0)
+    .unwrap();
+    let inv = Tensor::from_slice(&table.inv_freq, &[table.inv_freq.len()], dev).unwrap();
+    (table, inv)
+}
+
 /// Random input on `dev` and its exact values (after rounding to `dt`).
 fn input(
     shape: &[usize],
@@ -1442,7 +1456,7 @@ op_test!(sdpa_at_device_position_and_decode_state, |dev: &Device| {
 // The decode step's fused ops: SwiGLU gate/up GEMV, and QKV → (q/k norm) → RoPE → KV append.
 op_test!(fused_decode_ops, |dev: &Device| {
     use gpukit_ops::kv_cache::KvCache;
-    use gpukit_ops::rope::{RopeConfig, RopeLayout, RopeScaling, rope_kv_append};
+    use gpukit_ops::rope::{RopeLayout, rope_kv_append};
     let s = seed();
     let cuda = matches!(dev, Device::Cuda(_));
     for dt in FLOATS {
@@ -1514,14 +1528,7 @@ op_test!(fused_decode_ops, |dev: &Device| {
             let (qkv, qkvv) = input(&[tokens, width], dt, -1.0, 1.0, seed, dev);
             let (qw, qwv) = input(&[hd], dt, 0.5, 1.5, seed ^ 1, dev);
             let (kw, kwv) = input(&[hd], dt, 0.5, 1.5, seed ^ 2, dev);
-            let table = RopeConfig {
-                rotary_dim: rotary.max(2),
-                base: 10_000.0,
-                scaling: RopeScaling::None,
-            }
-            .table(0)
-            .unwrap();
-            let inv = Tensor::from_slice(&table.inv_freq, &[table.inv_freq.len()], dev).unwrap();
+            let (table, inv) = plain_rope(rotary, dev);
             let rope = (rotary > 0).then_some((&inv, table.attention_scale, layout));
             let eps = 1e-6f32;
             let qk_norm = norm.then_some((&qw, &kw, eps));
@@ -1787,7 +1794,7 @@ op_test!(pre_norm_projections, |dev: &Device| {
 // separate ops (pre-norm GEMV, then rope_kv_append — each tested against an f64 reference
 // above), bit for bit on the same device, and close to the CPU on CUDA.
 op_test!(pre_norm_rope_kv, |dev: &Device| {
-    use gpukit_ops::rope::{RopeConfig, RopeLayout, RopeScaling, rope_kv_append};
+    use gpukit_ops::rope::{RopeLayout, rope_kv_append};
     use ops::PreNorm;
     let s = seed();
     let bits = |t: &Tensor| -> Vec<u64> {
@@ -1859,14 +1866,7 @@ op_test!(pre_norm_rope_kv, |dev: &Device| {
             let (w, _) = input(&[n, k], dt, -0.1, 0.1, seed ^ 3, dev);
             let (bias, _) = input(&[n], dt, -1.0, 1.0, seed ^ 4, dev);
             let bias = with_bias.then_some(&bias);
-            let table = RopeConfig {
-                rotary_dim: rotary.max(2),
-                base: 10_000.0,
-                scaling: RopeScaling::None,
-            }
-            .table(0)
-            .unwrap();
-            let inv = Tensor::from_slice(&table.inv_freq, &[table.inv_freq.len()], dev).unwrap();
+            let (table, inv) = plain_rope(rotary, dev);
             let rope = (rotary > 0).then_some((&inv, table.attention_scale, layout));
             let position = Tensor::from_slice(&[pos], &[1], dev).unwrap();
             let nan_cache = |dev: &Device| poisoned_cache(nkv, max_len, hd, dt, dev);
