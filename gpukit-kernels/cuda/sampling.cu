@@ -1,13 +1,25 @@
 // Token sampling on the device: one 1024-thread block per row of logits [rows, vocab], writing
 // the chosen id to out[row]. Every f32 operation happens in the order of the CPU reference
 // (gpukit-ops/src/sampling.rs, which documents the algorithm), so both pick the same id:
-// thread t owns the contiguous chunk [t·C, (t+1)·C) of the vocabulary (C = ceil(vocab / 1024)),
-// sums run sequentially within a chunk, then over 32 groups of 32 chunks, then over the groups.
+// thread t owns ids t, t + 1024, t + 2048, … (so a warp's loads coalesce); sums run
+// sequentially over a thread's ids, then over 32 groups of 32 threads, then over the groups.
 // The draw is Philox-4x32-10 (Salmon et al. 2011) at counter (step, row), key seed; the step is
 // read from device memory so a captured decode step replays with the next one.
+//
+// Top-k / top-p thresholds are bisections over f32 bit patterns, each step a pass over the
+// probabilities. To keep those passes short, the pass that computes the normaliser also builds a
+// histogram of the unnormalised exponentials e = exp(z − max) by their top 12 bits (8 bins per
+// octave); it bounds from below every threshold the filters can reach, and the ids whose e lies
+// at or above one bin under that bound (all that can survive) are compacted, in id order and
+// thread by thread, into a candidate list in shared memory. The bisections and the draw then run
+// over each thread's segment of that list: a segment holds every probability of the thread's ids
+// at or above the list's floor, and every threshold searched starts there, so each sum and count
+// equals the reference's bit for bit. When the candidates do not fit, or the thresholds land
+// under the floor, the searches run over the whole vocabulary instead (same result, slower).
 #include "common.cuh"
 
 #define SAMPLER_THREADS 1024
+#define SAMPLER_BINS 1024
 
 struct SamplerArgs {
     float temperature;   // 0: greedy
@@ -17,7 +29,7 @@ struct SamplerArgs {
     unsigned int top_k;  // 0: off
     unsigned int vocab;
     unsigned int window; // recent ids per row (negative entries are empty)
-    unsigned int cache;  // 1: probabilities kept in shared memory after the normaliser
+    unsigned int list;   // candidate-list capacity in dynamic shared memory (0: none)
     unsigned long long seed;
 };
 
@@ -55,18 +67,29 @@ __device__ __forceinline__ float exp_det(float x) {
     return __fmul_rn(r, __int_as_float(((int)n + 127) << 23));
 }
 
-// The reference's two-level sum of the threads' partials (result in every thread).
-__device__ __forceinline__ float sum2(float v, float* sh) {
-    sh[threadIdx.x] = v;
-    __syncthreads();
+// Shared scratch of the block's sums: the threads' partials at SH_AT(t) (one pad word per 32, so
+// warp 0 summing a group per lane reads 32 banks), the 32 group sums at SH_GROUPS + g.
+#define SH_AT(t) ((t) + ((t) >> 5))
+#define SH_GROUPS (SAMPLER_THREADS + 32)
+#define SH_WORDS (SAMPLER_THREADS + 64)
+
+// The sums of the 32 groups of 32 partials in sh, in order, into sh[SH_GROUPS + g] (warp 0).
+__device__ __forceinline__ void group_sums(float* sh) {
     if (threadIdx.x < 32) {
         float g = 0.0f;
-        for (int i = 0; i < 32; ++i) g = __fadd_rn(g, sh[threadIdx.x * 32 + i]);
-        sh[SAMPLER_THREADS + threadIdx.x] = g;
+        for (int i = 0; i < 32; ++i) g = __fadd_rn(g, sh[SH_AT(threadIdx.x * 32 + i)]);
+        sh[SH_GROUPS + threadIdx.x] = g;
     }
+}
+
+// The reference's two-level sum of the threads' partials (result in every thread).
+__device__ __forceinline__ float sum2(float v, float* sh) {
+    sh[SH_AT(threadIdx.x)] = v;
+    __syncthreads();
+    group_sums(sh);
     __syncthreads();
     float total = 0.0f;
-    for (int i = 0; i < 32; ++i) total = __fadd_rn(total, sh[SAMPLER_THREADS + i]);
+    for (int i = 0; i < 32; ++i) total = __fadd_rn(total, sh[SH_GROUPS + i]);
     __syncthreads();
     return total;
 }
@@ -103,21 +126,207 @@ __device__ __forceinline__ void block_argmax_out(float best, unsigned at, float*
     }
 }
 
+// Block-wide exclusive prefix sum of one count per thread (in thread order). `sh`: 32 entries.
+__device__ __forceinline__ unsigned exclusive_scan(unsigned v, unsigned* sh) {
+    unsigned inc = v;
+    for (int o = 1; o < 32; o <<= 1) {
+        const unsigned u = __shfl_up_sync(0xffffffffu, inc, o);
+        if ((threadIdx.x & 31) >= (unsigned)o) inc += u;
+    }
+    if ((threadIdx.x & 31) == 31) sh[threadIdx.x >> 5] = inc;
+    __syncthreads();
+    unsigned off = inc - v;
+    for (unsigned w = 0; w < (threadIdx.x >> 5); ++w) off += sh[w];
+    __syncthreads();
+    return off;
+}
+
+// A thread's probabilities, recomputed from the logits: ids lo, lo + 1024, … below hi.
+template <typename T>
+struct OwnedProbs {
+    static constexpr unsigned step = SAMPLER_THREADS;
+    const T* row;
+    const unsigned* pen;
+    float penalty, temperature, m, total;
+    unsigned lo, hi;
+    // The reference's unnormalised exp(z − max) and probability of id i.
+    __device__ __forceinline__ float e(unsigned i) const {
+        return exp_det(__fsub_rn(__fdiv_rn(logit(row, pen, i, penalty), temperature), m));
+    }
+    __device__ __forceinline__ float p(unsigned i) const { return __fdiv_rn(e(i), total); }
+    __device__ __forceinline__ unsigned id(unsigned i) const { return i; }
+};
+
+// A thread's segment [lo, hi) of the candidate list (ids and probabilities, id order).
+struct ListProbs {
+    static constexpr unsigned step = 1;
+    const unsigned* ids;
+    const float* ps;
+    unsigned lo, hi;
+    __device__ __forceinline__ float p(unsigned j) const { return ps[j]; }
+    __device__ __forceinline__ unsigned id(unsigned j) const { return ids[j]; }
+};
+
+// The top-k and top-p thresholds combined with `theta` (the min-p one): the largest bit pattern
+// b with count(p ≥ b) ≥ top_k, and with mass(p ≥ b) ≥ top_p, each searched from `base` up when
+// its predicate holds at `base` (it always does at 0, where top-p applies only if the whole
+// mass reaches top_p, as in the reference).
+template <class Src>
+__device__ float search_thresholds(const Src& s, float theta, unsigned base, const SamplerArgs& a,
+                                   bool topk, bool topp, float* sh, unsigned* shi) {
+    const float fb = __uint_as_float(base);
+    if (topk) {
+        bool from_base = base == 0;
+        if (!from_base) {
+            unsigned c = 0;
+            for (unsigned j = s.lo; j < s.hi; j += Src::step) c += s.p(j) >= fb;
+            from_base = count_all(c, shi) >= a.top_k;
+        }
+        if (from_base) {
+            unsigned blo = base, bhi = 0x3f800001u;
+            while (bhi - blo > 1) {
+                const unsigned mid = blo + (bhi - blo) / 2;
+                const float th = __uint_as_float(mid);
+                unsigned c = 0;
+                for (unsigned j = s.lo; j < s.hi; j += Src::step) c += s.p(j) >= th;
+                if (count_all(c, shi) >= a.top_k) blo = mid; else bhi = mid;
+            }
+            theta = fmaxf(theta, __uint_as_float(blo));
+        }
+    }
+    if (topp) {
+        float s0 = 0.0f;
+        for (unsigned j = s.lo; j < s.hi; j += Src::step) {
+            const float p = s.p(j);
+            if (p >= fb) s0 = __fadd_rn(s0, p);
+        }
+        if (sum2(s0, sh) >= a.top_p) {
+            unsigned blo = base, bhi = 0x3f800001u;
+            while (bhi - blo > 1) {
+                const unsigned mid = blo + (bhi - blo) / 2;
+                const float th = __uint_as_float(mid);
+                float ms = 0.0f;
+                for (unsigned j = s.lo; j < s.hi; j += Src::step) {
+                    const float p = s.p(j);
+                    if (p >= th) ms = __fadd_rn(ms, p);
+                }
+                if (sum2(ms, sh) >= a.top_p) blo = mid; else bhi = mid;
+            }
+            theta = fmaxf(theta, __uint_as_float(blo));
+        }
+    }
+    return theta;
+}
+
+// The draw among the probabilities at or above `theta`: kept mass per thread, the exclusive
+// scan within groups of 32 then over the groups, one uniform scaled by the kept mass, then the
+// cumulative walk through the chosen thread's probabilities.
+template <class Src>
+__device__ void draw(const Src& s, float theta, unsigned long long step, unsigned long long seed,
+                     float* sh, unsigned* shi, int* out) {
+    const unsigned tid = threadIdx.x;
+    float mass = 0.0f;
+    for (unsigned j = s.lo; j < s.hi; j += Src::step) {
+        const float p = s.p(j);
+        if (p >= theta) mass = __fadd_rn(mass, p);
+    }
+    sh[SH_AT(tid)] = mass;
+    __syncthreads();
+    group_sums(sh);
+    __syncthreads();
+    float offset = 0.0f, M = 0.0f;
+    const unsigned g = tid >> 5;
+    for (unsigned i = 0; i < 32; ++i) {
+        if (i == g) offset = M;
+        M = __fadd_rn(M, sh[SH_GROUPS + i]);
+    }
+    float local = 0.0f;
+    for (unsigned i = g * 32; i < tid; ++i) local = __fadd_rn(local, sh[SH_AT(i)]);
+    const float excl = __fadd_rn(local, offset);
+    unsigned c[4] = {(unsigned)step, (unsigned)(step >> 32), blockIdx.x, 0u};
+    philox4x32_10(c, (unsigned)seed, (unsigned)(seed >> 32));
+    const float target = __fmul_rn((float)(c[0] >> 8) * (1.0f / 16777216.0f), M);
+    // The chosen thread: the last one with kept mass starting at or before the target.
+    unsigned cand = mass > 0.0f && excl <= target ? tid : 0u;
+    for (int o = 16; o > 0; o >>= 1) cand = max(cand, __shfl_xor_sync(0xffffffffu, cand, o));
+    __syncthreads();
+    if ((tid & 31) == 0) shi[tid >> 5] = cand;
+    __syncthreads();
+    unsigned chosen = 0;
+    for (int i = 0; i < 32; ++i) chosen = max(chosen, shi[i]);
+    if (tid == chosen) {
+        float acc = excl;
+        int last = -1;
+        for (unsigned j = s.lo; j < s.hi; j += Src::step) {
+            const float p = s.p(j);
+            if (p >= theta) {
+                acc = __fadd_rn(acc, p);
+                last = (int)s.id(j);
+                if (target < acc) break;
+            }
+        }
+        *out = last < 0 ? 0 : last;
+    }
+}
+
+// Warp 0 reads the histogram of e's top 12 bits and returns (in every lane) the bin under which
+// no filter threshold can fall: the highest bin whose ids and those above number at least top_k;
+// the highest whose lower bounds of e, summed, reach top_p of the normaliser (with a 2^-10
+// margin); min_p's own bin. 0 when none applies.
+__device__ __forceinline__ unsigned threshold_bin(const unsigned* hist, const SamplerArgs& a,
+                                                  bool topk, bool topp, float total) {
+    const unsigned l = threadIdx.x & 31;
+    unsigned cnt = 0;
+    double mass = 0.0;
+    for (unsigned b = 32 * l; b < 32 * l + 32; ++b) {
+        cnt += hist[b];
+        mass += (double)hist[b] * (double)__uint_as_float(b << 20);
+    }
+    for (int o = 1; o < 32; o <<= 1) {
+        const unsigned c2 = __shfl_down_sync(0xffffffffu, cnt, o);
+        const double m2 = __shfl_down_sync(0xffffffffu, mass, o);
+        if (l + o < 32) { cnt += c2; mass += m2; }
+    }
+    // Counts and lower-bound masses of the bins above this lane's.
+    unsigned c = __shfl_down_sync(0xffffffffu, cnt, 1);
+    double ms = __shfl_down_sync(0xffffffffu, mass, 1);
+    if (l == 31) { c = 0; ms = 0.0; }
+    const double need = (double)a.top_p * (double)total * (1.0 + 1.0 / 1024.0);
+    int bk = -1, bp = -1;
+    for (int b = (int)(32 * l + 31); b >= (int)(32 * l); --b) {
+        c += hist[b];
+        ms += (double)hist[b] * (double)__uint_as_float((unsigned)b << 20);
+        if (topk && bk < 0 && c >= a.top_k) bk = b;
+        if (topp && bp < 0 && ms >= need) bp = b;
+    }
+    int bin = max(bk, bp);
+    for (int o = 16; o > 0; o >>= 1) bin = max(bin, __shfl_xor_sync(0xffffffffu, bin, o));
+    if (a.min_p > 0.0f) bin = max(bin, (int)min(__float_as_uint(a.min_p) >> 20, SAMPLER_BINS - 1u));
+    return (unsigned)max(bin, 0);
+}
+
 template <typename T>
 __device__ void sample_row(const T* __restrict__ logits, const int* __restrict__ recent,
                            const long long* __restrict__ step_ptr, const SamplerArgs& a,
                            int* __restrict__ out) {
-    // Dynamic shared memory: the penalty bitmap [ceil(vocab / 32)], then with `cache` the
-    // probabilities, thread-interleaved ([chunk index][thread]: conflict-free).
+    // Dynamic shared memory: the penalty bitmap [ceil(vocab / 32)]; with a list capacity, the
+    // histogram [SAMPLER_BINS], then the candidate ids [list] and probabilities [list].
     extern __shared__ unsigned sampler_smem[];
-    __shared__ float sh[SAMPLER_THREADS + 32];
+    __shared__ float sh[SH_WORDS];
     __shared__ float shv[32];
     __shared__ unsigned shi[32];
+    __shared__ unsigned plan[2];
     const unsigned row_i = blockIdx.x, tid = threadIdx.x, V = a.vocab;
     const T* row = logits + (unsigned long long)row_i * V;
     unsigned* pen = sampler_smem;
     const unsigned words = (V + 31) / 32;
+    unsigned* hist = pen + words;
+    unsigned* list_id = hist + SAMPLER_BINS;
+    float* list_p = reinterpret_cast<float*>(list_id + a.list);
+    const bool topk = a.top_k > 0 && a.top_k < V, topp = a.top_p < 1.0f;
+    const bool bins = a.temperature > 0.0f && (topk || topp) && a.list > 0;
     for (unsigned w = tid; w < words; w += SAMPLER_THREADS) pen[w] = 0u;
+    if (bins) hist[tid] = 0u;
     __syncthreads();
     if (a.penalty != 1.0f) {
         for (unsigned j = tid; j < a.window; j += SAMPLER_THREADS) {
@@ -126,11 +335,8 @@ __device__ void sample_row(const T* __restrict__ logits, const int* __restrict__
         }
     }
     __syncthreads();
-    const unsigned C = (V + SAMPLER_THREADS - 1) / SAMPLER_THREADS;
-    const unsigned lo = min(V, tid * C), hi = min(V, lo + C);
     if (a.temperature <= 0.0f) {
-        // Greedy: first maximum (value, then the lower id). The order of the reads cannot change
-        // that, so threads stride through the row (coalesced loads) instead of owning chunks.
+        // Greedy: first maximum (value, then the lower id).
         float best = -GPUKIT_INF;
         unsigned bid = GPUKIT_NO_INDEX;
         for (unsigned i = tid; i < V; i += SAMPLER_THREADS) {
@@ -142,104 +348,63 @@ __device__ void sample_row(const T* __restrict__ logits, const int* __restrict__
     }
     // Max of logits / temperature (order-free).
     float m = -GPUKIT_INF;
-    for (unsigned i = lo; i < hi; ++i) m = fmaxf(m, __fdiv_rn(logit(row, pen, i, a.penalty), a.temperature));
+    for (unsigned i = tid; i < V; i += SAMPLER_THREADS)
+        m = fmaxf(m, __fdiv_rn(logit(row, pen, i, a.penalty), a.temperature));
     for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
     if ((tid & 31) == 0) shv[tid >> 5] = m;
     __syncthreads();
     m = shv[0];
     for (int i = 1; i < 32; ++i) m = fmaxf(m, shv[i]);
     __syncthreads();
-    // Normaliser.
+    OwnedProbs<T> cp{row, pen, a.penalty, a.temperature, m, 0.0f, tid, V};
+    // Normaliser (and, for the searches, the histogram of e).
     float s = 0.0f;
-    for (unsigned i = lo; i < hi; ++i)
-        s = __fadd_rn(s, exp_det(__fsub_rn(__fdiv_rn(logit(row, pen, i, a.penalty), a.temperature), m)));
+    for (unsigned i = tid; i < V; i += SAMPLER_THREADS) {
+        const float e = cp.e(i);
+        s = __fadd_rn(s, e);
+        if (bins) atomicAdd(&hist[min(__float_as_uint(e) >> 20, SAMPLER_BINS - 1u)], 1u);
+    }
     const float total = sum2(s, sh);
-#define SAMPLER_P_NEW(i) __fdiv_rn(exp_det(__fsub_rn(__fdiv_rn(logit(row, pen, (i), a.penalty), a.temperature), m)), total)
-    // Each thread only ever reads its own chunk: no barrier needed after filling the cache.
-    float* pc = reinterpret_cast<float*>(sampler_smem + words);
-    if (a.cache)
-        for (unsigned i = lo; i < hi; ++i) pc[(i - lo) * SAMPLER_THREADS + tid] = SAMPLER_P_NEW(i);
-#define SAMPLER_P(i) (a.cache ? pc[((i) - lo) * SAMPLER_THREADS + tid] : SAMPLER_P_NEW(i))
+    cp.total = total;
     float theta = 0.0f;
     if (a.min_p > 0.0f) theta = fmaxf(theta, __fmul_rn(a.min_p, __fdiv_rn(1.0f, total)));
-    if (a.top_k > 0 && a.top_k < V) {
-        unsigned blo = 0, bhi = 0x3f800001u;
-        while (bhi - blo > 1) {
-            const unsigned mid = blo + (bhi - blo) / 2;
-            const float th = __int_as_float(mid);
-            unsigned c = 0;
-            for (unsigned i = lo; i < hi; ++i) c += SAMPLER_P(i) >= th;
-            if (count_all(c, shi) >= a.top_k) blo = mid; else bhi = mid;
+    const unsigned long long step = (unsigned long long)*step_ptr;
+    if (bins) {
+        // The list holds the ids with e ≥ the bin under the threshold bin (a margin of at least
+        // 1/16 in value, far beyond rounding); `floor` is the smallest probability it is sure
+        // to hold all of: an id left out has e < 2^(bits of the list bin), so p ≤ q below.
+        if (tid < 32) {
+            const unsigned b = threshold_bin(hist, a, topk, topp, total);
+            const unsigned lb = b > 0 ? b - 1 : 0;
+            unsigned n = 0;
+            for (unsigned k = 32 * tid; k < 32 * tid + 32; ++k) n += k >= lb ? hist[k] : 0u;
+            for (int o = 16; o > 0; o >>= 1) n += __shfl_xor_sync(0xffffffffu, n, o);
+            if (tid == 0) { plan[0] = lb; plan[1] = n; }
         }
-        theta = fmaxf(theta, __int_as_float(blo));
-    }
-    if (a.top_p < 1.0f) {
-        float s0 = 0.0f;
-        for (unsigned i = lo; i < hi; ++i) s0 = __fadd_rn(s0, SAMPLER_P(i));
-        if (sum2(s0, sh) >= a.top_p) {
-            unsigned blo = 0, bhi = 0x3f800001u;
-            while (bhi - blo > 1) {
-                const unsigned mid = blo + (bhi - blo) / 2;
-                const float th = __int_as_float(mid);
-                float ms = 0.0f;
-                for (unsigned i = lo; i < hi; ++i) {
-                    const float p = SAMPLER_P(i);
-                    if (p >= th) ms = __fadd_rn(ms, p);
-                }
-                if (sum2(ms, sh) >= a.top_p) blo = mid; else bhi = mid;
+        __syncthreads();
+        const unsigned lb = plan[0], n = plan[1];
+        if (n <= a.list) {
+            const unsigned crit = lb << 20;
+            const unsigned floor_bits =
+                lb == 0 ? 0u : __float_as_uint(__fdiv_rn(__uint_as_float(crit - 1), total)) + 1;
+            unsigned cnt = 0;
+            for (unsigned i = tid; i < V; i += SAMPLER_THREADS) cnt += __float_as_uint(cp.e(i)) >= crit;
+            unsigned j = exclusive_scan(cnt, shi);
+            const ListProbs lp{list_id, list_p, j, j + cnt};
+            for (unsigned i = tid; i < V; i += SAMPLER_THREADS) {
+                const float e = cp.e(i);
+                if (__float_as_uint(e) >= crit) { list_id[j] = i; list_p[j] = __fdiv_rn(e, total); ++j; }
             }
-            theta = fmaxf(theta, __int_as_float(blo));
-        }
-    }
-    // Kept mass per chunk and the exclusive scan: within groups of 32, then over the groups.
-    float mass = 0.0f;
-    for (unsigned i = lo; i < hi; ++i) {
-        const float p = SAMPLER_P(i);
-        if (p >= theta) mass = __fadd_rn(mass, p);
-    }
-    sh[tid] = mass;
-    __syncthreads();
-    if (tid < 32) {
-        float local = 0.0f;
-        for (int i = 0; i < 32; ++i) local = __fadd_rn(local, sh[tid * 32 + i]);
-        sh[SAMPLER_THREADS + tid] = local;
-    }
-    __syncthreads();
-    float offset = 0.0f, M = 0.0f;
-    const unsigned g = tid >> 5;
-    for (unsigned i = 0; i < 32; ++i) {
-        if (i == g) offset = M;
-        M = __fadd_rn(M, sh[SAMPLER_THREADS + i]);
-    }
-    float local = 0.0f;
-    for (unsigned i = g * 32; i < tid; ++i) local = __fadd_rn(local, sh[i]);
-    const float excl = __fadd_rn(local, offset);
-    unsigned c[4] = {(unsigned)(*step_ptr), (unsigned)((unsigned long long)*step_ptr >> 32), row_i, 0u};
-    philox4x32_10(c, (unsigned)a.seed, (unsigned)(a.seed >> 32));
-    const float target = __fmul_rn((float)(c[0] >> 8) * (1.0f / 16777216.0f), M);
-    // The chosen chunk: the last non-empty one starting at or before the target.
-    unsigned cand = mass > 0.0f && excl <= target ? tid : 0u;
-    for (int o = 16; o > 0; o >>= 1) cand = max(cand, __shfl_xor_sync(0xffffffffu, cand, o));
-    __syncthreads();
-    if ((tid & 31) == 0) shi[tid >> 5] = cand;
-    __syncthreads();
-    unsigned chosen = 0;
-    for (int i = 0; i < 32; ++i) chosen = max(chosen, shi[i]);
-    if (tid == chosen) {
-        float acc = excl;
-        int last = -1;
-        for (unsigned i = lo; i < hi; ++i) {
-            const float p = SAMPLER_P(i);
-            if (p >= theta) {
-                acc = __fadd_rn(acc, p);
-                last = (int)i;
-                if (target < acc) break;
+            // Each thread reads only its own segment: no barrier needed.
+            const float t = search_thresholds(lp, theta, floor_bits, a, topk, topp, sh, shi);
+            if (__float_as_uint(t) >= floor_bits) {
+                draw(lp, t, step, a.seed, sh, shi, out + row_i);
+                return;
             }
         }
-        out[row_i] = last < 0 ? 0 : last;
     }
-#undef SAMPLER_P
-#undef SAMPLER_P_NEW
+    theta = search_thresholds(cp, theta, 0u, a, topk, topp, sh, shi);
+    draw(cp, theta, step, a.seed, sh, shi, out + row_i);
 }
 
 #define SAMPLER_KERNELS(T, NAME)                                                                   \

@@ -129,9 +129,10 @@ pub struct SamplerArgs {
     pub vocab: u32,
     /// Recent ids per row.
     pub window: u32,
-    /// 1: keep the probabilities in shared memory (the launch must provide
-    /// [`registry::launch::sampler`](crate::registry::launch::sampler)'s cache bytes).
-    pub cache: u32,
+    /// Capacity of the top-k / top-p candidate list in dynamic shared memory, in entries (0:
+    /// none; the launch must provide
+    /// [`registry::launch::sampler`](crate::registry::launch::sampler)'s bytes for it).
+    pub list: u32,
     /// The request's seed.
     pub seed: u64,
 }

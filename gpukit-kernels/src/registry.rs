@@ -634,28 +634,38 @@ pub mod launch {
     }
 
     /// The sampler: one block of 1024 threads per row, a penalty bitmap of the vocabulary in
-    /// dynamic shared memory and, when the filters need threshold searches (`search`) and it
-    /// fits `smem_optin` bytes (the device's per-block opt-in limit, less the kernel's 4.4 KB
-    /// of static shared memory), the probabilities, so the searches read them instead of
-    /// recomputing them. (Asking for ~200 KB of shared memory made greedy and plain
-    /// temperature draws 2.5× slower on an H100, so they never do.) Returns the launch and
-    /// whether the probabilities are cached.
+    /// dynamic shared memory and, when the filters need threshold searches (`search`: top-k or
+    /// top-p at a temperature above 0), a 1024-bin histogram and a candidate list of 8 bytes
+    /// per entry, as many entries as fit `smem_optin` (the device's per-block opt-in limit,
+    /// less the kernel's 4.5 KB of static shared memory), at most one per token. (Asking for
+    /// ~200 KB of shared memory made greedy and plain temperature draws 2.5× slower on an
+    /// H100, so they never do.) Returns the launch and the list capacity (0: none).
     pub fn sampler(
         rows: usize,
         vocab: usize,
         search: bool,
         smem_optin: usize,
-    ) -> Result<(LaunchConfig, bool)> {
+    ) -> Result<(LaunchConfig, u32)> {
+        const STATIC: usize = 5 * 1024;
+        const HISTOGRAM: usize = 1024 * 4;
         let grid = u32::try_from(rows.max(1))
             .map_err(|_| Error::InvalidArgument(format!("{rows} rows exceed the grid limit")))?;
         let bitmap = vocab.div_ceil(32) * 4;
-        let probs = vocab.div_ceil(1024) * 1024 * 4;
-        let cache = search && bitmap + probs + 5 * 1024 <= smem_optin;
-        let bytes = if cache { bitmap + probs } else { bitmap };
-        Ok((
-            LaunchConfig::new(grid, 1024).shared_mem(bytes as u32),
-            cache,
-        ))
+        let list = if search {
+            (smem_optin.saturating_sub(STATIC + bitmap + HISTOGRAM) / 8).min(vocab)
+        } else {
+            0
+        };
+        let list = u32::try_from(list).unwrap_or(u32::MAX);
+        let bytes = if list > 0 {
+            bitmap + HISTOGRAM + 8 * list as usize
+        } else {
+            bitmap
+        };
+        let bytes = u32::try_from(bytes).map_err(|_| {
+            Error::InvalidArgument(format!("vocabulary of {vocab} too large for the sampler"))
+        })?;
+        Ok((LaunchConfig::new(grid, 1024).shared_mem(bytes), list))
     }
 }
 

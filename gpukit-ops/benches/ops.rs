@@ -367,7 +367,8 @@ fn quantized_gemv_cases(dev: &Device, cases: &mut Vec<Case>) -> Res<()> {
     Ok(())
 }
 
-/// One token from bf16 logits [1, vocab]: greedy, temperature, and top-k 50 + top-p 0.9.
+/// One token from bf16 logits [1, vocab]: greedy, temperature, top-k 50 + top-p 0.9, and
+/// top-p 0.9 alone.
 fn sampling_cases(dev: &Device, cases: &mut Vec<Case>) -> Res<()> {
     for vocab in [49_152usize, 128_256] {
         for (label, params) in [
@@ -384,6 +385,14 @@ fn sampling_cases(dev: &Device, cases: &mut Vec<Case>) -> Res<()> {
                 SamplingParams {
                     temperature: 0.8,
                     top_k: 50,
+                    top_p: 0.9,
+                    ..Default::default()
+                },
+            ),
+            (
+                "top-p",
+                SamplingParams {
+                    temperature: 0.8,
                     top_p: 0.9,
                     ..Default::default()
                 },

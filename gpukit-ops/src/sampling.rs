@@ -5,7 +5,8 @@
 //!
 //! A draw is a pure function of (seed, step, row): the same seed gives the same tokens on any run
 //! and any device. The reference does every f32 operation in the order the device block does
-//! (the vocabulary split into [`SAMPLER_THREADS`] contiguous chunks, sums chunk by chunk), and
+//! (the vocabulary dealt to [`SAMPLER_THREADS`] threads, thread t owning ids t, t + 1024,
+//! t + 2048, … so that the device's loads coalesce; sums thread by thread), and
 //! uses its own [`exp_det`], so device and CPU pick the same id, bit for bit:
 //! 1. repetition penalty over the window of previous ids (CTRL, Keskar et al. 2019): a positive
 //!    logit is divided by the penalty, a negative one multiplied;
@@ -14,9 +15,11 @@
 //! 4. filters, each a threshold on p, ties at the threshold kept (as HF transformers' top-k
 //!    does): top-k keeps p ≥ the k-th largest; top-p keeps the highest probabilities whose mass
 //!    (over the whole distribution) reaches p; min-p keeps p ≥ min_p · the largest. The
-//!    thresholds are found by bisection on the f32 bit patterns;
+//!    thresholds are found by bisection on the f32 bit patterns (on the device, over a
+//!    candidate list that a histogram of the probabilities bounds, when it fits in shared
+//!    memory; `sampling.cu` explains why that changes no sum);
 //! 5. one uniform draw in [0, 1) scaled by the kept mass picks the token by cumulative sum in
-//!    id order.
+//!    the threads' order (thread 0's ids in order, then thread 1's, …).
 
 use gpukit_driver::KernelArgs;
 use gpukit_kernels::{DType, Kernel, SamplerArgs};
@@ -24,8 +27,8 @@ use gpukit_kernels::{DType, Kernel, SamplerArgs};
 use crate::ops::{check_out, dptr, same_device, u32_dim};
 use crate::{Device, Error, Result, Tensor};
 
-/// Threads of the device sampler's block: the vocabulary is split into this many contiguous
-/// chunks, on the device and in the reference.
+/// Threads of the device sampler's block: the vocabulary is dealt to this many threads (thread
+/// t owns ids t, t + 1024, …), on the device and in the reference.
 pub const SAMPLER_THREADS: usize = 1024;
 
 /// Philox-4x32-10: 128-bit counter, 64-bit key → four 32-bit words.
@@ -126,10 +129,9 @@ impl Default for SamplingParams {
     }
 }
 
-/// The vocabulary chunk of sampler thread `t` (contiguous ids).
-fn chunk(v: usize, t: usize) -> std::ops::Range<usize> {
-    let c = v.div_ceil(SAMPLER_THREADS);
-    (t * c).min(v)..((t + 1) * c).min(v)
+/// The ids sampler thread `t` owns, in order: t, t + 1024, … below `v`.
+fn owned(v: usize, t: usize) -> impl Iterator<Item = usize> {
+    (t..v).step_by(SAMPLER_THREADS)
 }
 
 /// Per-thread partial sums → total: 32 groups of 32 summed in order, then the group sums in
@@ -171,7 +173,7 @@ fn distribution(l: &[f32], p: &SamplingParams) -> Dist {
     let e: Vec<f32> = z.iter().map(|&x| exp_det(x - m)).collect();
     let mut s = [0f32; SAMPLER_THREADS];
     for (t, st) in s.iter_mut().enumerate() {
-        *st = e[chunk(v, t)].iter().fold(0.0f32, |a, &b| a + b);
+        *st = owned(v, t).fold(0.0f32, |a, i| a + e[i]);
     }
     let total = sum2(&s);
     let prob: Vec<f32> = e.iter().map(|&x| x / total).collect();
@@ -200,9 +202,7 @@ fn distribution(l: &[f32], p: &SamplingParams) -> Dist {
         let mass = |th: f32| {
             let mut s = [0f32; SAMPLER_THREADS];
             for (t, st) in s.iter_mut().enumerate() {
-                *st = prob[chunk(v, t)]
-                    .iter()
-                    .fold(0.0f32, |a, &b| if b >= th { a + b } else { a });
+                *st = owned(v, t).fold(0.0f32, |a, i| if prob[i] >= th { a + prob[i] } else { a });
             }
             sum2(&s) >= p.top_p
         };
@@ -266,9 +266,7 @@ pub fn sample_row(
     let kept = |x: f32| x >= d.theta;
     let mut mass = [0f32; SAMPLER_THREADS];
     for (t, ms) in mass.iter_mut().enumerate() {
-        *ms = d.p[chunk(v, t)]
-            .iter()
-            .fold(0.0f32, |a, &b| if kept(b) { a + b } else { a });
+        *ms = owned(v, t).fold(0.0f32, |a, i| if kept(d.p[i]) { a + d.p[i] } else { a });
     }
     // Exclusive scan in the device's order: within each group of 32, then over the groups.
     let mut excl = [0f32; SAMPLER_THREADS];
@@ -291,7 +289,7 @@ pub fn sample_row(
         .unwrap_or(0);
     let mut acc = excl[t];
     let mut last = None;
-    for i in chunk(v, t) {
+    for i in owned(v, t) {
         if kept(d.p[i]) {
             acc += d.p[i];
             last = Some(i as u32);
@@ -412,7 +410,7 @@ pub fn sample_tokens_into(
             crate::ops::need_contiguous("sampling", out, "the output")?;
             let search = params.temperature > 0.0
                 && ((params.top_k > 0 && params.top_k < vocab) || params.top_p < 1.0);
-            let (cfg, cache) = gpukit_kernels::registry::launch::sampler(
+            let (cfg, list) = gpukit_kernels::registry::launch::sampler(
                 rows,
                 vocab,
                 search,
@@ -426,7 +424,7 @@ pub fn sample_tokens_into(
                 top_k: u32::try_from(params.top_k).unwrap_or(u32::MAX),
                 vocab: u32_dim("sampling", vocab)?,
                 window: u32_dim("sampling", window)?,
-                cache: u32::from(cache),
+                list,
                 seed: params.seed,
             };
             let kernel = Kernel::Sample(logits.dtype());
@@ -440,8 +438,9 @@ pub fn sample_tokens_into(
                 .arg(args)
                 .arg(dptr(out)?);
             // SAFETY: logits hold rows × vocab values, recent rows × window i32 (read only when
-            // window > 0), step one i64, out rows i32; the penalty bitmap (and, with `cache`,
-            // the probabilities) fit the dynamic shared memory asked for.
+            // window > 0), step one i64, out rows i32; the penalty bitmap (and, with a `list`
+            // capacity, the histogram and that many candidates) fit the dynamic shared memory
+            // asked for.
             unsafe { c.launch(kernel, &cfg, &ka) }
         }
     }

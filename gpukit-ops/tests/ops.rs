@@ -1166,7 +1166,28 @@ op_test!(
                 temperature: 1.1,
                 seed: s ^ 7,
             },
+            // Peaked distributions: few candidates on the device's list.
+            SamplingParams {
+                temperature: 0.1,
+                top_p: 0.5,
+                ..t.clone()
+            },
+            SamplingParams {
+                temperature: 0.1,
+                top_p: 0.99,
+                min_p: 0.1,
+                ..t.clone()
+            },
+            // With the floored logits below, a cut through thousands of ties.
+            SamplingParams {
+                temperature: 1.0,
+                top_k: 10,
+                ..t.clone()
+            },
         ];
+        // On CUDA the searches run over a candidate list in shared memory when it fits (the
+        // peaked and top-k cases; top-p 0.9 at 49_159 tokens keeps ~11k) and over the whole
+        // vocabulary when not (top-p 0.9 at 128_257 tokens keeps ~30k, more than fit).
         let rows = 3;
         let sizes: &[usize] = if matches!(dev, Device::Cuda(_)) {
             &[5, 1000, 49_159, 128_257] // the last too large for the shared-memory cache
@@ -1175,8 +1196,17 @@ op_test!(
         };
         let mut n = 0;
         for &vocab in sizes {
-            for dt in [DType::F32, DType::BF16] {
-                let (logits, _) = input(&[rows, vocab], dt, -4.0, 4.0, s + vocab as u64, dev);
+            for (dt, floored) in [
+                (DType::F32, false),
+                (DType::BF16, false),
+                (DType::F32, true),
+            ] {
+                let (mut logits, vals) =
+                    input(&[rows, vocab], dt, -4.0, 4.0, s + vocab as u64, dev);
+                if floored {
+                    let f: Vec<f32> = vals.iter().map(|&x| x.floor() as f32).collect();
+                    logits = Tensor::from_slice(&f, &[rows, vocab], dev).unwrap();
+                }
                 let ids: Vec<i32> = (0..rows * 6).map(|i| ((i * 37) % vocab) as i32).collect();
                 let mut ids = ids;
                 ids[1] = -1; // an empty slot
@@ -1195,7 +1225,7 @@ op_test!(
                         assert_eq!(
                             got,
                             want.to_vec::<i32>().unwrap(),
-                            "vocab {vocab} {dt} step {step} {p:?}"
+                            "vocab {vocab} {dt} floored {floored} step {step} {p:?}"
                         );
                         assert!(got.iter().all(|&i| i >= 0 && (i as usize) < vocab));
                         n += 1;
