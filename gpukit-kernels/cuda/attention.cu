@@ -142,87 +142,132 @@ __device__ __forceinline__ bool visible(const AttnArgs& a, unsigned key, int pos
     return (int)key <= pos && (a.window == 0 || (int)key + (int)a.window > pos);
 }
 
-// Attends one warp's 16 rows over NT·8 keys of the shared-memory tile starting at row kb (key
-// index key0 + kb): scores on tensor cores, mask (MASK: only tiles that need it) and ALiBi bias,
-// online-softmax update, then P·V. Without ALiBi the row maximum is taken on the raw scores and
-// the scale folds into the exponent's FMA (as FlashAttention-2 does).
-template <typename T, int D, int NT, bool MASK, bool ALIBI>
-__device__ __forceinline__ void attend(const unsigned (&qa)[D / 16][4], const T* ks, const T* vs, int kb,
-                                       unsigned key0, const Rows& rows, const AttnArgs& a, State<D>& st) {
+// Q fragments (A operands, 16 rows × 16 dims) of a warp's m-tiles: held in registers (one tile) or
+// read from shared memory by ldmatrix.
+template <int D> struct QRegs {
+    const unsigned (&qa)[D / 16][4];
+    __device__ __forceinline__ void get(int, int kk, unsigned (&f)[4]) const {
+        f[0] = qa[kk][0];
+        f[1] = qa[kk][1];
+        f[2] = qa[kk][2];
+        f[3] = qa[kk][3];
+    }
+};
+template <typename T, int D> struct QSmem {
+    const T* q;  // the warp's first row in the Q tile (row stride D + 8), at this lane's ldmatrix row
+    __device__ __forceinline__ void get(int mt, int kk, unsigned (&f)[4]) const {
+        ldsm_x4(f[0], f[1], f[2], f[3], q + mt * 16 * (D + 8) + 16 * kk);
+    }
+};
+
+// Attends one warp's MT m-tiles of 16 rows over NT·8 keys of the shared-memory tile starting at
+// row kb (key index key0 + kb): scores on tensor cores (each K and V fragment loaded once for all
+// MT tiles), mask (MASK: only tiles that need it) and ALiBi bias, online-softmax update, then
+// P·V. Without ALiBi the row maximum is taken on the raw scores and the scale folds into the
+// exponent's FMA (as FlashAttention-2 does).
+template <typename T, int D, int NT, int MT, bool MASK, bool ALIBI, class QF>
+__device__ __forceinline__ void attend_tiles(const QF& qf, const T* ks, const T* vs, int kb, unsigned key0,
+                                             const Rows* rows, const AttnArgs& a, State<D>* st) {
     constexpr int LD = D + 8;
-    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    float s[NT][4];
+    const int lane = threadIdx.x & 31, t = lane & 3;
+    float s[MT][NT][4];
 #pragma unroll
-    for (int j = 0; j < NT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int j = 0; j < NT; ++j) s[mt][j][0] = s[mt][j][1] = s[mt][j][2] = s[mt][j][3] = 0.0f;
     // K fragments by ldmatrix: matrices (keys 8j.., d lo), (8j.., d hi), (8j+8.., lo), (8j+8.., hi).
     const int krow = kb + (lane & 7) + (lane >> 4) * 8, kcol = ((lane >> 3) & 1) * 8;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
+        unsigned qa[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) qf.get(mt, kk, qa[mt]);
 #pragma unroll
         for (int j = 0; j < NT; j += 2) {
             unsigned b0, b1, b2, b3;
             ldsm_x4(b0, b1, b2, b3, ks + (krow + 8 * j) * LD + 16 * kk + kcol);
-            mma16816<T>(s[j], qa[kk], b0, b1);
-            mma16816<T>(s[j + 1], qa[kk], b2, b3);
-        }
-    }
-    float mx[2] = {-GPUKIT_INF, -GPUKIT_INF};
 #pragma unroll
-    for (int j = 0; j < NT; ++j) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            const int r = e >> 1;
-            const unsigned key = key0 + kb + 8 * j + 2 * t + (e & 1);
-            float v = s[j][e];
-            if (ALIBI) v = fmaf(v, a.scale_log2, rows.slope[r] * (float)((int)key - rows.pos[r]));
-            if (MASK && !visible(a, key, rows.pos[r])) v = -GPUKIT_INF;
-            s[j][e] = v;
-            mx[r] = fmaxf(mx[r], v);
+            for (int mt = 0; mt < MT; ++mt) {
+                mma16816<T>(s[mt][j], qa[mt], b0, b1);
+                mma16816<T>(s[mt][j + 1], qa[mt], b2, b3);
+            }
         }
     }
     // Scores are in the log2 domain with ALiBi, raw (scale still to apply, > 0) without.
     const float sc = ALIBI ? 1.0f : a.scale_log2;
-    float base[2], alpha[2], sum[2] = {0.0f, 0.0f};
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-        const float mn = fmaxf(st.m[r], mx[r] * sc);
-        base[r] = mn == -GPUKIT_INF ? 0.0f : mn;  // nothing visible yet: keep exp2 finite
-        alpha[r] = fast_exp2(st.m[r] - base[r]);
-        st.m[r] = mn;
-    }
+    for (int mt = 0; mt < MT; ++mt) {
+        float mx[2] = {-GPUKIT_INF, -GPUKIT_INF};
 #pragma unroll
-    for (int j = 0; j < NT; ++j) {
+        for (int j = 0; j < NT; ++j) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            s[j][e] = fast_exp2(fmaf(s[j][e], sc, -base[e >> 1]));
-            sum[e >> 1] += s[j][e];
+            for (int e = 0; e < 4; ++e) {
+                const int r = e >> 1;
+                const unsigned key = key0 + kb + 8 * j + 2 * t + (e & 1);
+                float v = s[mt][j][e];
+                if (ALIBI) v = fmaf(v, a.scale_log2, rows[mt].slope[r] * (float)((int)key - rows[mt].pos[r]));
+                if (MASK && !visible(a, key, rows[mt].pos[r])) v = -GPUKIT_INF;
+                s[mt][j][e] = v;
+                mx[r] = fmaxf(mx[r], v);
+            }
+        }
+        float base[2], alpha[2], sum[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+            const float mn = fmaxf(st[mt].m[r], mx[r] * sc);
+            base[r] = mn == -GPUKIT_INF ? 0.0f : mn;  // nothing visible yet: keep exp2 finite
+            alpha[r] = fast_exp2(st[mt].m[r] - base[r]);
+            st[mt].m[r] = mn;
+        }
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                s[mt][j][e] = fast_exp2(fmaf(s[mt][j][e], sc, -base[e >> 1]));
+                sum[e >> 1] += s[mt][j][e];
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < 2; ++r) st[mt].l[r] = st[mt].l[r] * alpha[r] + sum[r];
+#pragma unroll
+        for (int i = 0; i < D / 8; ++i) {
+            st[mt].o[i][0] *= alpha[0];
+            st[mt].o[i][1] *= alpha[0];
+            st[mt].o[i][2] *= alpha[1];
+            st[mt].o[i][3] *= alpha[1];
         }
     }
 #pragma unroll
-    for (int r = 0; r < 2; ++r) st.l[r] = st.l[r] * alpha[r] + sum[r];
-#pragma unroll
-    for (int i = 0; i < D / 8; ++i) {
-        st.o[i][0] *= alpha[0];
-        st.o[i][1] *= alpha[0];
-        st.o[i][2] *= alpha[1];
-        st.o[i][3] *= alpha[1];
-    }
-#pragma unroll
     for (int c = 0; c < NT / 2; ++c) {
-        const unsigned pa[4] = {pack2<T>(s[2 * c][0], s[2 * c][1]), pack2<T>(s[2 * c][2], s[2 * c][3]),
-                                pack2<T>(s[2 * c + 1][0], s[2 * c + 1][1]),
-                                pack2<T>(s[2 * c + 1][2], s[2 * c + 1][3])};
+        unsigned pa[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+            pa[mt][0] = pack2<T>(s[mt][2 * c][0], s[mt][2 * c][1]);
+            pa[mt][1] = pack2<T>(s[mt][2 * c][2], s[mt][2 * c][3]);
+            pa[mt][2] = pack2<T>(s[mt][2 * c + 1][0], s[mt][2 * c + 1][1]);
+            pa[mt][3] = pack2<T>(s[mt][2 * c + 1][2], s[mt][2 * c + 1][3]);
+        }
         const int vr = kb + 16 * c + (lane & 7) + ((lane >> 3) & 1) * 8;
 #pragma unroll
         for (int nd = 0; nd < D / 16; ++nd) {
             unsigned b0, b1, b2, b3;
             ldsm_x4_trans(b0, b1, b2, b3, vs + vr * LD + 16 * nd + (lane >> 4) * 8);
-            mma16816<T>(st.o[2 * nd], pa, b0, b1);
-            mma16816<T>(st.o[2 * nd + 1], pa, b2, b3);
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                mma16816<T>(st[mt].o[2 * nd], pa[mt], b0, b1);
+                mma16816<T>(st[mt].o[2 * nd + 1], pa[mt], b2, b3);
+            }
         }
     }
+}
+
+// One m-tile with Q fragments in registers.
+template <typename T, int D, int NT, bool MASK, bool ALIBI>
+__device__ __forceinline__ void attend(const unsigned (&qa)[D / 16][4], const T* ks, const T* vs, int kb,
+                                       unsigned key0, const Rows& rows, const AttnArgs& a, State<D>& st) {
+    attend_tiles<T, D, NT, 1, MASK, ALIBI>(QRegs<D>{qa}, ks, vs, kb, key0, &rows, a, &st);
 }
 
 // Sums each row's l over the four threads that share it (fixed order).
@@ -275,12 +320,18 @@ __device__ __forceinline__ int tile_view(const AttnArgs& a, unsigned lo, unsigne
     return all ? 2 : 1;
 }
 
-template <typename T, int D, int BN, int WARPS>
+// MT m-tiles of 16 query rows per warp: with MT = 2 each K/V fragment read from shared memory
+// serves 32 rows (half the shared-memory traffic per MMA), and the block's Q tile sits in shared
+// memory (ahead of the K/V stages) to leave registers for the two accumulators; with MT = 1 (head
+// dim 256) the Q fragments stay in registers.
+template <typename T, int D, int BN, int WARPS, int MT>
 __device__ __forceinline__ void sdpa_prefill(const T* __restrict__ q, const T* __restrict__ k,
                                              const T* __restrict__ v, T* __restrict__ out, const AttnArgs& a) {
     extern __shared__ __align__(16) unsigned char attn_smem[];
-    T* smem = reinterpret_cast<T*>(attn_smem);
-    constexpr int LD = D + 8, TILE = BN * LD, BM = 16 * WARPS, THREADS = 32 * WARPS;
+    constexpr int LD = D + 8, TILE = BN * LD, WM = 16 * MT, BM = WM * WARPS, THREADS = 32 * WARPS;
+    constexpr int QTILE = MT > 1 ? BM * LD : 0;
+    T* qs = reinterpret_cast<T*>(attn_smem);
+    T* smem = qs + QTILE;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const unsigned mtile = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
     const unsigned kvh = h / (a.q_heads / a.kv_heads);
@@ -288,17 +339,32 @@ __device__ __forceinline__ void sdpa_prefill(const T* __restrict__ q, const T* _
     const T* kh = k + b * a.k_stride[0] + kvh * a.k_stride[1];
     const T* vh = v + b * a.v_stride[0] + kvh * a.v_stride[1];
     T* oh = out + b * a.o_stride[0] + h * a.o_stride[1];
-    const unsigned first = mtile * BM, row = first + warp * 16 + g;
-    const int wpos_min = (int)a.kv_len - (int)a.q_len + (int)(first + warp * 16);
-    const int wpos_max = wpos_min + 15;
+    const unsigned first = mtile * BM, wfirst = first + warp * WM;
     const int shift = (int)a.kv_len - (int)a.q_len;
-    Rows rows;
-    rows.pos[0] = shift + (int)row;
-    rows.pos[1] = shift + (int)row + 8;
-    rows.slope[0] = rows.slope[1] = a.alibi ? alibi_slope(h, a.q_heads) * LOG2E : 0.0f;
-    unsigned qa[D / 16][4];
-    load_q<T, D>(qa, row < a.q_len ? qh + row * a.q_stride[2] : nullptr,
-                 row + 8 < a.q_len ? qh + (row + 8) * a.q_stride[2] : nullptr);
+    const int wpos_min = shift + (int)wfirst, wpos_max = wpos_min + WM - 1;
+    Rows rows[MT];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+        rows[mt].pos[0] = shift + (int)(wfirst + 16 * mt + g);
+        rows[mt].pos[1] = rows[mt].pos[0] + 8;
+        rows[mt].slope[0] = rows[mt].slope[1] = a.alibi ? alibi_slope(h, a.q_heads) * LOG2E : 0.0f;
+    }
+    unsigned qa[MT > 1 ? 1 : D / 16][4];
+    if constexpr (MT == 1) {
+        const unsigned row = wfirst + g;
+        load_q<T, D>(qa, row < a.q_len ? qh + row * a.q_stride[2] : nullptr,
+                     row + 8 < a.q_len ? qh + (row + 8) * a.q_stride[2] : nullptr);
+    } else {
+        // The block's Q rows into shared memory (rows past q_len zero-filled), its own group.
+        constexpr int CH = D / 8;
+        for (int i = threadIdx.x; i < BM * CH; i += THREADS) {
+            const int r = i / CH, c = (i % CH) * 8;
+            const bool ok = first + r < a.q_len;
+            cp_async16(qs + r * LD + c, ok ? qh + (first + r) * a.q_stride[2] + c : qh, ok);
+        }
+        cp_async_commit();
+    }
+    const QSmem<T, D> qsm{qs + (warp * WM + (lane & 15)) * LD + (lane >> 4) * 8};
     // Keys any of the block's rows can see.
     unsigned key_end = a.kv_len, key_begin = 0;
     if (a.causal) {
@@ -309,8 +375,9 @@ __device__ __forceinline__ void sdpa_prefill(const T* __restrict__ q, const T* _
             key_begin = lo > 0 ? ((unsigned)lo / BN) * BN : 0;
         }
     }
-    State<D> st;
-    st.init();
+    State<D> st[MT];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) st[mt].init();
     if (key_begin < key_end) {
         load_kv<T, D, BN, THREADS>(smem, smem + TILE, kh, vh, a, key_begin);
         int stage = 0;
@@ -325,28 +392,37 @@ __device__ __forceinline__ void sdpa_prefill(const T* __restrict__ q, const T* _
             }
             __syncthreads();
             const int view = tile_view(a, key0, key0 + BN - 1, wpos_min, wpos_max);
+#define SDPA_ATTEND(MASK, ALIBI)                                                                   \
+            if constexpr (MT == 1)                                                                 \
+                attend_tiles<T, D, BN / 8, 1, MASK, ALIBI>(QRegs<D>{qa}, ks, ks + TILE, 0, key0, rows, a, st); \
+            else                                                                                   \
+                attend_tiles<T, D, BN / 8, MT, MASK, ALIBI>(qsm, ks, ks + TILE, 0, key0, rows, a, st);
             if (a.alibi) {
-                if (view == 2) attend<T, D, BN / 8, false, true>(qa, ks, ks + TILE, 0, key0, rows, a, st);
-                else if (view == 1) attend<T, D, BN / 8, true, true>(qa, ks, ks + TILE, 0, key0, rows, a, st);
+                if (view == 2) { SDPA_ATTEND(false, true) }
+                else if (view == 1) { SDPA_ATTEND(true, true) }
             } else {
-                if (view == 2) attend<T, D, BN / 8, false, false>(qa, ks, ks + TILE, 0, key0, rows, a, st);
-                else if (view == 1) attend<T, D, BN / 8, true, false>(qa, ks, ks + TILE, 0, key0, rows, a, st);
+                if (view == 2) { SDPA_ATTEND(false, false) }
+                else if (view == 1) { SDPA_ATTEND(true, false) }
             }
+#undef SDPA_ATTEND
             __syncthreads();
             stage ^= 1;
         }
     }
-    finish_sum<D>(st);
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        const unsigned i = row + 8 * r;
-        if (i >= a.q_len) continue;
-        const float inv = st.l[r] > 0.0f ? 1.0f / st.l[r] : 0.0f;
-        T* orow = oh + i * a.o_stride[2];
+    for (int mt = 0; mt < MT; ++mt) {
+        finish_sum<D>(st[mt]);
 #pragma unroll
-        for (int n = 0; n < D / 8; ++n)
-            *reinterpret_cast<unsigned*>(orow + 8 * n + 2 * t) =
-                pack2<T>(st.o[n][2 * r] * inv, st.o[n][2 * r + 1] * inv);
+        for (int r = 0; r < 2; ++r) {
+            const unsigned i = wfirst + 16 * mt + g + 8 * r;
+            if (i >= a.q_len) continue;
+            const float inv = st[mt].l[r] > 0.0f ? 1.0f / st[mt].l[r] : 0.0f;
+            T* orow = oh + i * a.o_stride[2];
+#pragma unroll
+            for (int n = 0; n < D / 8; ++n)
+                *reinterpret_cast<unsigned*>(orow + 8 * n + 2 * t) =
+                    pack2<T>(st[mt].o[n][2 * r] * inv, st[mt].o[n][2 * r + 1] * inv);
+        }
     }
 }
 
@@ -477,11 +553,11 @@ __device__ __forceinline__ void sdpa_combine(T* __restrict__ out, const AttnArgs
     out[b * a.o_stride[0] + h * a.o_stride[1] + i * a.o_stride[2] + c] = from_f32<T>(l > 0.0f ? o / l : 0.0f);
 }
 
-// Prefill: BN keys per tile, WARPS × 16 queries per block (launch geometry in registry.rs).
-#define SDPA_HEAD(T, NAME, D, BN, WARPS)                                                           \
+// Prefill: BN keys per tile, WARPS × MT × 16 queries per block (launch geometry in registry.rs).
+#define SDPA_HEAD(T, NAME, D, BN, WARPS, MT)                                                       \
 extern "C" __global__ void __launch_bounds__(32 * WARPS) sdpa_prefill_##NAME##_d##D(               \
         const T* q, const T* k, const T* v, T* out, AttnArgs a) {                                  \
-    sdpa_prefill<T, D, BN, WARPS>(q, k, v, out, a);                                                \
+    sdpa_prefill<T, D, BN, WARPS, MT>(q, k, v, out, a);                                            \
 }                                                                                                  \
 extern "C" __global__ void __launch_bounds__(ATTN_THREADS) sdpa_decode_##NAME##_d##D(              \
         const T* q, const T* k, const T* v, T* out, AttnArgs a) {                                  \
@@ -491,11 +567,11 @@ extern "C" __global__ void __launch_bounds__(ATTN_THREADS) sdpa_decode_##NAME##_
 }
 
 #define SDPA_KERNELS(T, NAME)                                                                      \
-SDPA_HEAD(T, NAME, 64, 64, 8)                                                                      \
-SDPA_HEAD(T, NAME, 80, 64, 8)                                                                      \
-SDPA_HEAD(T, NAME, 96, 64, 8)                                                                      \
-SDPA_HEAD(T, NAME, 128, 64, 8)                                                                     \
-SDPA_HEAD(T, NAME, 256, 32, 4)                                                                     \
+SDPA_HEAD(T, NAME, 64, 64, 4, 2)                                                                   \
+SDPA_HEAD(T, NAME, 80, 64, 4, 2)                                                                   \
+SDPA_HEAD(T, NAME, 96, 64, 4, 2)                                                                   \
+SDPA_HEAD(T, NAME, 128, 64, 4, 2)                                                                  \
+SDPA_HEAD(T, NAME, 256, 32, 4, 1)                                                                  \
 extern "C" __global__ void sdpa_combine_##NAME(T* out, AttnArgs a, unsigned int head_dim) {        \
     pdl_enter();                                                                                   \
     sdpa_combine<T>(out, a, head_dim);                                                             \

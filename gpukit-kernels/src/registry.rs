@@ -582,19 +582,26 @@ pub mod launch {
             .ok_or_else(|| Error::InvalidArgument(format!("{n} {what} exceed the grid limit")))
     }
 
-    /// The prefill attention kernel: blocks of 128 queries (8 warps; 64 queries and 4 warps for
-    /// head_dim 256) × query heads × batch, with shared memory for two K/V tiles of 64 keys (32
-    /// for head_dim 256), rows padded by 8 elements.
+    /// The prefill attention kernel: blocks of 4 warps × query heads × batch, a warp taking 32
+    /// queries (16 for head_dim 256), with shared memory for the block's Q tile (not for head_dim
+    /// 256, whose Q stays in registers) and two K/V tiles of 64 keys (32 for head_dim 256), rows
+    /// padded by 8 elements.
     pub fn sdpa_prefill(
         batch: usize,
         q_heads: usize,
         q_len: usize,
         head_dim: usize,
     ) -> Result<LaunchConfig> {
-        let (bn, warps) = if head_dim > 128 { (32, 4) } else { (64, 8) };
-        let smem = 2 * 2 * bn * (head_dim + 8) * 2;
+        let (bn, warps, mt) = if head_dim > 128 {
+            (32, 4, 1)
+        } else {
+            (64, 4, 2)
+        };
+        let rows = 16 * mt * warps;
+        let q_tile = if mt > 1 { rows * (head_dim + 8) * 2 } else { 0 };
+        let smem = q_tile + 2 * 2 * bn * (head_dim + 8) * 2;
         let grid = (
-            u32::try_from(q_len.div_ceil(16 * warps).max(1))
+            u32::try_from(q_len.div_ceil(rows).max(1))
                 .map_err(|_| Error::InvalidArgument(format!("{q_len} queries")))?,
             grid_dim("query heads", q_heads)?,
             grid_dim("sequences", batch)?,
