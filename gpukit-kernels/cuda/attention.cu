@@ -231,12 +231,16 @@ __device__ __forceinline__ void attend_tiles(const QF& qf, const T* ks, const T*
         }
 #pragma unroll
         for (int r = 0; r < 2; ++r) st[mt].l[r] = st[mt].l[r] * alpha[r] + sum[r];
+        // Once the running maxima settle, alpha is exactly 1 for every row of the warp: the
+        // rescale would change nothing, so it is skipped.
+        if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
 #pragma unroll
-        for (int i = 0; i < D / 8; ++i) {
-            st[mt].o[i][0] *= alpha[0];
-            st[mt].o[i][1] *= alpha[0];
-            st[mt].o[i][2] *= alpha[1];
-            st[mt].o[i][3] *= alpha[1];
+            for (int i = 0; i < D / 8; ++i) {
+                st[mt].o[i][0] *= alpha[0];
+                st[mt].o[i][1] *= alpha[0];
+                st[mt].o[i][2] *= alpha[1];
+                st[mt].o[i][3] *= alpha[1];
+            }
         }
     }
 #pragma unroll
@@ -299,12 +303,29 @@ template <typename T, int D, int BN, int THREADS>
 __device__ __forceinline__ void load_kv(T* ks, T* vs, const T* kh, const T* vh, const AttnArgs& a,
                                         unsigned key0) {
     constexpr int LD = D + 8, CH = D / 8;
-    for (int i = threadIdx.x; i < BN * CH; i += THREADS) {
-        const int r = i / CH, c = (i % CH) * 8;
-        const unsigned key = key0 + r;
-        const bool ok = key < a.kv_len;
-        cp_async16(ks + r * LD + c, ok ? kh + key * a.k_stride[2] + c : kh, ok);
-        cp_async16(vs + r * LD + c, ok ? vh + key * a.v_stride[2] + c : vh, ok);
+    if constexpr (THREADS % CH == 0 && BN % (THREADS / CH) == 0) {
+        // Each thread copies one fixed 16-byte column of every (THREADS / CH)-th row.
+        constexpr int RS = THREADS / CH;
+        const int c = (threadIdx.x % CH) * 8, r0 = threadIdx.x / CH;
+        const long long kst = a.k_stride[2], vst = a.v_stride[2];
+        const T* kp = kh + (long long)(key0 + r0) * kst + c;
+        const T* vp = vh + (long long)(key0 + r0) * vst + c;
+#pragma unroll
+        for (int r = r0; r < BN; r += RS) {
+            const bool ok = key0 + r < a.kv_len;
+            cp_async16(ks + r * LD + c, ok ? kp : kh, ok);
+            cp_async16(vs + r * LD + c, ok ? vp : vh, ok);
+            kp += RS * kst;
+            vp += RS * vst;
+        }
+    } else {
+        for (int i = threadIdx.x; i < BN * CH; i += THREADS) {
+            const int r = i / CH, c = (i % CH) * 8;
+            const unsigned key = key0 + r;
+            const bool ok = key < a.kv_len;
+            cp_async16(ks + r * LD + c, ok ? kh + key * a.k_stride[2] + c : kh, ok);
+            cp_async16(vs + r * LD + c, ok ? vh + key * a.v_stride[2] + c : vh, ok);
+        }
     }
     cp_async_commit();
 }
