@@ -37,7 +37,7 @@ struct AttnArgs {
     unsigned int key_begin; // decode: first key any row sees (a multiple of 64)
     unsigned int chunk;     // decode: keys per split (a multiple of 64)
     unsigned int splits;    // decode: splits per (batch, KV head)
-    unsigned int pad;
+    unsigned int stages;    // decode: K/V tiles in flight (1, 2 or 3; the launch's shared memory)
     float* partial;         // decode with splits > 1: [batch, kv_heads, splits, 16, 2 + D] f32
     const int* position;    // decode: if set, the queries start at *position and kv_len (then
                             // the cache capacity) becomes min(kv_len, *position + q_len)
@@ -447,9 +447,11 @@ __device__ __forceinline__ void sdpa_prefill(const T* __restrict__ q, const T* _
     }
 }
 
-// STAGES: 2 = double-buffered K/V tiles (1 for head_dim 256, to fit the shared memory of
-// sm_86/89). A single stage with more blocks per SM measured slower on an H100.
-template <typename T, int D, int STAGES>
+// a.stages K/V tiles of 64 keys in a ring: tile i + stages − 1 is copied while tile i is used
+// (three on Hopper, two where two blocks of three do not fit an SM, one for head_dim 256; the
+// launch sizes the shared memory). Empty copy groups past the block's keys keep the count of
+// pending groups the same on every iteration.
+template <typename T, int D>
 __device__ __forceinline__ void sdpa_decode(const T* __restrict__ q, const T* __restrict__ k,
                                             const T* __restrict__ v, T* __restrict__ out, const AttnArgs& a) {
     extern __shared__ __align__(16) unsigned char attn_smem[];
@@ -478,33 +480,27 @@ __device__ __forceinline__ void sdpa_decode(const T* __restrict__ q, const T* __
     const unsigned key_end = min(a.kv_len, key_begin + a.chunk);
     State<D> st;
     st.init();
-    if (STAGES == 2) {
-        load_kv<T, D, BN, ATTN_THREADS>(smem, smem + TILE, kh, vh, a, key_begin);
-        int stage = 0;
-        for (unsigned key0 = key_begin; key0 < key_end; key0 += BN) {
-            T* ks = smem + stage * 2 * TILE;
-            if (key0 + BN < key_end) {
-                T* nx = smem + (stage ^ 1) * 2 * TILE;
-                load_kv<T, D, BN, ATTN_THREADS>(nx, nx + TILE, kh, vh, a, key0 + BN);
-                cp_async_wait<1>();
-            } else {
-                cp_async_wait<0>();
-            }
-            __syncthreads();
-            if (a.alibi) attend<T, D, 2, true, true>(qa, ks, ks + TILE, 16 * warp, key0, rows, a, st);
-            else attend<T, D, 2, true, false>(qa, ks, ks + TILE, 16 * warp, key0, rows, a, st);
-            __syncthreads();
-            stage ^= 1;
-        }
-    } else {
-        for (unsigned key0 = key_begin; key0 < key_end; key0 += BN) {
-            load_kv<T, D, BN, ATTN_THREADS>(smem, smem + TILE, kh, vh, a, key0);
-            cp_async_wait<0>();
-            __syncthreads();
-            if (a.alibi) attend<T, D, 2, true, true>(qa, smem, smem + TILE, 16 * warp, key0, rows, a, st);
-            else attend<T, D, 2, true, false>(qa, smem, smem + TILE, 16 * warp, key0, rows, a, st);
-            __syncthreads();
-        }
+    const unsigned S = a.stages;
+    for (unsigned s = 0; s + 1 < S; ++s) {
+        T* ks = smem + s * 2 * TILE;
+        if (key_begin + s * BN < key_end) load_kv<T, D, BN, ATTN_THREADS>(ks, ks + TILE, kh, vh, a, key_begin + s * BN);
+        else cp_async_commit();
+    }
+    unsigned stage = 0;
+    for (unsigned key0 = key_begin; key0 < key_end; key0 += BN) {
+        const unsigned next = key0 + (S - 1) * BN, ns = (stage + S - 1) % S;
+        T* nx = smem + ns * 2 * TILE;
+        if (next < key_end) load_kv<T, D, BN, ATTN_THREADS>(nx, nx + TILE, kh, vh, a, next);
+        else cp_async_commit();
+        if (S >= 3) cp_async_wait<2>();
+        else if (S == 2) cp_async_wait<1>();
+        else cp_async_wait<0>();
+        __syncthreads();
+        const T* ks = smem + stage * 2 * TILE;
+        if (a.alibi) attend<T, D, 2, true, true>(qa, ks, ks + TILE, 16 * warp, key0, rows, a, st);
+        else attend<T, D, 2, true, false>(qa, ks, ks + TILE, 16 * warp, key0, rows, a, st);
+        __syncthreads();
+        stage = stage + 1 == S ? 0 : stage + 1;
     }
     finish_sum<D>(st);
     // Merge the four warps (fixed order) through shared memory: [warp][16 rows][2 + D] f32.
@@ -584,7 +580,7 @@ extern "C" __global__ void __launch_bounds__(ATTN_THREADS) sdpa_decode_##NAME##_
         const T* q, const T* k, const T* v, T* out, AttnArgs a) {                                  \
     pdl_enter();                                                                                   \
     if (a.position) a.kv_len = min(a.kv_len, (unsigned)max(*a.position, 0) + a.q_len);            \
-    sdpa_decode<T, D, (D > 128 ? 1 : 2)>(q, k, v, out, a);                                         \
+    sdpa_decode<T, D>(q, k, v, out, a);                                         \
 }
 
 #define SDPA_KERNELS(T, NAME)                                                                      \

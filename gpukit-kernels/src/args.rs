@@ -98,8 +98,10 @@ pub struct AttentionArgs {
     pub chunk: u32,
     /// Decode: splits per (batch, KV head).
     pub splits: u32,
-    /// Padding (keeps `partial` 8-byte aligned, as in C).
-    pub pad: u32,
+    /// Decode: K/V tiles in flight (1 to 3), as
+    /// [`registry::launch::sdpa_decode`](crate::registry::launch::sdpa_decode) sized the shared
+    /// memory for.
+    pub stages: u32,
     /// Decode with `splits > 1`: the f32 workspace of per-split partial results.
     pub partial: DevicePtr,
     /// Decode: when not null, an i32 on the device holding the first query's position; the
@@ -107,8 +109,8 @@ pub struct AttentionArgs {
     pub position: DevicePtr,
 }
 
-// SAFETY: `repr(C)`, integers, floats and a device address, no implicit padding (the explicit
-// `pad` field fills it).
+// SAFETY: `repr(C)`, integers, floats and a device address, no implicit padding (`stages` keeps
+// `partial` 8-byte aligned).
 unsafe impl DeviceCopy for AttentionArgs {}
 
 /// Arguments of the sampler (`SamplerArgs` in `cuda/sampling.cu`; the layouts must match).

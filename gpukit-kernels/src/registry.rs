@@ -569,11 +569,11 @@ pub mod launch {
     pub const SDPA_THREADS: u32 = 128;
     /// Query rows one decode block handles (GQA group × queries per sequence).
     pub const SDPA_DECODE_ROWS: usize = 16;
-    /// Decode blocks aimed at across the whole call: one full wave on a 132-SM H100/H200 (three
-    /// blocks per SM fit). Nsight Compute showed 512 blocks running as 1.29 waves, the partial
-    /// wave idling most of the GPU. The split count follows from the shape alone, so results
-    /// do not depend on the device.
-    const SDPA_DECODE_BLOCKS: usize = 396;
+    /// Decode blocks aimed at across the whole call: one full wave on a 132-SM H100/H200 (two
+    /// blocks per SM, each with three K/V tiles in flight). Nsight Compute showed 512 blocks
+    /// running as 1.29 waves, the partial wave idling most of the GPU. The split count follows
+    /// from the shape alone, so results do not depend on the device.
+    const SDPA_DECODE_BLOCKS: usize = 264;
 
     fn grid_dim(what: &str, n: usize) -> Result<u32> {
         u32::try_from(n)
@@ -619,25 +619,38 @@ pub mod launch {
         (chunk, keys.div_ceil(chunk).max(1))
     }
 
-    /// The decode attention kernel: splits × KV heads × batch blocks; shared memory for the
-    /// K/V tiles of 64 keys (double-buffered below head_dim 256) or the four warps' merge,
-    /// whichever is larger.
+    /// The decode attention kernel: splits × KV heads × batch blocks; shared memory for a ring
+    /// of K/V tiles of 64 keys or the four warps' merge, whichever is larger. The ring has the
+    /// most tiles (up to 3) with which two blocks still fit `smem_per_sm`, else the most that
+    /// fit one block's `smem_optin` (on an H100/H200: 3 below head_dim 256, 1 at 256; 2 on
+    /// sm_80/86/89). Returns the launch and the ring's length (`AttentionArgs::stages`).
     pub fn sdpa_decode(
         batch: usize,
         kv_heads: usize,
         splits: usize,
         head_dim: usize,
-    ) -> Result<LaunchConfig> {
-        let stages = if head_dim > 128 { 1 } else { 2 };
-        let tiles = stages * 2 * 64 * (head_dim + 8) * 2;
+        smem_per_sm: usize,
+        smem_optin: usize,
+    ) -> Result<(LaunchConfig, u32)> {
         let merge = 4 * 16 * (head_dim + 2) * 4;
+        let bytes = |stages: usize| (stages * 2 * 64 * (head_dim + 8) * 2).max(merge);
+        // Per block the driver reserves 1 KiB of shared memory beside the kernel's own.
+        let stages = (1..=3usize)
+            .rev()
+            .find(|&s| 2 * (bytes(s) + 1024) <= smem_per_sm)
+            .or_else(|| (1..=3usize).rev().find(|&s| bytes(s) <= smem_optin))
+            .unwrap_or(1);
+        let tiles = bytes(stages);
         let grid = (
             u32::try_from(splits)
                 .map_err(|_| Error::InvalidArgument(format!("{splits} splits")))?,
             grid_dim("KV heads", kv_heads)?,
             grid_dim("sequences", batch)?,
         );
-        Ok(LaunchConfig::new(grid, SDPA_THREADS).shared_mem(tiles.max(merge) as u32))
+        Ok((
+            LaunchConfig::new(grid, SDPA_THREADS).shared_mem(tiles as u32),
+            stages as u32,
+        ))
     }
 
     /// The sampler: one block of 1024 threads per row, a penalty bitmap of the vocabulary in
@@ -861,6 +874,28 @@ mod tests {
             Kernel::RmsNorm(DType::I32).entry_point(),
             Err(Error::Unsupported { .. })
         ));
+    }
+
+    #[test]
+    fn decode_attention_rings_fit_the_shared_memory() {
+        // (shared memory per SM, per-block opt-in) of an H200, an A100 and an sm_86 part.
+        let (h200, a100, sm86) = ((233_472, 232_448), (167_936, 166_912), (102_400, 101_376));
+        for ((sm, optin), head_dim, want) in [
+            (h200, 128, 3),
+            (h200, 64, 3),
+            (h200, 256, 1),
+            (a100, 128, 2),
+            (sm86, 128, 1),
+            (sm86, 256, 1),
+        ] {
+            let (cfg, stages) = launch::sdpa_decode(1, 8, 33, head_dim, sm, optin).unwrap();
+            assert_eq!(stages, want, "head_dim {head_dim} on ({sm}, {optin})");
+            let smem = cfg.shared_mem_bytes as usize;
+            assert!(smem <= optin && smem >= stages as usize * 2 * 64 * (head_dim + 8) * 2);
+        }
+        // Splits depend on the shape alone: 264 blocks aimed at, 64-key multiples.
+        assert_eq!(launch::sdpa_decode_splits(32_768, 8), (1024, 32));
+        assert_eq!(launch::sdpa_decode_splits(100, 8), (64, 2));
     }
 
     /// Every module compiles for every target and exports every entry point the registry can

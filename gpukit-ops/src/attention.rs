@@ -526,13 +526,23 @@ fn sdpa_cuda(
                 crate::ops::need_contiguous("sdpa", workspace, "the workspace")?;
                 args.partial = dptr(workspace)?;
             }
+            let props = c.props();
+            let (cfg, stages) = launch::sdpa_decode(
+                s.batch,
+                s.kv_heads,
+                splits,
+                s.head_dim,
+                props.shared_memory_per_multiprocessor_bytes as usize,
+                props.shared_memory_per_block_optin_bytes as usize,
+            )?;
+            args.stages = stages;
             run(
                 Kernel::Sdpa {
                     dtype,
                     head_dim,
                     decode: true,
                 },
-                &launch::sdpa_decode(s.batch, s.kv_heads, splits, s.head_dim)?,
+                &cfg,
                 tensors(args),
             )?;
             if splits > 1 {
