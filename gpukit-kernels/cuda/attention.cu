@@ -13,9 +13,10 @@
 // keeps a running max m and sum l per query row (in the log2 domain) and rescales its output
 // accumulator. K/V tiles go through shared memory with cp.async (double-buffered).
 //
-// sdpa_prefill: a block owns 128 consecutive queries of one head (64 for head_dim 256; 16 per
-//   warp) and walks the key tiles the causal mask leaves visible; a warp masks only the tiles
-//   its rows see in part and skips those they do not see. Blocks with the most work start first.
+// sdpa_prefill: a block of 4 warps owns 128 consecutive queries of one head (32 per warp; 64 and
+//   16 for head_dim 256) and walks the key tiles the causal mask leaves visible; a warp masks
+//   only the tiles its rows see in part and skips those they do not see. Blocks with the most
+//   work start first.
 // sdpa_decode (flash-decoding): for few query rows per KV head (GQA group × q_len ≤ 16), a block
 //   owns one (batch, KV head, split of the keys) and every query row of that KV head; its four
 //   warps take 16 keys of each 64-key tile, and are merged in a fixed order. With one split
@@ -35,7 +36,8 @@ struct AttnArgs {
     unsigned int window;    // sliding window in positions (0: none)
     unsigned int alibi;     // add the ALiBi bias
     unsigned int key_begin; // decode: first key any row sees (a multiple of 64)
-    unsigned int chunk;     // decode: keys per split (a multiple of 64)
+    unsigned int chunk;     // decode: keys per split (a multiple of 64); prefill at head_dim
+                            // 128: 32 for the 32-key tiles where shared memory is short
     unsigned int splits;    // decode: splits per (batch, KV head)
     unsigned int stages;    // decode: K/V tiles in flight (1, 2 or 3; the launch's shared memory)
     float* partial;         // decode with splits > 1: [batch, kv_heads, splits, 16, 2 + D] f32
@@ -430,6 +432,7 @@ __device__ __forceinline__ void sdpa_prefill(const T* __restrict__ q, const T* _
             stage ^= 1;
         }
     }
+    cp_async_wait<0>();  // with no visible keys the Q copy is still pending: never exit before it
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
         finish_sum<D>(st[mt]);
@@ -480,7 +483,7 @@ __device__ __forceinline__ void sdpa_decode(const T* __restrict__ q, const T* __
     const unsigned key_end = min(a.kv_len, key_begin + a.chunk);
     State<D> st;
     st.init();
-    const unsigned S = a.stages;
+    const unsigned S = min(max(a.stages, 1u), 3u);
     for (unsigned s = 0; s + 1 < S; ++s) {
         T* ks = smem + s * 2 * TILE;
         if (key_begin + s * BN < key_end) load_kv<T, D, BN, ATTN_THREADS>(ks, ks + TILE, kh, vh, a, key_begin + s * BN);
@@ -570,10 +573,18 @@ __device__ __forceinline__ void sdpa_combine(T* __restrict__ out, const AttnArgs
     out[b * a.o_stride[0] + h * a.o_stride[1] + i * a.o_stride[2] + c] = from_f32<T>(l > 0.0f ? o / l : 0.0f);
 }
 
-// Prefill: BN keys per tile, WARPS × MT × 16 queries per block (launch geometry in registry.rs).
-#define SDPA_HEAD(T, NAME, D, BN, WARPS, MT)                                                       \
+// Prefill: BN keys per tile (BN_SHORT when a.chunk asks for it: the launch's choice where the
+// shared memory per block is short, e.g. sm_86/89), WARPS × MT × 16 queries per block (launch
+// geometry in registry.rs).
+#define SDPA_HEAD(T, NAME, D, BN, BN_SHORT, WARPS, MT)                                             \
 extern "C" __global__ void __launch_bounds__(32 * WARPS) sdpa_prefill_##NAME##_d##D(               \
         const T* q, const T* k, const T* v, T* out, AttnArgs a) {                                  \
+    if constexpr (BN_SHORT != BN) {                                                                \
+        if (a.chunk == BN_SHORT) {                                                                 \
+            sdpa_prefill<T, D, BN_SHORT, WARPS, MT>(q, k, v, out, a);                              \
+            return;                                                                                \
+        }                                                                                          \
+    }                                                                                              \
     sdpa_prefill<T, D, BN, WARPS, MT>(q, k, v, out, a);                                            \
 }                                                                                                  \
 extern "C" __global__ void __launch_bounds__(ATTN_THREADS) sdpa_decode_##NAME##_d##D(              \
@@ -584,11 +595,11 @@ extern "C" __global__ void __launch_bounds__(ATTN_THREADS) sdpa_decode_##NAME##_
 }
 
 #define SDPA_KERNELS(T, NAME)                                                                      \
-SDPA_HEAD(T, NAME, 64, 64, 4, 2)                                                                   \
-SDPA_HEAD(T, NAME, 80, 64, 4, 2)                                                                   \
-SDPA_HEAD(T, NAME, 96, 64, 4, 2)                                                                   \
-SDPA_HEAD(T, NAME, 128, 64, 4, 2)                                                                  \
-SDPA_HEAD(T, NAME, 256, 32, 4, 1)                                                                  \
+SDPA_HEAD(T, NAME, 64, 64, 64, 4, 2)                                                               \
+SDPA_HEAD(T, NAME, 80, 64, 64, 4, 2)                                                               \
+SDPA_HEAD(T, NAME, 96, 64, 64, 4, 2)                                                               \
+SDPA_HEAD(T, NAME, 128, 64, 32, 4, 2)                                                              \
+SDPA_HEAD(T, NAME, 256, 32, 32, 4, 1)                                                              \
 extern "C" __global__ void sdpa_combine_##NAME(T* out, AttnArgs a, unsigned int head_dim) {        \
     pdl_enter();                                                                                   \
     sdpa_combine<T>(out, a, head_dim);                                                             \

@@ -20,6 +20,7 @@
 
 #define SAMPLER_THREADS 1024
 #define SAMPLER_BINS 1024
+static_assert(SAMPLER_BINS == SAMPLER_THREADS, "the block zeroes one histogram bin per thread");
 
 struct SamplerArgs {
     float temperature;   // 0: greedy

@@ -94,7 +94,8 @@ pub struct AttentionArgs {
     pub alibi: u32,
     /// Decode: the first key any query sees (a multiple of 64).
     pub key_begin: u32,
-    /// Decode: keys per split (a multiple of 64).
+    /// Decode: keys per split (a multiple of 64). Prefill: the key-tile width
+    /// [`registry::launch::sdpa_prefill`](crate::registry::launch::sdpa_prefill) chose.
     pub chunk: u32,
     /// Decode: splits per (batch, KV head).
     pub splits: u32,

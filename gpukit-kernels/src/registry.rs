@@ -585,28 +585,37 @@ pub mod launch {
     /// The prefill attention kernel: blocks of 4 warps × query heads × batch, a warp taking 32
     /// queries (16 for head_dim 256), with shared memory for the block's Q tile (not for head_dim
     /// 256, whose Q stays in registers) and two K/V tiles of 64 keys (32 for head_dim 256), rows
-    /// padded by 8 elements.
+    /// padded by 8 elements. At head_dim 128 that is 102 KiB; where a block may have less
+    /// (`smem_optin`: 99 KiB on sm_86/89) the tiles hold 32 keys. Returns the launch and the
+    /// key-tile width (`AttentionArgs::chunk` for the kernel).
     pub fn sdpa_prefill(
         batch: usize,
         q_heads: usize,
         q_len: usize,
         head_dim: usize,
-    ) -> Result<LaunchConfig> {
-        let (bn, warps, mt) = if head_dim > 128 {
+        smem_optin: usize,
+    ) -> Result<(LaunchConfig, u32)> {
+        let (mut bn, warps, mt) = if head_dim > 128 {
             (32, 4, 1)
         } else {
             (64, 4, 2)
         };
         let rows = 16 * mt * warps;
         let q_tile = if mt > 1 { rows * (head_dim + 8) * 2 } else { 0 };
-        let smem = q_tile + 2 * 2 * bn * (head_dim + 8) * 2;
+        let bytes = |bn: usize| q_tile + 2 * 2 * bn * (head_dim + 8) * 2;
+        if head_dim > 96 && head_dim <= 128 && bytes(bn) > smem_optin {
+            bn = 32; // the kernel's short-tile variant at head_dim 128
+        }
         let grid = (
             u32::try_from(q_len.div_ceil(rows).max(1))
                 .map_err(|_| Error::InvalidArgument(format!("{q_len} queries")))?,
             grid_dim("query heads", q_heads)?,
             grid_dim("sequences", batch)?,
         );
-        Ok(LaunchConfig::new(grid, 32 * warps as u32).shared_mem(smem as u32))
+        Ok((
+            LaunchConfig::new(grid, 32 * warps as u32).shared_mem(bytes(bn) as u32),
+            bn as u32,
+        ))
     }
 
     /// How the decode kernel splits `keys` keys (a multiple of 64 per split):
@@ -622,8 +631,8 @@ pub mod launch {
     /// The decode attention kernel: splits × KV heads × batch blocks; shared memory for a ring
     /// of K/V tiles of 64 keys or the four warps' merge, whichever is larger. The ring has the
     /// most tiles (up to 3) with which two blocks still fit `smem_per_sm`, else the most that
-    /// fit one block's `smem_optin` (on an H100/H200: 3 below head_dim 256, 1 at 256; 2 on
-    /// sm_80/86/89). Returns the launch and the ring's length (`AttentionArgs::stages`).
+    /// fit one block's `smem_optin` (on an H100/H200: 3 below head_dim 256, 1 at 256; on an
+    /// A100 2 at head_dim 128; on sm_86/89 1 at head_dim 96 and above). Returns the launch and the ring's length (`AttentionArgs::stages`).
     pub fn sdpa_decode(
         batch: usize,
         kv_heads: usize,
@@ -877,7 +886,7 @@ mod tests {
     }
 
     #[test]
-    fn decode_attention_rings_fit_the_shared_memory() {
+    fn attention_launches_fit_the_shared_memory() {
         // (shared memory per SM, per-block opt-in) of an H200, an A100 and an sm_86 part.
         let (h200, a100, sm86) = ((233_472, 232_448), (167_936, 166_912), (102_400, 101_376));
         for ((sm, optin), head_dim, want) in [
@@ -892,6 +901,25 @@ mod tests {
             assert_eq!(stages, want, "head_dim {head_dim} on ({sm}, {optin})");
             let smem = cfg.shared_mem_bytes as usize;
             assert!(smem <= optin && smem >= stages as usize * 2 * 64 * (head_dim + 8) * 2);
+        }
+        // Prefill fits every part's per-block limit at every head_dim, with 32-key tiles at 128
+        // where 64-key ones do not.
+        for (optin, head_dim, tile) in [
+            (h200.1, 128, 64),
+            (sm86.1, 128, 32),
+            (sm86.1, 96, 64),
+            (sm86.1, 256, 32),
+        ] {
+            let (cfg, bn) = launch::sdpa_prefill(1, 8, 1000, head_dim, optin).unwrap();
+            assert_eq!(bn, tile, "head_dim {head_dim} within {optin} bytes");
+            assert!(cfg.shared_mem_bytes as usize <= optin);
+        }
+        for head_dim in [64, 80, 96, 128, 256] {
+            let (cfg, _) = launch::sdpa_prefill(1, 8, 1000, head_dim, sm86.1).unwrap();
+            assert!(
+                cfg.shared_mem_bytes as usize <= sm86.1,
+                "head_dim {head_dim}"
+            );
         }
         // Splits depend on the shape alone: 264 blocks aimed at, 64-key multiples.
         assert_eq!(launch::sdpa_decode_splits(32_768, 8), (1024, 32));

@@ -498,15 +498,25 @@ fn sdpa_cuda(
         ..mask
     };
     match decode_plan(s, &plan_mask) {
-        None => run(
-            Kernel::Sdpa {
-                dtype,
-                head_dim,
-                decode: false,
-            },
-            &launch::sdpa_prefill(s.batch, s.q_heads, s.q_len, s.head_dim)?,
-            tensors(args),
-        ),
+        None => {
+            let (cfg, key_tile) = launch::sdpa_prefill(
+                s.batch,
+                s.q_heads,
+                s.q_len,
+                s.head_dim,
+                c.props().shared_memory_per_block_optin_bytes as usize,
+            )?;
+            args.chunk = key_tile;
+            run(
+                Kernel::Sdpa {
+                    dtype,
+                    head_dim,
+                    decode: false,
+                },
+                &cfg,
+                tensors(args),
+            )
+        }
         Some((first, chunk, splits)) => {
             args.key_begin = u(first)?;
             args.chunk = u(chunk)?;
