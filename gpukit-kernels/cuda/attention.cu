@@ -417,7 +417,7 @@ __device__ __forceinline__ void sdpa_prefill(const T* __restrict__ q, const T* _
             const int view = tile_view(a, key0, key0 + BN - 1, wpos_min, wpos_max);
 #define SDPA_ATTEND(MASK, ALIBI)                                                                   \
             if constexpr (MT == 1)                                                                 \
-                attend_tiles<T, D, BN / 8, 1, MASK, ALIBI>(QRegs<D>{qa}, ks, ks + TILE, 0, key0, rows, a, st); \
+                attend<T, D, BN / 8, MASK, ALIBI>(qa, ks, ks + TILE, 0, key0, rows[0], a, st[0]);  \
             else                                                                                   \
                 attend_tiles<T, D, BN / 8, MT, MASK, ALIBI>(qsm, ks, ks + TILE, 0, key0, rows, a, st);
             if (a.alibi) {
