@@ -62,6 +62,13 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N> __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
+// Orders this thread's shared-memory writes (cp.async included) before later reads by the async
+// proxy (wgmma operands), sm_90+.
+__device__ __forceinline__ void fence_proxy_async() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
 
 // Four 8×8 b16 matrices from shared memory, transposed (lanes 8i..8i+7 address matrix i's rows).
 __device__ __forceinline__ void ldsm_x4_trans(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3,
@@ -572,6 +579,252 @@ __device__ __forceinline__ void sdpa_combine(T* __restrict__ out, const AttnArgs
     const unsigned h = kvh * group + r / a.q_len, i = r % a.q_len;
     out[b * a.o_stride[0] + h * a.o_stride[1] + i * a.o_stride[2] + c] = from_f32<T>(l > 0.0f ? o / l : 0.0f);
 }
+
+// ---- Hopper prefill on warpgroup MMA (sm_90a only) ----------------------------------------------
+//
+// sdpa_prefill_wgmma (head_dim 128): a block of 2 warpgroups owns 128 consecutive queries of one head (64 per
+// warpgroup) and walks 128-key tiles through a ring of 3 K/V stages in shared memory, copied with
+// cp.async into the 128-byte-swizzled layout wgmma reads (Q and K K-major, V MN-major). Scores
+// S = Q·Kᵀ come from wgmma with both operands in shared memory; P (the softmax numerators, bf16/
+// f16 in registers, the accumulator layout reused as the A operand) times V from wgmma with A in
+// registers. The scores of tile j + 1 are computed on the tensor cores while the softmax of tile
+// j runs (FlashAttention-3's intra-warpgroup overlap, Shah et al. 2024, without warp
+// specialisation). The online softmax is the FlashAttention-2 one above (same masks, sliding
+// window; no ALiBi: that goes to sdpa_prefill). Fixed order everywhere: deterministic.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+template <typename T, int N>
+__device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], unsigned long long da, unsigned long long db,
+                                         int scale_d);
+template <typename T, int N>
+__device__ __forceinline__ void wgmma_rs_t(float (&d)[N / 2], const unsigned (&a)[4], unsigned long long db,
+                                           int scale_d);
+// d (64 × N f32, the accumulator fragments) = [d +] A·B: wgmma_ss with A (64 × 16, K-major) and B
+// (N × 16, K-major) in shared memory; wgmma_rs_t with A in registers and B (16 × N) MN-major
+// (transposed) in shared memory. scale_d = 0 ignores the old d.
+#define WGMMA_N128(T, TY)                                                                         \
+template <> __device__ __forceinline__ void wgmma_ss<T, 128>(float (&d)[64], unsigned long long da,         \
+                                                       unsigned long long db, int scale_d) {           \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                          \
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n" \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])                                                                           \
+                 : "l"(da), "l"(db), "r"(scale_d));                                               \
+}                                                                                                 \
+template <> __device__ __forceinline__ void wgmma_rs_t<T, 128>(float (&d)[64], const unsigned (&a)[4],   \
+                                                         unsigned long long db, int scale_d) {         \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                          \
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n" \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])                                                                           \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));           \
+}
+WGMMA_N128(bf16, "bf16")
+WGMMA_N128(f16, "f16")
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+// Keeps the compiler from moving accesses to registers an in-flight wgmma owns across this point.
+template <int R> __device__ __forceinline__ void wgmma_fence_regs(float (&d)[R]) {
+#pragma unroll
+    for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// Shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"), 128-byte swizzle:
+// start address, leading and stride byte offsets, all in 16-byte units.
+__device__ __forceinline__ unsigned long long sw128_desc(const void* p, unsigned lbo, unsigned sbo) {
+    const unsigned a = smem_addr(p);
+    return (unsigned long long)((a & 0x3FFFF) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFF) << 16) |
+           ((unsigned long long)((sbo >> 4) & 0x3FFF) << 32) | (1ull << 62);
+}
+
+// Element offset of (r, c) in an R-row tile stored as D / 64 column blocks of R rows × 128 bytes
+// whose 16-byte chunks are XOR-swizzled by r % 8 (c a multiple of 8; tiles 1024-byte aligned).
+template <int R> __device__ __forceinline__ int sw128_offset(int r, int c) {
+    return (c >> 6) * (R * 64) + r * 64 + ((((c & 63) >> 3) ^ (r & 7)) << 3);
+}
+
+// Starts copying rows row0 .. row0 + R of a [rows, D] matrix into the swizzled layout (rows at
+// or past rows_valid zero-filled). Each thread copies one fixed 16-byte column of every
+// (THREADS / (D / 8))-th row, so its r % 8, and the swizzle, stay fixed.
+template <typename T, int D, int R, int THREADS>
+__device__ __forceinline__ void load_tile_sw128(T* dst, const T* src, long long stride, unsigned row0,
+                                                unsigned rows_valid) {
+    constexpr int CH = D / 8, RS = THREADS / CH;
+    static_assert(THREADS % CH == 0 && R % RS == 0 && RS % 8 == 0, "tile copy shape");
+    const int c = (threadIdx.x % CH) * 8, r0 = threadIdx.x / CH;
+    T* d = dst + sw128_offset<R>(r0, c);
+    const T* p = src + (long long)(row0 + r0) * stride + c;
+    const long long step = RS * stride;
+    if (row0 + R <= rows_valid) {
+#pragma unroll
+        for (int r = 0; r < R; r += RS) {
+            cp_async16(d + r * 64, p, true);
+            p += step;
+        }
+    } else {
+#pragma unroll
+        for (int r = 0; r < R; r += RS) {
+            const bool ok = row0 + r0 + r < rows_valid;
+            cp_async16(d + r * 64, ok ? p : src, ok);
+            p += step;
+        }
+    }
+}
+
+template <typename T, int D>
+__device__ __forceinline__ void sdpa_prefill_wgmma(const T* __restrict__ q, const T* __restrict__ k,
+                                                   const T* __restrict__ v, T* __restrict__ out,
+                                                   const AttnArgs& a) {
+    extern __shared__ __align__(1024) unsigned char attn_smem[];
+    constexpr int BM = 128, BN = 128, THREADS = 256, NT = BN / 8, STAGES = 3;
+    T* qs = reinterpret_cast<T*>(attn_smem);
+    T* kv = qs + BM * D;
+    const int tid = threadIdx.x, wg = tid >> 7, wq = (tid >> 5) & 3, lane = tid & 31, g = lane >> 2, t = lane & 3;
+    const unsigned mtile = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+    const unsigned kvh = h / (a.q_heads / a.kv_heads);
+    const T* qh = q + b * a.q_stride[0] + h * a.q_stride[1];
+    const T* kh = k + b * a.k_stride[0] + kvh * a.k_stride[1];
+    const T* vh = v + b * a.v_stride[0] + kvh * a.v_stride[1];
+    T* oh = out + b * a.o_stride[0] + h * a.o_stride[1];
+    const unsigned first = mtile * BM, wfirst = first + 64 * wg + 16 * wq;
+    const int shift = (int)a.kv_len - (int)a.q_len;
+    const int wpos_min = shift + (int)(first + 64 * wg), wpos_max = wpos_min + 63;
+    const int pos[2] = {shift + (int)(wfirst + g), shift + (int)(wfirst + g) + 8};
+    unsigned key_end = a.kv_len, key_begin = 0;
+    if (a.causal) {
+        const unsigned last = min(a.q_len, first + BM) - 1;
+        key_end = min(a.kv_len, (unsigned)(shift + (int)last) + 1);
+        if (a.window) {
+            const int lo = shift + (int)first - (int)a.window + 1;
+            key_begin = lo > 0 ? ((unsigned)lo / BN) * BN : 0;
+        }
+    }
+    const unsigned t0 = key_begin / BN, tiles = key_end > key_begin ? (key_end + BN - 1) / BN : t0;
+    auto load = [&](unsigned j) {
+        T* st = kv + (j % STAGES) * 2 * BN * D;
+        load_tile_sw128<T, D, BN, THREADS>(st, kh, a.k_stride[2], j * BN, a.kv_len);
+        load_tile_sw128<T, D, BN, THREADS>(st + BN * D, vh, a.v_stride[2], j * BN, a.kv_len);
+    };
+    // Scores of tile j into acc: D / 16 wgmma of K = 16 (Q and K column blocks of 64, 32 bytes
+    // per step inside a block; 8-row groups 1024 bytes apart).
+    auto scores = [&](float (&acc)[BN / 2], unsigned j) {
+        const T* ks = kv + (j % STAGES) * 2 * BN * D;
+        wgmma_fence_regs(acc);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk) {
+            const T* qa = qs + (kk >> 2) * (BM * 64) + (64 * wg) * 64 + (kk & 3) * 16;
+            const T* kb = ks + (kk >> 2) * (BN * 64) + (kk & 3) * 16;
+            wgmma_ss<T, BN>(acc, sw128_desc(qa, 16, 1024), sw128_desc(kb, 16, 1024), kk > 0);
+        }
+        wgmma_commit();
+    };
+    load_tile_sw128<T, D, BM, THREADS>(qs, qh, a.q_stride[2], first, a.q_len);
+    if (t0 < tiles) load(t0);
+    cp_async_commit();
+    if (t0 + 1 < tiles) load(t0 + 1);
+    cp_async_commit();
+    float o[D / 2];
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
+    float m[2] = {-GPUKIT_INF, -GPUKIT_INF}, l[2] = {0.0f, 0.0f};
+    const float sc = a.scale_log2;
+    float s[BN / 2], sn[BN / 2];
+    cp_async_wait<1>();
+    fence_proxy_async();
+    __syncthreads();
+    if (t0 < tiles) {
+        scores(s, t0);
+        wgmma_wait_all();
+        wgmma_fence_regs(s);
+    }
+    for (unsigned j = t0; j < tiles; ++j) {
+        // Tile j + 1 has landed and every warp is done with tile j − 1's stage: refill it.
+        cp_async_wait<0>();
+        fence_proxy_async();
+        __syncthreads();
+        if (j + 2 < tiles) load(j + 2);
+        cp_async_commit();
+        if (j + 1 < tiles) scores(sn, j + 1);
+        const unsigned key0 = j * BN;
+        const int view = tile_view(a, key0, key0 + BN - 1, wpos_min, wpos_max);
+        float mx[2] = {-GPUKIT_INF, -GPUKIT_INF};
+#pragma unroll
+        for (int n = 0; n < NT; ++n) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int r = e >> 1;
+                if (view != 2 && !visible(a, key0 + 8 * n + 2 * t + (e & 1), pos[r])) s[4 * n + e] = -GPUKIT_INF;
+                mx[r] = fmaxf(mx[r], s[4 * n + e]);
+            }
+        }
+        float base[2], alpha[2], sum[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+            const float mn = fmaxf(m[r], mx[r] * sc);
+            base[r] = mn == -GPUKIT_INF ? 0.0f : mn;  // nothing visible yet: keep exp2 finite
+            alpha[r] = fast_exp2(m[r] - base[r]);
+            m[r] = mn;
+        }
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) {
+            s[i] = fast_exp2(fmaf(s[i], sc, -base[(i >> 1) & 1]));
+            sum[(i >> 1) & 1] += s[i];
+        }
+#pragma unroll
+        for (int r = 0; r < 2; ++r) l[r] = l[r] * alpha[r] + sum[r];
+#pragma unroll
+        for (int i = 0; i < D / 2; ++i) o[i] *= alpha[(i >> 1) & 1];
+        // O += P·V: K = 16 keys per step (16 rows of 128 bytes); V's column blocks BN·128 bytes
+        // apart (the leading offset of an MN-major operand), 8-key groups 1024 bytes apart.
+        const T* vs = kv + (j % STAGES) * 2 * BN * D + BN * D;
+        wgmma_fence_regs(o);
+        wgmma_fence();
+#pragma unroll
+        for (int c = 0; c < BN / 16; ++c) {
+            const unsigned pa[4] = {pack2<T>(s[8 * c + 0], s[8 * c + 1]), pack2<T>(s[8 * c + 2], s[8 * c + 3]),
+                                    pack2<T>(s[8 * c + 4], s[8 * c + 5]), pack2<T>(s[8 * c + 6], s[8 * c + 7])};
+            wgmma_rs_t<T, D>(o, pa, sw128_desc(vs + c * 16 * 64, BN * 128, 1024), 1);
+        }
+        wgmma_commit();
+        wgmma_wait_all();
+        wgmma_fence_regs(o);
+        wgmma_fence_regs(sn);
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) s[i] = sn[i];
+    }
+    cp_async_wait<0>();
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+        const unsigned i = wfirst + g + 8 * r;
+        if (i >= a.q_len) continue;
+        const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+        T* orow = oh + i * a.o_stride[2];
+#pragma unroll
+        for (int n = 0; n < D / 8; ++n)
+            *reinterpret_cast<unsigned*>(orow + 8 * n + 2 * t) =
+                pack2<T>(o[4 * n + 2 * r] * inv, o[4 * n + 2 * r + 1] * inv);
+    }
+}
+#endif
+
+// The wgmma prefill's entry points exist in every image; only the sm_90a one has a body (the
+// launcher picks them only for that image).
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define SDPA_WGMMA_BODY(T, D) sdpa_prefill_wgmma<T, D>(q, k, v, out, a);
+#else
+#define SDPA_WGMMA_BODY(T, D) __trap();
+#endif
+#define SDPA_WGMMA(T, NAME, D)                                                                     \
+extern "C" __global__ void __launch_bounds__(256, 1) sdpa_prefill_wgmma_##NAME##_d##D(            \
+        const T* q, const T* k, const T* v, T* out, AttnArgs a) {                                  \
+    SDPA_WGMMA_BODY(T, D)                                                                          \
+}
+SDPA_WGMMA(f16, f16, 128)
+SDPA_WGMMA(bf16, bf16, 128)
 
 // Prefill: BN keys per tile (BN_SHORT when a.chunk asks for it: the launch's choice where the
 // shared memory per block is short, e.g. sm_86/89), WARPS × MT × 16 queries per block (launch

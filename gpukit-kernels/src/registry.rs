@@ -171,6 +171,15 @@ pub enum Kernel {
         /// The split-K decode kernel (else the prefill kernel).
         decode: bool,
     },
+    /// `sdpa_prefill_wgmma_<dt>_d<head_dim>` (f16/bf16; head_dim 128): the prefill kernel
+    /// on Hopper's warpgroup MMA. Only the sm_90a image has its body (elsewhere the entry point
+    /// traps): launch it only where [`KernelRegistry::target`] is `sm_90a`.
+    SdpaPrefillWgmma {
+        /// Element type of Q, K, V and the output.
+        dtype: DType,
+        /// Values per head.
+        head_dim: u32,
+    },
     /// `sdpa_combine_<dt>`: merges the splits of the decode kernel.
     SdpaCombine(DType),
     /// `sample_<dt>`: one token id per row of logits.
@@ -226,6 +235,11 @@ fn float(op: &'static str, dt: DType) -> Result<&'static str> {
 /// Head dimensions the attention kernels are built for.
 pub const SDPA_HEAD_DIMS: [u32; 5] = [64, 80, 96, 128, 256];
 
+/// Head dimensions of the Hopper prefill kernel ([`Kernel::SdpaPrefillWgmma`]). At 64 it was
+/// measured slower than the portable kernel on an H200 (docs/RESULTS.md, session 11), so it is
+/// not built there.
+pub const SDPA_WGMMA_HEAD_DIMS: [u32; 1] = [128];
+
 /// f16 or bf16 only (tensor-core kernels).
 fn half_float(op: &'static str, dt: DType) -> Result<&'static str> {
     if matches!(dt, DType::F16 | DType::BF16) {
@@ -276,7 +290,9 @@ impl Kernel {
             Kernel::Rope(_) | Kernel::RopeKvAppend(_) => KernelModule::Rope,
             Kernel::Dequantize(_) | Kernel::QGemv(_) => KernelModule::Quant,
             Kernel::KvAppend(_) => KernelModule::Kv,
-            Kernel::Sdpa { .. } | Kernel::SdpaCombine(_) => KernelModule::Attention,
+            Kernel::Sdpa { .. } | Kernel::SdpaPrefillWgmma { .. } | Kernel::SdpaCombine(_) => {
+                KernelModule::Attention
+            }
             Kernel::Sample(_) | Kernel::DecodeAdvance | Kernel::SampleArgmaxParts => {
                 KernelModule::Sampling
             }
@@ -383,6 +399,18 @@ impl Kernel {
             Kernel::GemvSwiglu(dt) => format!("gemv_swiglu_{}", float("gemv", dt)?),
             Kernel::GemvSwigluNorm(dt) => format!("gemv_swiglu_norm_{}", float("gemv", dt)?),
             Kernel::GemvNormRopeKv(dt) => format!("gemv_norm_rope_kv_{}", float("gemv", dt)?),
+            Kernel::SdpaPrefillWgmma { dtype, head_dim } => {
+                if !SDPA_WGMMA_HEAD_DIMS.contains(&head_dim) {
+                    return Err(Error::InvalidArgument(format!(
+                        "the wgmma prefill kernels exist for head_dim {SDPA_WGMMA_HEAD_DIMS:?}, \
+                         not {head_dim}"
+                    )));
+                }
+                format!(
+                    "sdpa_prefill_wgmma_{}_d{head_dim}",
+                    half_float("sdpa", dtype)?
+                )
+            }
             Kernel::SdpaCombine(dt) => format!("sdpa_combine_{}", half_float("sdpa", dt)?),
             Kernel::GemvNorm { dtype, argmax } => format!(
                 "gemv_norm_{}{}",
@@ -616,6 +644,30 @@ pub mod launch {
             LaunchConfig::new(grid, 32 * warps as u32).shared_mem(bytes(bn) as u32),
             bn as u32,
         ))
+    }
+
+    /// The Hopper prefill kernel ([`Kernel::SdpaPrefillWgmma`]): blocks of 2 warpgroups (256
+    /// threads, 128 queries) × query heads × batch, with shared memory for the block's Q tile
+    /// and a ring of 3 K/V tiles of 128 keys (224 KiB at head_dim 128). `None`
+    /// where that exceeds `smem_optin` (the caller then uses [`sdpa_prefill`]).
+    pub fn sdpa_prefill_wgmma(
+        batch: usize,
+        q_heads: usize,
+        q_len: usize,
+        head_dim: usize,
+        smem_optin: usize,
+    ) -> Result<Option<LaunchConfig>> {
+        let bytes = (128 * head_dim + 3 * 2 * 128 * head_dim) * 2;
+        if bytes > smem_optin {
+            return Ok(None);
+        }
+        let grid = (
+            u32::try_from(q_len.div_ceil(128).max(1))
+                .map_err(|_| Error::InvalidArgument(format!("{q_len} queries")))?,
+            grid_dim("query heads", q_heads)?,
+            grid_dim("sequences", batch)?,
+        );
+        Ok(Some(LaunchConfig::new(grid, 256).shared_mem(bytes as u32)))
     }
 
     /// How the decode kernel splits `keys` keys (a multiple of 64 per split):
@@ -921,6 +973,27 @@ mod tests {
                 "head_dim {head_dim}"
             );
         }
+        // The Hopper kernel fits an H100/H200 block (224 KiB at head_dim 128), and
+        // declines where the opt-in is smaller.
+        for (optin, head_dim, fits) in [
+            (h200.1, 128, true),
+            (h200.1, 64, true),
+            (sm86.1, 128, false),
+        ] {
+            let cfg = launch::sdpa_prefill_wgmma(2, 8, 1000, head_dim, optin).unwrap();
+            assert_eq!(
+                cfg.is_some(),
+                fits,
+                "head_dim {head_dim} within {optin} bytes"
+            );
+            if let Some(cfg) = cfg {
+                assert!(cfg.shared_mem_bytes as usize <= optin);
+                assert_eq!(
+                    (cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x),
+                    (8, 8, 2, 256)
+                );
+            }
+        }
         // Splits depend on the shape alone: 264 blocks aimed at, 64-key multiples.
         assert_eq!(launch::sdpa_decode_splits(32_768, 8), (1024, 32));
         assert_eq!(launch::sdpa_decode_splits(100, 8), (64, 2));
@@ -1006,6 +1079,12 @@ mod tests {
                 },
                 Kernel::RopeKvAppend(dt),
             ]);
+            for head_dim in SDPA_WGMMA_HEAD_DIMS {
+                v.push(Kernel::SdpaPrefillWgmma {
+                    dtype: dt,
+                    head_dim,
+                });
+            }
             for head_dim in SDPA_HEAD_DIMS {
                 for decode in [false, true] {
                     v.push(Kernel::Sdpa {

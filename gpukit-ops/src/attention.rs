@@ -11,16 +11,23 @@
 //!
 //! [`sdpa`] / [`sdpa_into`] run it on tensors: on the CPU through the reference, on CUDA with
 //! the kernels of `gpukit-kernels/cuda/attention.cu` (f16/bf16, head_dim 64, 80, 96, 128, 256):
-//! a FlashAttention-2-style tiled kernel for prefill and split-K flash-decoding when a KV head
-//! serves at most 16 query rows (GQA group × queries), both deterministic.
+//! a FlashAttention-2-style tiled kernel for prefill (on Hopper, at head_dim 128 without ALiBi,
+//! one on warpgroup MMA with FlashAttention-3's overlap of the next tile's scores and the
+//! softmax) and split-K flash-decoding when a KV head serves at most 16 query rows (GQA group ×
+//! queries), all deterministic. Setting [`PORTABLE_PREFILL_ENV`] makes Hopper run the portable
+//! prefill kernel too (for testing it there, and for comparisons).
 
 use gpukit_driver::KernelArgs;
-use gpukit_kernels::registry::{SDPA_HEAD_DIMS, launch};
+use gpukit_kernels::registry::{SDPA_HEAD_DIMS, SDPA_WGMMA_HEAD_DIMS, launch};
 use gpukit_kernels::{AttentionArgs, DType, Kernel};
 use rayon::prelude::*;
 
 use crate::ops::{check_out, cuda, dptr, same_device, write_host};
 use crate::{Device, Error, Result, Tensor};
+
+/// Environment variable: when set (to anything), prefill attention uses the portable
+/// `mma.sync` kernel even where the Hopper warpgroup-MMA one applies.
+pub const PORTABLE_PREFILL_ENV: &str = "GPUKIT_SDPA_PORTABLE";
 
 /// Dimensions of one attention call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -499,6 +506,23 @@ fn sdpa_cuda(
     };
     match decode_plan(s, &plan_mask) {
         None => {
+            let optin = c.props().shared_memory_per_block_optin_bytes as usize;
+            let wgmma_cfg = if c.kernels().target() == "sm_90a"
+                && SDPA_WGMMA_HEAD_DIMS.contains(&head_dim)
+                && !mask.alibi
+                && std::env::var_os(PORTABLE_PREFILL_ENV).is_none()
+            {
+                launch::sdpa_prefill_wgmma(s.batch, s.q_heads, s.q_len, s.head_dim, optin)?
+            } else {
+                None
+            };
+            if let Some(cfg) = wgmma_cfg {
+                return run(
+                    Kernel::SdpaPrefillWgmma { dtype, head_dim },
+                    &cfg,
+                    tensors(args),
+                );
+            }
             let (cfg, key_tile) = launch::sdpa_prefill(
                 s.batch,
                 s.q_heads,

@@ -56,11 +56,25 @@ if [ "$mode" = test ] || [ "$mode" = all ]; then
   for m in "$GPUKIT_PARITY_DIR"/*/meta.json; do
     [ -f "$m" ] && cp "$m" "$out/parity-$(basename "$(dirname "$m")").json"
   done
+  # Each test binary once; the ops tests' attention cases again with the portable prefill
+  # kernel forced (on Hopper the default is the warpgroup-MMA one).
+  runs=()
   for t in "$here"/tests/*; do
     [ -x "$t" ] || continue
+    runs+=("$t")
+    case "$t" in *gpukit_ops__ops) runs+=("$t:portable") ;; esac
+  done
+  for run in "${runs[@]}"; do
+    t="${run%:portable}"
     name="$(basename "$t")"
-    echo "---- $name" >>"$log"
-    "$t" --include-ignored --test-threads=1 --show-output >>"$log" 2>&1
+    if [ "$run" != "$t" ]; then
+      name="$name (sdpa, GPUKIT_SDPA_PORTABLE=1)"
+      echo "---- $name" >>"$log"
+      GPUKIT_SDPA_PORTABLE=1 "$t" sdpa --include-ignored --test-threads=1 --show-output >>"$log" 2>&1
+    else
+      echo "---- $name" >>"$log"
+      "$t" --include-ignored --test-threads=1 --show-output >>"$log" 2>&1
+    fi
     rc=$?
     line="$(grep -E '^test result:' "$log" | tail -n 1)"
     p=$(echo "$line" | sed -nE 's/.* ([0-9]+) passed.*/\1/p')
