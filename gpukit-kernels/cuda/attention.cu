@@ -151,6 +151,55 @@ __device__ __forceinline__ bool visible(const AttnArgs& a, unsigned key, int pos
     return (int)key <= pos && (a.window == 0 || (int)key + (int)a.window > pos);
 }
 
+// The online-softmax step for a thread's two rows, given their maxima over this thread's scores
+// of the new tile (mx; in units of the scores, sc > 0 to the log2 domain): the maxima over the
+// four threads of each row, the new running max m, the exponent base (0 while nothing is visible,
+// to keep exp2 finite) and alpha, the factor that rescales the old sum and output.
+__device__ __forceinline__ void softmax_rows(float (&mx)[2], float sc, float (&m)[2], float (&base)[2],
+                                             float (&alpha)[2]) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+        const float mn = fmaxf(m[r], mx[r] * sc);
+        base[r] = mn == -GPUKIT_INF ? 0.0f : mn;
+        alpha[r] = fast_exp2(m[r] - base[r]);
+        m[r] = mn;
+    }
+}
+
+// Query head h of sequence b: its first Q and output rows, and the first K and V rows of the KV
+// head it reads (h / (q_heads / kv_heads): GQA without replication).
+template <typename T> struct HeadRows {
+    const T *q, *k, *v;
+    T* o;
+    __device__ __forceinline__ HeadRows(const T* q_, const T* k_, const T* v_, T* out, const AttnArgs& a,
+                                        unsigned b, unsigned h) {
+        const unsigned kvh = h / (a.q_heads / a.kv_heads);
+        q = q_ + b * a.q_stride[0] + h * a.q_stride[1];
+        k = k_ + b * a.k_stride[0] + kvh * a.k_stride[1];
+        v = v_ + b * a.v_stride[0] + kvh * a.v_stride[1];
+        o = out + b * a.o_stride[0] + h * a.o_stride[1];
+    }
+};
+
+// Keys [key_begin, key_end) any of the prefill block's rows first .. first + BM − 1 can see
+// (key_begin a multiple of BN; shift = kv_len − q_len, the first query's position).
+template <int BM, int BN>
+__device__ __forceinline__ void prefill_keys(const AttnArgs& a, unsigned first, int shift, unsigned& key_begin,
+                                             unsigned& key_end) {
+    key_end = a.kv_len;
+    key_begin = 0;
+    if (a.causal) {
+        const unsigned last = min(a.q_len, first + BM) - 1;
+        key_end = min(a.kv_len, (unsigned)(shift + (int)last) + 1);
+        if (a.window) {
+            const int lo = shift + (int)first - (int)a.window + 1;
+            key_begin = lo > 0 ? ((unsigned)lo / BN) * BN : 0;
+        }
+    }
+}
+
 // Q fragments (A operands, 16 rows × 16 dims) of a warp's m-tiles: held in registers (one tile) or
 // read from shared memory by ldmatrix.
 template <int D> struct QRegs {
@@ -221,15 +270,7 @@ __device__ __forceinline__ void attend_tiles(const QF& qf, const T* ks, const T*
             }
         }
         float base[2], alpha[2], sum[2] = {0.0f, 0.0f};
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-            const float mn = fmaxf(st[mt].m[r], mx[r] * sc);
-            base[r] = mn == -GPUKIT_INF ? 0.0f : mn;  // nothing visible yet: keep exp2 finite
-            alpha[r] = fast_exp2(st[mt].m[r] - base[r]);
-            st[mt].m[r] = mn;
-        }
+        softmax_rows(mx, sc, st[mt].m, base, alpha);
 #pragma unroll
         for (int j = 0; j < NT; ++j) {
 #pragma unroll
@@ -364,11 +405,9 @@ __device__ __forceinline__ void sdpa_prefill(const T* __restrict__ q, const T* _
     T* smem = qs + QTILE;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const unsigned mtile = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
-    const unsigned kvh = h / (a.q_heads / a.kv_heads);
-    const T* qh = q + b * a.q_stride[0] + h * a.q_stride[1];
-    const T* kh = k + b * a.k_stride[0] + kvh * a.k_stride[1];
-    const T* vh = v + b * a.v_stride[0] + kvh * a.v_stride[1];
-    T* oh = out + b * a.o_stride[0] + h * a.o_stride[1];
+    const HeadRows<T> hr(q, k, v, out, a, b, h);
+    const T *qh = hr.q, *kh = hr.k, *vh = hr.v;
+    T* oh = hr.o;
     const unsigned first = mtile * BM, wfirst = first + warp * WM;
     const int shift = (int)a.kv_len - (int)a.q_len;
     const int wpos_min = shift + (int)wfirst, wpos_max = wpos_min + WM - 1;
@@ -395,16 +434,8 @@ __device__ __forceinline__ void sdpa_prefill(const T* __restrict__ q, const T* _
         cp_async_commit();
     }
     const QSmem<T, D> qsm{qs + (warp * WM + (lane & 15)) * LD + (lane >> 4) * 8};
-    // Keys any of the block's rows can see.
-    unsigned key_end = a.kv_len, key_begin = 0;
-    if (a.causal) {
-        const unsigned last = min(a.q_len, first + BM) - 1;
-        key_end = min(a.kv_len, (unsigned)(shift + (int)last) + 1);
-        if (a.window) {
-            const int lo = shift + (int)first - (int)a.window + 1;
-            key_begin = lo > 0 ? ((unsigned)lo / BN) * BN : 0;
-        }
-    }
+    unsigned key_begin, key_end;
+    prefill_keys<BM, BN>(a, first, shift, key_begin, key_end);
     State<D> st[MT];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) st[mt].init();
@@ -680,24 +711,15 @@ __device__ __forceinline__ void sdpa_prefill_wgmma(const T* __restrict__ q, cons
     T* kv = qs + BM * D;
     const int tid = threadIdx.x, wg = tid >> 7, wq = (tid >> 5) & 3, lane = tid & 31, g = lane >> 2, t = lane & 3;
     const unsigned mtile = gridDim.x - 1 - blockIdx.x, h = blockIdx.y, b = blockIdx.z;
-    const unsigned kvh = h / (a.q_heads / a.kv_heads);
-    const T* qh = q + b * a.q_stride[0] + h * a.q_stride[1];
-    const T* kh = k + b * a.k_stride[0] + kvh * a.k_stride[1];
-    const T* vh = v + b * a.v_stride[0] + kvh * a.v_stride[1];
-    T* oh = out + b * a.o_stride[0] + h * a.o_stride[1];
+    const HeadRows<T> hr(q, k, v, out, a, b, h);
+    const T *qh = hr.q, *kh = hr.k, *vh = hr.v;
+    T* oh = hr.o;
     const unsigned first = mtile * BM, wfirst = first + 64 * wg + 16 * wq;
     const int shift = (int)a.kv_len - (int)a.q_len;
     const int wpos_min = shift + (int)(first + 64 * wg), wpos_max = wpos_min + 63;
     const int pos[2] = {shift + (int)(wfirst + g), shift + (int)(wfirst + g) + 8};
-    unsigned key_end = a.kv_len, key_begin = 0;
-    if (a.causal) {
-        const unsigned last = min(a.q_len, first + BM) - 1;
-        key_end = min(a.kv_len, (unsigned)(shift + (int)last) + 1);
-        if (a.window) {
-            const int lo = shift + (int)first - (int)a.window + 1;
-            key_begin = lo > 0 ? ((unsigned)lo / BN) * BN : 0;
-        }
-    }
+    unsigned key_begin, key_end;
+    prefill_keys<BM, BN>(a, first, shift, key_begin, key_end);
     const unsigned t0 = key_begin / BN, tiles = key_end > key_begin ? (key_end + BN - 1) / BN : t0;
     auto load = [&](unsigned j) {
         T* st = kv + (j % STAGES) * 2 * BN * D;
@@ -758,15 +780,7 @@ __device__ __forceinline__ void sdpa_prefill_wgmma(const T* __restrict__ q, cons
             }
         }
         float base[2], alpha[2], sum[2] = {0.0f, 0.0f};
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-            const float mn = fmaxf(m[r], mx[r] * sc);
-            base[r] = mn == -GPUKIT_INF ? 0.0f : mn;  // nothing visible yet: keep exp2 finite
-            alpha[r] = fast_exp2(m[r] - base[r]);
-            m[r] = mn;
-        }
+        softmax_rows(mx, sc, m, base, alpha);
 #pragma unroll
         for (int i = 0; i < BN / 2; ++i) {
             s[i] = fast_exp2(fmaf(s[i], sc, -base[(i >> 1) & 1]));
