@@ -145,10 +145,20 @@ template <int D> struct State {
     }
 };
 
+// The keys a query at position pos sees: [lo, hi] (none when hi < lo). Computed once per row,
+// a key's test is then two compares without branches.
+struct KeyRange {
+    int lo, hi;
+    __device__ __forceinline__ bool has(unsigned key) const { return (int)key >= lo && (int)key <= hi; }
+};
+__device__ __forceinline__ KeyRange visible_keys(const AttnArgs& a, int pos) {
+    const int last = (int)a.kv_len - 1;
+    if (!a.causal) return {0, last};
+    const bool cut = a.window != 0 && pos >= 0 && (unsigned)pos >= a.window;
+    return {cut ? pos - (int)a.window + 1 : 0, min(pos, last)};
+}
 __device__ __forceinline__ bool visible(const AttnArgs& a, unsigned key, int pos) {
-    if (key >= a.kv_len) return false;
-    if (!a.causal) return true;
-    return (int)key <= pos && (a.window == 0 || (int)key + (int)a.window > pos);
+    return visible_keys(a, pos).has(key);
 }
 
 // The online-softmax step for a thread's two rows, given their maxima over this thread's scores
@@ -360,13 +370,26 @@ __device__ __forceinline__ void load_kv(T* ks, T* vs, const T* kh, const T* vh, 
         const long long kst = a.k_stride[2], vst = a.v_stride[2];
         const T* kp = kh + (long long)(key0 + r0) * kst + c;
         const T* vp = vh + (long long)(key0 + r0) * vst + c;
+        T* kd = ks + r0 * LD + c;
+        T* vd = vs + r0 * LD + c;
+        // A fixed trip count, and no per-row test when the whole tile is in range.
+        if (key0 + BN <= a.kv_len) {
 #pragma unroll
-        for (int r = r0; r < BN; r += RS) {
-            const bool ok = key0 + r < a.kv_len;
-            cp_async16(ks + r * LD + c, ok ? kp : kh, ok);
-            cp_async16(vs + r * LD + c, ok ? vp : vh, ok);
-            kp += RS * kst;
-            vp += RS * vst;
+            for (int i = 0; i < BN / RS; ++i) {
+                cp_async16(kd + i * RS * LD, kp, true);
+                cp_async16(vd + i * RS * LD, vp, true);
+                kp += RS * kst;
+                vp += RS * vst;
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < BN / RS; ++i) {
+                const bool ok = key0 + r0 + i * RS < a.kv_len;
+                cp_async16(kd + i * RS * LD, ok ? kp : kh, ok);
+                cp_async16(vd + i * RS * LD, ok ? vp : vh, ok);
+                kp += RS * kst;
+                vp += RS * vst;
+            }
         }
     } else {
         for (int i = threadIdx.x; i < BN * CH; i += THREADS) {
@@ -538,50 +561,70 @@ __device__ __forceinline__ void sdpa_decode(const T* __restrict__ q, const T* __
         else cp_async_wait<0>();
         __syncthreads();
         const T* ks = smem + stage * 2 * TILE;
-        if (a.alibi) attend<T, D, 2, true, true>(qa, ks, ks + TILE, 16 * warp, key0, rows, a, st);
-        else attend<T, D, 2, true, false>(qa, ks, ks + TILE, 16 * warp, key0, rows, a, st);
+        // Only tiles some row sees in part are masked (with a causal mask, the last one).
+        const bool all = tile_view(a, key0, key0 + BN - 1, shift, shift + (int)a.q_len - 1) == 2;
+        if (a.alibi) {
+            if (all) attend<T, D, 2, false, true>(qa, ks, ks + TILE, 16 * warp, key0, rows, a, st);
+            else attend<T, D, 2, true, true>(qa, ks, ks + TILE, 16 * warp, key0, rows, a, st);
+        } else {
+            if (all) attend<T, D, 2, false, false>(qa, ks, ks + TILE, 16 * warp, key0, rows, a, st);
+            else attend<T, D, 2, true, false>(qa, ks, ks + TILE, 16 * warp, key0, rows, a, st);
+        }
         __syncthreads();
         stage = stage + 1 == S ? 0 : stage + 1;
     }
     finish_sum<D>(st);
-    // Merge the four warps (fixed order) through shared memory: [warp][16 rows][2 + D] f32.
-    float* red = reinterpret_cast<float*>(attn_smem);
-    constexpr int RS = 2 + D;
+    // Merge the four warps (fixed order) through shared memory: o as [warp][16 rows][D + 8] f32
+    // (a row stride of 8 words mod 32 makes the float2 stores conflict-free), then each row's m
+    // and l per warp, the weights exp2(m − max) and the row's max and merged l.
+    constexpr int OS = D + 8;
+    float* red_o = reinterpret_cast<float*>(attn_smem);
+    float* red_m = red_o + 64 * OS;
+    float* red_l = red_m + 64;
+    float* wgt = red_l + 64;
+    float* row_m = wgt + 64;
+    float* row_l = row_m + 16;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-        float* rrow = red + (warp * 16 + g + 8 * r) * RS;
+        const int row = warp * 16 + g + 8 * r;
         if (t == 0) {
-            rrow[0] = st.m[r];
-            rrow[1] = st.l[r];
+            red_m[row] = st.m[r];
+            red_l[row] = st.l[r];
         }
 #pragma unroll
-        for (int n = 0; n < D / 8; ++n) {
-            rrow[2 + 8 * n + 2 * t] = st.o[n][2 * r];
-            rrow[2 + 8 * n + 2 * t + 1] = st.o[n][2 * r + 1];
+        for (int n = 0; n < D / 8; ++n)
+            *reinterpret_cast<float2*>(red_o + row * OS + 8 * n + 2 * t) = make_float2(st.o[n][2 * r], st.o[n][2 * r + 1]);
+    }
+    __syncthreads();
+    if (threadIdx.x < 16) {
+        const int r = threadIdx.x;
+        float mm = -GPUKIT_INF;
+        for (int w = 0; w < 4; ++w) mm = fmaxf(mm, red_m[w * 16 + r]);
+        const float base = mm == -GPUKIT_INF ? 0.0f : mm;
+        float l = 0.0f;
+        for (int w = 0; w < 4; ++w) {
+            const float f = exp2f(red_m[w * 16 + r] - base);
+            wgt[w * 16 + r] = f;
+            l += red_l[w * 16 + r] * f;
         }
+        row_m[r] = mm;
+        row_l[r] = l;
     }
     __syncthreads();
     for (unsigned idx = threadIdx.x; idx < 16 * D; idx += ATTN_THREADS) {
         const unsigned r = idx / D, c = idx % D;
-        if (r >= nrows) continue;
-        float mm = -GPUKIT_INF;
-        for (int w = 0; w < 4; ++w) mm = fmaxf(mm, red[(w * 16 + r) * RS]);
-        const float base = mm == -GPUKIT_INF ? 0.0f : mm;
-        float l = 0.0f, o = 0.0f;
-        for (int w = 0; w < 4; ++w) {
-            const float* wr = red + (w * 16 + r) * RS;
-            const float f = exp2f(wr[0] - base);
-            l += wr[1] * f;
-            o += wr[2 + c] * f;
-        }
+        if (r >= nrows) break;
+        float o = 0.0f;
+        for (int w = 0; w < 4; ++w) o += red_o[(w * 16 + r) * OS + c] * wgt[w * 16 + r];
+        const float l = row_l[r];
         if (a.splits == 1) {
             const unsigned h = kvh * group + r / a.q_len, i = r % a.q_len;
             out[b * a.o_stride[0] + h * a.o_stride[1] + i * a.o_stride[2] + c] =
                 from_f32<T>(l > 0.0f ? o / l : 0.0f);
         } else {
-            float* p = a.partial + ((((unsigned long long)b * a.kv_heads + kvh) * a.splits + split) * 16 + r) * RS;
+            float* p = a.partial + ((((unsigned long long)b * a.kv_heads + kvh) * a.splits + split) * 16 + r) * (2 + D);
             if (c == 0) {
-                p[0] = mm;
+                p[0] = row_m[r];
                 p[1] = l;
             }
             p[2 + c] = o;
@@ -589,23 +632,49 @@ __device__ __forceinline__ void sdpa_decode(const T* __restrict__ q, const T* __
     }
 }
 
-// Merges the splits of sdpa_decode: one block of D threads per (row, KV head, batch).
+// Merges the splits of sdpa_decode: one block per (row, KV head, batch) of G = blockDim / D
+// groups of D threads (the launch makes blockDim a multiple of 32, at most 512). Group j takes
+// splits j, j + G, …; the groups' sums are then added in group order. The order is fixed by the
+// shape: deterministic.
 template <typename T>
 __device__ __forceinline__ void sdpa_combine(T* __restrict__ out, const AttnArgs& a, unsigned D) {
-    const unsigned r = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z, c = threadIdx.x;
+    __shared__ float part[512];
+    __shared__ float lpart[16], wmax[16];
+    const unsigned r = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z, tid = threadIdx.x;
     const unsigned group = a.q_heads / a.kv_heads;
-    if (r >= group * a.q_len || c >= D) return;
+    if (r >= group * a.q_len || blockDim.x > 512) return;
+    const unsigned G = blockDim.x / D, j = tid / D, c = tid % D;
     const unsigned RS = 2 + D;
     const float* p = a.partial + (((unsigned long long)b * a.kv_heads + kvh) * a.splits * 16 + r) * RS;
     const unsigned long long step = 16ull * RS;
+    // The largest m over the splits (a max: exact in any order), a split per thread.
     float mm = -GPUKIT_INF;
-    for (unsigned s = 0; s < a.splits; ++s) mm = fmaxf(mm, p[s * step]);
+    for (unsigned s = tid; s < a.splits; s += blockDim.x) mm = fmaxf(mm, p[s * step]);
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) mm = fmaxf(mm, __shfl_xor_sync(0xffffffffu, mm, off));
+    if ((tid & 31) == 0) wmax[tid >> 5] = mm;
+    __syncthreads();
+    mm = -GPUKIT_INF;
+    for (unsigned w = 0; w < blockDim.x / 32; ++w) mm = fmaxf(mm, wmax[w]);
     const float base = mm == -GPUKIT_INF ? 0.0f : mm;
+    if (j < G) {
+        float l = 0.0f, o = 0.0f;
+#pragma unroll 4
+        for (unsigned s = j; s < a.splits; s += G) {
+            const float* ps = p + s * step;
+            const float f = exp2f(ps[0] - base);
+            l += ps[1] * f;
+            o += ps[2 + c] * f;
+        }
+        part[tid] = o;
+        if (c == 0) lpart[j] = l;
+    }
+    __syncthreads();
+    if (j != 0) return;
     float l = 0.0f, o = 0.0f;
-    for (unsigned s = 0; s < a.splits; ++s) {
-        const float f = exp2f(p[s * step] - base);
-        l += p[s * step + 1] * f;
-        o += p[s * step + 2 + c] * f;
+    for (unsigned gi = 0; gi < G; ++gi) {
+        l += lpart[gi];
+        o += part[gi * D + c];
     }
     const unsigned h = kvh * group + r / a.q_len, i = r % a.q_len;
     out[b * a.o_stride[0] + h * a.o_stride[1] + i * a.o_stride[2] + c] = from_f32<T>(l > 0.0f ? o / l : 0.0f);
@@ -706,7 +775,7 @@ __device__ __forceinline__ void sdpa_prefill_wgmma(const T* __restrict__ q, cons
                                                    const T* __restrict__ v, T* __restrict__ out,
                                                    const AttnArgs& a) {
     extern __shared__ __align__(1024) unsigned char attn_smem[];
-    constexpr int BM = 128, BN = 128, THREADS = 256, NT = BN / 8, STAGES = 3;
+    constexpr int BM = 128, BN = 128, THREADS = 256, STAGES = 3;
     T* qs = reinterpret_cast<T*>(attn_smem);
     T* kv = qs + BM * D;
     const int tid = threadIdx.x, wg = tid >> 7, wq = (tid >> 5) & 3, lane = tid & 31, g = lane >> 2, t = lane & 3;
@@ -717,7 +786,7 @@ __device__ __forceinline__ void sdpa_prefill_wgmma(const T* __restrict__ q, cons
     const unsigned first = mtile * BM, wfirst = first + 64 * wg + 16 * wq;
     const int shift = (int)a.kv_len - (int)a.q_len;
     const int wpos_min = shift + (int)(first + 64 * wg), wpos_max = wpos_min + 63;
-    const int pos[2] = {shift + (int)(wfirst + g), shift + (int)(wfirst + g) + 8};
+    const KeyRange keys[2] = {visible_keys(a, shift + (int)(wfirst + g)), visible_keys(a, shift + (int)(wfirst + g) + 8)};
     unsigned key_begin, key_end;
     prefill_keys<BM, BN>(a, first, shift, key_begin, key_end);
     const unsigned t0 = key_begin / BN, tiles = key_end > key_begin ? (key_end + BN - 1) / BN : t0;
@@ -769,16 +838,14 @@ __device__ __forceinline__ void sdpa_prefill_wgmma(const T* __restrict__ q, cons
         if (j + 1 < tiles) scores(sn, j + 1);
         const unsigned key0 = j * BN;
         const int view = tile_view(a, key0, key0 + BN - 1, wpos_min, wpos_max);
+        if (view != 2) {
+#pragma unroll
+            for (int i = 0; i < BN / 2; ++i)
+                if (!keys[(i >> 1) & 1].has(key0 + 8 * (i >> 2) + 2 * t + (i & 1))) s[i] = -GPUKIT_INF;
+        }
         float mx[2] = {-GPUKIT_INF, -GPUKIT_INF};
 #pragma unroll
-        for (int n = 0; n < NT; ++n) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int r = e >> 1;
-                if (view != 2 && !visible(a, key0 + 8 * n + 2 * t + (e & 1), pos[r])) s[4 * n + e] = -GPUKIT_INF;
-                mx[r] = fmaxf(mx[r], s[4 * n + e]);
-            }
-        }
+        for (int i = 0; i < BN / 2; ++i) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
         float base[2], alpha[2], sum[2] = {0.0f, 0.0f};
         softmax_rows(mx, sc, m, base, alpha);
 #pragma unroll
@@ -792,15 +859,18 @@ __device__ __forceinline__ void sdpa_prefill_wgmma(const T* __restrict__ q, cons
         for (int i = 0; i < D / 2; ++i) o[i] *= alpha[(i >> 1) & 1];
         // O += P·V: K = 16 keys per step (16 rows of 128 bytes); V's column blocks BN·128 bytes
         // apart (the leading offset of an MN-major operand), 8-key groups 1024 bytes apart.
+        // P is packed whole before the first wgmma: registers written between the wgmma of one
+        // group make ptxas fence each of them (C7519).
         const T* vs = kv + (j % STAGES) * 2 * BN * D + BN * D;
+        unsigned pa[BN / 16][4];
+#pragma unroll
+        for (int c = 0; c < BN / 16; ++c)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) pa[c][e] = pack2<T>(s[8 * c + 2 * e], s[8 * c + 2 * e + 1]);
         wgmma_fence_regs(o);
         wgmma_fence();
 #pragma unroll
-        for (int c = 0; c < BN / 16; ++c) {
-            const unsigned pa[4] = {pack2<T>(s[8 * c + 0], s[8 * c + 1]), pack2<T>(s[8 * c + 2], s[8 * c + 3]),
-                                    pack2<T>(s[8 * c + 4], s[8 * c + 5]), pack2<T>(s[8 * c + 6], s[8 * c + 7])};
-            wgmma_rs_t<T, D>(o, pa, sw128_desc(vs + c * 16 * 64, BN * 128, 1024), 1);
-        }
+        for (int c = 0; c < BN / 16; ++c) wgmma_rs_t<T, D>(o, pa[c], sw128_desc(vs + c * 16 * 64, BN * 128, 1024), 1);
         wgmma_commit();
         wgmma_wait_all();
         wgmma_fence_regs(o);

@@ -556,14 +556,17 @@ pub mod launch {
         if rows < 4096 { split.max(2) } else { split }
     }
 
-    /// The decode combine kernel: one block of `head_dim` threads per (row, KV head, batch).
+    /// The decode combine kernel: one block per (row, KV head, batch) of 512 / `head_dim`
+    /// groups of `head_dim` threads, each group summing every such split (at most 512 threads,
+    /// a multiple of 32 at the kernel's head dims 64, 80, 96, 128 and 256).
     pub fn sdpa_combine(batch: usize, kv_heads: usize, head_dim: usize) -> Result<LaunchConfig> {
         let grid = (
             SDPA_DECODE_ROWS as u32,
             grid_dim("KV heads", kv_heads)?,
             grid_dim("sequences", batch)?,
         );
-        Ok(LaunchConfig::new(grid, head_dim as u32))
+        let threads = (512 / head_dim.clamp(1, 512)) * head_dim.clamp(1, 512);
+        Ok(LaunchConfig::new(grid, threads as u32))
     }
 
     /// Threads of [`Kernel::SampleArgmaxParts`]'s single block.
@@ -693,7 +696,9 @@ pub mod launch {
         smem_per_sm: usize,
         smem_optin: usize,
     ) -> Result<(LaunchConfig, u32)> {
-        let merge = 4 * 16 * (head_dim + 2) * 4;
+        // The four warps' merge: o [4 × 16 rows][head_dim + 8] f32, then per row and warp m, l
+        // and a weight, and per row the max and merged l.
+        let merge = (4 * 16 * (head_dim + 8) + 3 * 64 + 2 * 16) * 4;
         let bytes = |stages: usize| (stages * 2 * 64 * (head_dim + 8) * 2).max(merge);
         // Per block the driver reserves 1 KiB of shared memory beside the kernel's own.
         let stages = (1..=3usize)
