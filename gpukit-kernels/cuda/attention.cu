@@ -682,8 +682,8 @@ __device__ __forceinline__ void sdpa_combine(T* __restrict__ out, const AttnArgs
 
 // ---- Hopper prefill on warpgroup MMA (sm_90a only) ----------------------------------------------
 //
-// sdpa_prefill_wgmma (head_dim 128): a block of 2 warpgroups owns 128 consecutive queries of one head (64 per
-// warpgroup) and walks 128-key tiles through a ring of 3 K/V stages in shared memory, copied with
+// sdpa_prefill_wgmma (head_dim 64 and 128): a block of 2 warpgroups owns 128 consecutive queries of
+// one head (64 per warpgroup) and walks 128-key tiles through a ring of 3 K/V stages in shared memory, copied with
 // cp.async into the 128-byte-swizzled layout wgmma reads (Q and K K-major, V MN-major). Scores
 // S = Q·Kᵀ come from wgmma with both operands in shared memory; P (the softmax numerators, bf16/
 // f16 in registers, the accumulator layout reused as the A operand) times V from wgmma with A in
@@ -718,6 +718,17 @@ template <> __device__ __forceinline__ void wgmma_rs_t<T, 128>(float (&d)[64], c
 }
 WGMMA_N128(bf16, "bf16")
 WGMMA_N128(f16, "f16")
+// wgmma_rs_t at N = 64 (P·V at head_dim 64): 32 accumulator registers.
+#define WGMMA_RS_N64(T, TY)                                                                       \
+template <> __device__ __forceinline__ void wgmma_rs_t<T, 64>(float (&d)[32], const unsigned (&a)[4],   \
+                                                        unsigned long long db, int scale_d) {          \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                          \
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n" \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])                                                                          \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));           \
+}
+WGMMA_RS_N64(bf16, "bf16")
+WGMMA_RS_N64(f16, "f16")
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -907,6 +918,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) sdpa_prefill_wgmma_##NAME##
         const T* q, const T* k, const T* v, T* out, AttnArgs a) {                                  \
     SDPA_WGMMA_BODY(T, D)                                                                          \
 }
+SDPA_WGMMA(f16, f16, 64)
+SDPA_WGMMA(bf16, bf16, 64)
 SDPA_WGMMA(f16, f16, 128)
 SDPA_WGMMA(bf16, bf16, 128)
 

@@ -171,7 +171,7 @@ pub enum Kernel {
         /// The split-K decode kernel (else the prefill kernel).
         decode: bool,
     },
-    /// `sdpa_prefill_wgmma_<dt>_d<head_dim>` (f16/bf16; head_dim 128): the prefill kernel
+    /// `sdpa_prefill_wgmma_<dt>_d<head_dim>` (f16/bf16; head_dim 64 and 128): the prefill kernel
     /// on Hopper's warpgroup MMA. Only the sm_90a image has its body (elsewhere the entry point
     /// traps): launch it only where [`KernelRegistry::target`] is `sm_90a`.
     SdpaPrefillWgmma {
@@ -235,10 +235,9 @@ fn float(op: &'static str, dt: DType) -> Result<&'static str> {
 /// Head dimensions the attention kernels are built for.
 pub const SDPA_HEAD_DIMS: [u32; 5] = [64, 80, 96, 128, 256];
 
-/// Head dimensions of the Hopper prefill kernel ([`Kernel::SdpaPrefillWgmma`]). At 64 it was
-/// measured slower than the portable kernel on an H200 (docs/RESULTS.md, session 11), so it is
-/// not built there.
-pub const SDPA_WGMMA_HEAD_DIMS: [u32; 1] = [128];
+/// Head dimensions of the Hopper prefill kernel ([`Kernel::SdpaPrefillWgmma`]); both beat the
+/// portable kernel and torch's FlashAttention-2 on an H200 (docs/RESULTS.md, session 12).
+pub const SDPA_WGMMA_HEAD_DIMS: [u32; 2] = [64, 128];
 
 /// f16 or bf16 only (tensor-core kernels).
 fn half_float(op: &'static str, dt: DType) -> Result<&'static str> {
@@ -651,7 +650,7 @@ pub mod launch {
 
     /// The Hopper prefill kernel ([`Kernel::SdpaPrefillWgmma`]): blocks of 2 warpgroups (256
     /// threads, 128 queries) × query heads × batch, with shared memory for the block's Q tile
-    /// and a ring of 3 K/V tiles of 128 keys (224 KiB at head_dim 128). `None`
+    /// and a ring of 3 K/V tiles of 128 keys (224 KiB at head_dim 128, 112 KiB at 64). `None`
     /// where that exceeds `smem_optin` (the caller then uses [`sdpa_prefill`]).
     pub fn sdpa_prefill_wgmma(
         batch: usize,

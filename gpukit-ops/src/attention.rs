@@ -11,7 +11,7 @@
 //!
 //! [`sdpa`] / [`sdpa_into`] run it on tensors: on the CPU through the reference, on CUDA with
 //! the kernels of `gpukit-kernels/cuda/attention.cu` (f16/bf16, head_dim 64, 80, 96, 128, 256):
-//! a FlashAttention-2-style tiled kernel for prefill (on Hopper, at head_dim 128 without ALiBi,
+//! a FlashAttention-2-style tiled kernel for prefill (on Hopper, at head_dim 64 and 128 without ALiBi,
 //! one on warpgroup MMA with FlashAttention-3's overlap of the next tile's scores and the
 //! softmax) and split-K flash-decoding when a KV head serves at most 16 query rows (GQA group ×
 //! queries), all deterministic. Setting [`PORTABLE_PREFILL_ENV`] makes Hopper run the portable
