@@ -1,4 +1,7 @@
-import cupy as cp, numpy as np, sys
+# Copy-only model of sdpa_decode's K/V ring (session 12): blocks stream tiles of 16 KiB K +
+# 16 KiB V through a cp.async ring and optionally read shared memory `work` times per tile.
+# Run on the GPU machine with cupy: python3 stream_ring.py
+import cupy as cp, numpy as np
 src = r'''
 extern "C" __global__ void stream(const uint4* __restrict__ k, const uint4* __restrict__ v, float* out,
                                   int tiles, int stages, int work) {
@@ -40,7 +43,6 @@ extern "C" __global__ void stream(const uint4* __restrict__ k, const uint4* __re
 mod = cp.RawModule(code=src, options=("-std=c++17",))
 f = mod.get_function("stream")
 f.max_dynamic_shared_size_bytes = 227 * 1024
-N = 1 << 27  # 128M uint4? no: elements of uint4 -> use bytes
 def run(blocks, threads, stages, tiles, work=0, reps=50):
     total = blocks * tiles * 1024  # uint4 per tensor
     k = cp.zeros(total * 4, dtype=cp.uint32).view(cp.uint32)
@@ -55,7 +57,7 @@ def run(blocks, threads, stages, tiles, work=0, reps=50):
     e.record(); e.synchronize()
     us = cp.cuda.get_elapsed_time(s, e) * 1000 / reps
     gb = 2 * total * 16 / 1e9
-    print(f"blocks {blocks:4d} thr {threads} stages {stages} tiles {tiles:3d} work {work:3d}: {gb*1e3:7.1f} MB {us:7.2f} us {gb/us*1e6/1e3:7.0f} GB/s", flush=True)
+    print(f"blocks {blocks:4d} thr {threads} stages {stages} tiles {tiles:3d} work {work:3d}: {gb*1e3:7.1f} MB {us:7.2f} us {gb / (us * 1e-6):7.0f} GB/s", flush=True)
 for cfg in [(256,128,3,8),(256,128,3,16),(256,128,3,32),(264,128,3,8),(132,128,6,16),(132,256,6,16),(132,256,4,16),(528,128,2,4),(396,128,2,6),(256,256,3,8),(132,512,6,16)]:
     run(*cfg)
 for w in [16, 64]:
