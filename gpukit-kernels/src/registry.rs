@@ -564,7 +564,8 @@ pub mod launch {
             grid_dim("KV heads", kv_heads)?,
             grid_dim("sequences", batch)?,
         );
-        let threads = (512 / head_dim.clamp(1, 512)) * head_dim.clamp(1, 512);
+        let d = head_dim.clamp(1, 512);
+        let threads = (512 / d) * d;
         Ok(LaunchConfig::new(grid, threads as u32))
     }
 

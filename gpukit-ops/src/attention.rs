@@ -25,9 +25,15 @@ use rayon::prelude::*;
 use crate::ops::{check_out, cuda, dptr, same_device, write_host};
 use crate::{Device, Error, Result, Tensor};
 
-/// Environment variable: when set (to anything), prefill attention uses the portable
-/// `mma.sync` kernel even where the Hopper warpgroup-MMA one applies.
+/// Environment variable: when set (to anything) at the process's first prefill, prefill
+/// attention uses the portable `mma.sync` kernel even where the Hopper warpgroup-MMA one applies.
 pub const PORTABLE_PREFILL_ENV: &str = "GPUKIT_SDPA_PORTABLE";
+
+/// Whether [`PORTABLE_PREFILL_ENV`] is set, read once per process (not on every prefill call).
+fn portable_prefill_forced() -> bool {
+    static FORCED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *FORCED.get_or_init(|| std::env::var_os(PORTABLE_PREFILL_ENV).is_some())
+}
 
 /// Dimensions of one attention call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -510,7 +516,7 @@ fn sdpa_cuda(
             let wgmma_cfg = if c.kernels().target() == "sm_90a"
                 && SDPA_WGMMA_HEAD_DIMS.contains(&head_dim)
                 && !mask.alibi
-                && std::env::var_os(PORTABLE_PREFILL_ENV).is_none()
+                && !portable_prefill_forced()
             {
                 launch::sdpa_prefill_wgmma(s.batch, s.q_heads, s.q_len, s.head_dim, optin)?
             } else {
@@ -523,13 +529,8 @@ fn sdpa_cuda(
                     tensors(args),
                 );
             }
-            let (cfg, key_tile) = launch::sdpa_prefill(
-                s.batch,
-                s.q_heads,
-                s.q_len,
-                s.head_dim,
-                c.props().shared_memory_per_block_optin_bytes as usize,
-            )?;
+            let (cfg, key_tile) =
+                launch::sdpa_prefill(s.batch, s.q_heads, s.q_len, s.head_dim, optin)?;
             args.chunk = key_tile;
             run(
                 Kernel::Sdpa {
