@@ -53,6 +53,14 @@ const FLOATS: [DType; 3] = [DType::F32, DType::F16, DType::BF16];
 
 /// ‖got − want‖ / ‖want‖ ≤ tol, no NaN unless the reference has one there.
 fn assert_close(what: &str, got: &[f64], want: &[f64], tol: f64) {
+    assert_close_scaled(what, got, want, &[], tol);
+}
+
+/// [`assert_close`] for results of sums that may cancel: each element's weight in the norm is
+/// the larger of |want| and `scale` (the sum of its terms' magnitudes, which bounds the
+/// rounding error of any summation order), so a result near zero is not held to a relative
+/// error its inputs cannot give. An empty `scale` is all zeros.
+fn assert_close_scaled(what: &str, got: &[f64], want: &[f64], scale: &[f64], tol: f64) {
     assert_eq!(got.len(), want.len(), "{what}: length");
     let (mut num, mut den) = (0.0, 0.0);
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
@@ -69,7 +77,7 @@ fn assert_close(what: &str, got: &[f64], want: &[f64], tol: f64) {
             continue;
         }
         num += (g - w) * (g - w);
-        den += w * w;
+        den += w.abs().max(scale.get(i).copied().unwrap_or(0.0)).powi(2);
     }
     let rel = if den == 0.0 {
         num.sqrt()
@@ -1728,6 +1736,10 @@ op_test!(pre_norm_projections, |dev: &Device| {
                 let xr = Tensor::from_slice(&xr, &[k], &Device::Cpu).unwrap();
                 let xr = ops::to_dtype(&xr, dt).unwrap().to_vec_f64().unwrap();
                 let dot = |row: usize| -> f64 { (0..k).map(|i| xr[i] * wv[row * k + i]).sum() };
+                // Σ|terms| of a row's dot product: the scale its rounding error follows (with
+                // n = 1 a single cancelling dot would otherwise decide the relative error).
+                let mag =
+                    |row: usize| -> f64 { (0..k).map(|i| (xr[i] * wv[row * k + i]).abs()).sum() };
                 let what = format!("{dt} k{k} n{n} pending {pending}");
 
                 // Plain projection with a bias: the first n rows of w.
@@ -1735,10 +1747,12 @@ op_test!(pre_norm_projections, |dev: &Device| {
                 let mut out = poisoned(&[1, n], dt, dev);
                 ops::rms_norm_linear_into(&x, &w1, Some(&b1), &mut out).unwrap();
                 let want: Vec<f64> = (0..n).map(|j| dot(j) + bv[j]).collect();
-                assert_close(
+                let scale: Vec<f64> = (0..n).map(|j| mag(j) + bv[j].abs()).collect();
+                assert_close_scaled(
                     &format!("rms_norm_linear {what}"),
                     &out.to_vec_f64().unwrap(),
                     &want,
+                    &scale,
                     tol(dt),
                 );
                 if pending {
@@ -1759,10 +1773,19 @@ op_test!(pre_norm_projections, |dev: &Device| {
                         gt / (1.0 + (-gt).exp()) * u
                     })
                     .collect();
-                assert_close(
+                // silu's slope is below 1.1: the product's error follows |u|·Σ|gate terms| +
+                // |silu(gate)|·Σ|up terms|.
+                let scale: Vec<f64> = (0..n)
+                    .map(|j| {
+                        let (gt, u) = (dot(j), dot(n + j));
+                        1.1 * u.abs() * mag(j) + (gt / (1.0 + (-gt).exp())).abs() * mag(n + j)
+                    })
+                    .collect();
+                assert_close_scaled(
                     &format!("rms_norm_swiglu {what}"),
                     &act.to_vec_f64().unwrap(),
                     &want,
+                    &scale,
                     tol(dt),
                 );
 
@@ -1774,7 +1797,8 @@ op_test!(pre_norm_projections, |dev: &Device| {
                 ops::rms_norm_linear_greedy_into(&x, &w1, &mut logits, &ws, &token).unwrap();
                 let lv = logits.to_vec_f64().unwrap();
                 let want: Vec<f64> = (0..n).map(dot).collect();
-                assert_close(&format!("greedy head {what}"), &lv, &want, tol(dt));
+                let scale: Vec<f64> = (0..n).map(mag).collect();
+                assert_close_scaled(&format!("greedy head {what}"), &lv, &want, &scale, tol(dt));
                 let first_max = (0..n).fold(0, |b, i| if lv[i] > lv[b] { i } else { b });
                 assert_eq!(
                     token.to_vec::<i32>().unwrap(),
