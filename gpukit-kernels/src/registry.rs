@@ -487,15 +487,23 @@ pub mod launch {
         Ok(LaunchConfig::new(grid, BLOCK))
     }
 
-    /// rms_norm rows: one block per row, with one thread per 16-byte vector of the row (a power
-    /// of two, 32 to 256; longer rows give each thread up to four vectors). A sweep on an H100
-    /// (docs/RESULTS.md) found one vector per thread fastest: more loads in flight per SM.
-    pub fn norm_rows(rows: usize, hidden: usize, elem_bytes: usize) -> Result<LaunchConfig> {
+    /// 16-byte vectors per lane in `rms_norm` / `add_rms_norm` (`NORM_VEC` in norm.cu).
+    pub const NORM_VEC: usize = 2;
+
+    /// rms_norm rows: groups of `group` threads (a power of two, 32 to 1024) per row, each lane
+    /// holding up to [`NORM_VEC`] 16-byte vectors of it, in blocks of at least 128 threads
+    /// (`128 / group` rows per block for short rows). Swept on an H200 (docs/RESULTS.md,
+    /// session 13): two vectors per lane at 32 registers (full occupancy) streamed 80-99% of
+    /// copy across 1k-8k hidden, against 54-70% for the earlier block per row with up to four.
+    /// Returns the launch and `group`.
+    pub fn norm_rows(rows: usize, hidden: usize, elem_bytes: usize) -> Result<(LaunchConfig, u32)> {
         let nvec = hidden.div_ceil(16 / elem_bytes.max(1));
-        let threads = nvec.next_power_of_two().clamp(32, BLOCK as usize) as u32;
-        let grid = u32::try_from(rows.max(1))
+        let group = nvec.div_ceil(NORM_VEC).next_power_of_two().clamp(32, 1024);
+        let block = group.max(128);
+        let per_block = block / group;
+        let grid = u32::try_from(rows.div_ceil(per_block).max(1))
             .map_err(|_| Error::InvalidArgument(format!("{rows} rows exceed the grid limit")))?;
-        Ok(LaunchConfig::new(grid, threads))
+        Ok((LaunchConfig::new(grid, block as u32), group as u32))
     }
 
     /// One thread per item.

@@ -483,7 +483,16 @@ op_test!(reductions_and_softmax, |dev: &Device| {
 op_test!(norms, |dev: &Device| {
     let s = seed();
     for dt in FLOATS {
-        for (rows, hidden) in [(1, 1), (3, 576), (5, 4097), (17, 64), (2, 8192), (2, 9000)] {
+        for (rows, hidden) in [
+            (1, 1),
+            (3, 576),
+            (5, 4097),
+            (17, 64),
+            (37, 1024),
+            (2, 8192),
+            (2, 9000),
+            (3, 20000),
+        ] {
             let (x, xv) = input(&[rows, hidden], dt, -2.0, 2.0, s, dev);
             let (r, rv) = input(&[rows, hidden], dt, -2.0, 2.0, s + 1, dev);
             let (w, wv) = input(&[hidden], dt, 0.5, 1.5, s + 2, dev);

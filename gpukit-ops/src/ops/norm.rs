@@ -68,20 +68,18 @@ pub fn rms_norm_into(x: &Tensor, w: &Tensor, eps: f32, out: &mut Tensor) -> Resu
         Device::Cuda(c) => {
             let (x, w) = (x.contiguous()?, w.contiguous()?);
             need_contiguous("rms_norm", out, "the output")?;
+            let (cfg, group) = launch::norm_rows(rows, hidden, x.dtype().size_in_bytes())?;
             let args = KernelArgs::new()
                 .arg(dptr(&x)?)
                 .arg(dptr(&w)?)
                 .arg(dptr(out)?)
+                .arg(u32_dim("rms_norm", rows)?)
                 .arg(u32_dim("rms_norm", hidden)?)
+                .arg(group)
                 .arg(eps);
-            // SAFETY: x and out hold rows·hidden elements, w hidden.
-            unsafe {
-                c.launch(
-                    Kernel::RmsNorm(x.dtype()),
-                    &launch::norm_rows(rows, hidden, x.dtype().size_in_bytes())?,
-                    &args,
-                )
-            }
+            // SAFETY: x and out hold rows·hidden elements, w hidden; the kernel skips rows
+            // past `rows` in the last block.
+            unsafe { c.launch(Kernel::RmsNorm(x.dtype()), &cfg, &args) }
         }
     }
 }
@@ -164,22 +162,20 @@ pub fn add_rms_norm_into(
             let (x, residual, w) = (x.contiguous()?, residual.contiguous()?, w.contiguous()?);
             need_contiguous("add_rms_norm", out, "the output")?;
             need_contiguous("add_rms_norm", residual_out, "residual_out")?;
+            let (cfg, group) = launch::norm_rows(rows, hidden, x.dtype().size_in_bytes())?;
             let args = KernelArgs::new()
                 .arg(dptr(&x)?)
                 .arg(dptr(&residual)?)
                 .arg(dptr(&w)?)
                 .arg(dptr(out)?)
                 .arg(dptr(residual_out)?)
+                .arg(u32_dim("add_rms_norm", rows)?)
                 .arg(u32_dim("add_rms_norm", hidden)?)
+                .arg(group)
                 .arg(eps);
-            // SAFETY: x, residual, out and residual_out hold rows·hidden elements, w hidden.
-            unsafe {
-                c.launch(
-                    Kernel::AddRmsNorm(x.dtype()),
-                    &launch::norm_rows(rows, hidden, x.dtype().size_in_bytes())?,
-                    &args,
-                )
-            }
+            // SAFETY: x, residual, out and residual_out hold rows·hidden elements, w hidden;
+            // the kernel skips rows past `rows` in the last block.
+            unsafe { c.launch(Kernel::AddRmsNorm(x.dtype()), &cfg, &args) }
         }
     }
 }
