@@ -633,16 +633,19 @@ __device__ __forceinline__ void sdpa_decode(const T* __restrict__ q, const T* __
 }
 
 // Merges the splits of sdpa_decode: one block per (row, KV head, batch) of G = blockDim / D
-// groups of D threads (the launch makes blockDim a multiple of 32, at most 512). Group j takes
-// splits j, j + G, …; the groups' sums are then added in group order. The order is fixed by the
-// shape: deterministic.
+// groups of D threads (the launch makes blockDim a multiple of 32, at most 1024). Group j takes
+// splits j, j + G, …, COMBINE_UNROLL of them at a time with every load issued before any is
+// used: the kernel is a few rounds of L2 latency, and the launch gives each group at most one
+// such round where 1024 threads allow. The groups' sums are then added in group order. The order is fixed by the shape:
+// deterministic.
+#define COMBINE_UNROLL 8
 template <typename T>
 __device__ __forceinline__ void sdpa_combine(T* __restrict__ out, const AttnArgs& a, unsigned D) {
-    __shared__ float part[512];
-    __shared__ float lpart[16], wmax[16];
+    __shared__ float part[1024];
+    __shared__ float lpart[32], wmax[32];
     const unsigned r = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z, tid = threadIdx.x;
     const unsigned group = a.q_heads / a.kv_heads;
-    if (r >= group * a.q_len || blockDim.x > 512) return;
+    if (r >= group * a.q_len || blockDim.x > 1024) return;
     const unsigned G = blockDim.x / D, j = tid / D, c = tid % D;
     const unsigned RS = 2 + D;
     const float* p = a.partial + (((unsigned long long)b * a.kv_heads + kvh) * a.splits * 16 + r) * RS;
@@ -659,12 +662,24 @@ __device__ __forceinline__ void sdpa_combine(T* __restrict__ out, const AttnArgs
     const float base = mm == -GPUKIT_INF ? 0.0f : mm;
     if (j < G) {
         float l = 0.0f, o = 0.0f;
-#pragma unroll 4
-        for (unsigned s = j; s < a.splits; s += G) {
-            const float* ps = p + s * step;
-            const float f = exp2f(ps[0] - base);
-            l += ps[1] * f;
-            o += ps[2 + c] * f;
+        for (unsigned s0 = j; s0 < a.splits; s0 += COMBINE_UNROLL * G) {
+            float ms[COMBINE_UNROLL], ls[COMBINE_UNROLL], os[COMBINE_UNROLL];
+#pragma unroll
+            for (int u = 0; u < COMBINE_UNROLL; ++u) {
+                const unsigned s = s0 + u * G;
+                const float* ps = p + (s < a.splits ? s : 0) * step;
+                ms[u] = ps[0];
+                ls[u] = ps[1];
+                os[u] = ps[2 + c];
+            }
+#pragma unroll
+            for (int u = 0; u < COMBINE_UNROLL; ++u) {
+                if (s0 + u * G < a.splits) {
+                    const float f = exp2f(ms[u] - base);
+                    l += ls[u] * f;
+                    o += os[u] * f;
+                }
+            }
         }
         part[tid] = o;
         if (c == 0) lpart[j] = l;
@@ -950,7 +965,8 @@ SDPA_HEAD(T, NAME, 80, 64, 64, 4, 2)                                            
 SDPA_HEAD(T, NAME, 96, 64, 64, 4, 2)                                                               \
 SDPA_HEAD(T, NAME, 128, 64, 32, 4, 2)                                                              \
 SDPA_HEAD(T, NAME, 256, 32, 32, 4, 1)                                                              \
-extern "C" __global__ void sdpa_combine_##NAME(T* out, AttnArgs a, unsigned int head_dim) {        \
+extern "C" __global__ void __launch_bounds__(1024)                                              \
+sdpa_combine_##NAME(T* out, AttnArgs a, unsigned int head_dim) {                                   \
     pdl_enter();                                                                                   \
     sdpa_combine<T>(out, a, head_dim);                                                             \
 }

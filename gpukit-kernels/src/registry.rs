@@ -563,18 +563,36 @@ pub mod launch {
         if rows < 4096 { split.max(2) } else { split }
     }
 
-    /// The decode combine kernel: one block per (row, KV head, batch) of 512 / `head_dim`
-    /// groups of `head_dim` threads, each group summing every such split (at most 512 threads,
-    /// a multiple of 32 at the kernel's head dims 64, 80, 96, 128 and 256).
-    pub fn sdpa_combine(batch: usize, kv_heads: usize, head_dim: usize) -> Result<LaunchConfig> {
+    /// Splits each group of the decode combine kernel takes at once (`COMBINE_UNROLL` in
+    /// attention.cu).
+    const SDPA_COMBINE_UNROLL: usize = 8;
+
+    /// The decode combine kernel for `splits` splits: one block per (row, KV head, batch) of
+    /// groups of `head_dim` threads, each group summing every such split — as many groups as
+    /// give each at most [`SDPA_COMBINE_UNROLL`] splits (one round of loads), up to 1024
+    /// threads, rounded so the block is whole warps (at the kernel's head dims 64, 80, 96, 128
+    /// and 256). On an H200 (docs/RESULTS.md, session 13) a 1024-thread block at every length
+    /// was 0.6 µs slower at 16 splits than 512 threads, and faster at 33 and 66.
+    pub fn sdpa_combine(
+        batch: usize,
+        kv_heads: usize,
+        head_dim: usize,
+        splits: usize,
+    ) -> Result<LaunchConfig> {
         let grid = (
             SDPA_DECODE_ROWS as u32,
             grid_dim("KV heads", kv_heads)?,
             grid_dim("sequences", batch)?,
         );
-        let d = head_dim.clamp(1, 512);
-        let threads = (512 / d) * d;
-        Ok(LaunchConfig::new(grid, threads as u32))
+        let d = head_dim.clamp(1, 1024);
+        // Groups per whole warp: 32 / gcd(d, 32).
+        let unit = 32 >> d.trailing_zeros().min(5);
+        let most = (1024 / d).max(1);
+        let groups = splits
+            .div_ceil(SDPA_COMBINE_UNROLL)
+            .next_multiple_of(unit)
+            .clamp(unit.min(most), most);
+        Ok(LaunchConfig::new(grid, (groups * d) as u32))
     }
 
     /// Threads of [`Kernel::SampleArgmaxParts`]'s single block.
@@ -1010,6 +1028,24 @@ mod tests {
         // Splits depend on the shape alone: 264 blocks aimed at, 64-key multiples.
         assert_eq!(launch::sdpa_decode_splits(32_768, 8), (1024, 32));
         assert_eq!(launch::sdpa_decode_splits(100, 8), (64, 2));
+        // The combine: whole warps, at most 1024 threads, a group per 8 splits where they fit.
+        for d in [64, 80, 96, 128, 256] {
+            for splits in [2, 16, 33, 66, 264] {
+                let t = launch::sdpa_combine(1, 8, d, splits).unwrap().block.x as usize;
+                let groups = t / d;
+                assert!(
+                    t % 32 == 0 && t <= 1024 && t % d == 0,
+                    "d {d} splits {splits}: {t}"
+                );
+                assert!(
+                    groups * 8 >= splits || groups == 1024 / d,
+                    "d {d} splits {splits}"
+                );
+            }
+        }
+        assert_eq!(launch::sdpa_combine(1, 8, 128, 16).unwrap().block.x, 256);
+        assert_eq!(launch::sdpa_combine(1, 8, 128, 66).unwrap().block.x, 1024);
+        assert_eq!(launch::sdpa_combine(1, 8, 80, 2).unwrap().block.x, 160);
     }
 
     /// Every module compiles for every target and exports every entry point the registry can

@@ -583,7 +583,7 @@ fn sdpa_cuda(
             if splits > 1 {
                 run(
                     Kernel::SdpaCombine(dtype),
-                    &launch::sdpa_combine(s.batch, s.kv_heads, s.head_dim)?,
+                    &launch::sdpa_combine(s.batch, s.kv_heads, s.head_dim, splits)?,
                     KernelArgs::new().arg(ptrs[3]).arg(args).arg(head_dim),
                 )?;
             }
