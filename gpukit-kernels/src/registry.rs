@@ -1034,7 +1034,7 @@ mod tests {
                 let t = launch::sdpa_combine(1, 8, d, splits).unwrap().block.x as usize;
                 let groups = t / d;
                 assert!(
-                    t % 32 == 0 && t <= 1024 && t % d == 0,
+                    t.is_multiple_of(32) && t <= 1024 && t.is_multiple_of(d),
                     "d {d} splits {splits}: {t}"
                 );
                 assert!(
