@@ -494,7 +494,7 @@ pub mod launch {
     /// holding up to [`NORM_VEC`] 16-byte vectors of it, in blocks of at least 128 threads
     /// (`128 / group` rows per block for short rows). Swept on an H200 (docs/RESULTS.md,
     /// session 13): two vectors per lane at 32 registers (full occupancy) streamed 80-99% of
-    /// copy across 1k-8k hidden, against 54-70% for the earlier block per row with up to four.
+    /// copy at hidden 1024-8192, against 54-70% for the earlier block per row with up to four.
     /// Returns the launch and `group`.
     pub fn norm_rows(rows: usize, hidden: usize, elem_bytes: usize) -> Result<(LaunchConfig, u32)> {
         let nvec = hidden.div_ceil(16 / elem_bytes.max(1));
