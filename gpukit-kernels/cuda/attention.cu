@@ -636,8 +636,8 @@ __device__ __forceinline__ void sdpa_decode(const T* __restrict__ q, const T* __
 // groups of D threads (the launch makes blockDim a multiple of 32, at most 1024). Group j takes
 // splits j, j + G, …, COMBINE_UNROLL of them at a time with every load issued before any is
 // used: the kernel is a few rounds of L2 latency, and the launch gives each group at most one
-// such round where 1024 threads allow. The groups' sums are then added in group order. The order is fixed by the shape:
-// deterministic.
+// such round where 1024 threads allow. The groups' sums are then added in group order. The
+// order is fixed by the shape: deterministic.
 #define COMBINE_UNROLL 8
 template <typename T>
 __device__ __forceinline__ void sdpa_combine(T* __restrict__ out, const AttnArgs& a, unsigned D) {
@@ -645,7 +645,7 @@ __device__ __forceinline__ void sdpa_combine(T* __restrict__ out, const AttnArgs
     __shared__ float lpart[32], wmax[32];
     const unsigned r = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z, tid = threadIdx.x;
     const unsigned group = a.q_heads / a.kv_heads;
-    if (r >= group * a.q_len || blockDim.x > 1024) return;
+    if (r >= group * a.q_len) return;
     const unsigned G = blockDim.x / D, j = tid / D, c = tid % D;
     const unsigned RS = 2 + D;
     const float* p = a.partial + (((unsigned long long)b * a.kv_heads + kvh) * a.splits * 16 + r) * RS;

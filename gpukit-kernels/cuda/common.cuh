@@ -99,18 +99,24 @@ __device__ __forceinline__ float warp_sum(float v) {
     return v;
 }
 
-// Deterministic block sum via warp butterflies: each warp reduces in a fixed order, warp results
-// go to shared memory and warp 0 reduces those in a fixed order. `scratch` holds 32 floats.
-__device__ __forceinline__ float block_sum(float v, float* scratch) {
+// The sum of v over the `warps` warps from warp `first` (uniform per warp), in every thread of
+// them: each warp's butterfly, the warp sums through `scratch` (32 floats), then a second fixed
+// butterfly over those. Deterministic. Every thread of the block must call it (two barriers).
+__device__ __forceinline__ float warps_sum(float v, unsigned int first, unsigned int warps, float* scratch) {
     v = warp_sum(v);
     const unsigned int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     if (lane == 0) scratch[warp] = v;
     __syncthreads();
-    const unsigned int warps = (blockDim.x + 31) >> 5;
-    float r = lane < warps ? scratch[lane] : 0.0f;
+    float r = lane < warps ? scratch[first + lane] : 0.0f;
     r = warp_sum(r);
     __syncthreads();
     return r;
+}
+
+// Deterministic block sum via warp butterflies (warps_sum over the whole block). `scratch` holds
+// 32 floats.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+    return warps_sum(v, 0, (blockDim.x + 31) >> 5, scratch);
 }
 
 // Programmatic dependent launch (sm_90+; no-ops elsewhere and when the launch did not ask for

@@ -25,20 +25,11 @@ __device__ __forceinline__ bool aligned16(const void* p) {
 }
 
 // The sum of v over each group of `group` threads (a power of two, 32 to blockDim.x, uniform
-// across the block), in every thread of the group: a warp butterfly, then for groups wider
-// than a warp the warps' sums through `scratch` (32 floats) in a second fixed butterfly —
-// with group == blockDim.x exactly block_sum. Every thread of the block must call it.
+// across the block), in every thread of the group: warp_sum, or warps_sum over the group's warps
+// (with group == blockDim.x exactly block_sum). Every thread of the block must call it.
 __device__ __forceinline__ float group_sum(float v, unsigned int group, float* scratch) {
-    v = warp_sum(v);
-    if (group <= 32) return v;
-    const unsigned int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    if (lane == 0) scratch[warp] = v;
-    __syncthreads();
-    const unsigned int first = (threadIdx.x & ~(group - 1)) >> 5, warps = group >> 5;
-    float r = lane < warps ? scratch[first + lane] : 0.0f;
-    r = warp_sum(r);
-    __syncthreads();
-    return r;
+    if (group <= 32) return warp_sum(v);
+    return warps_sum(v, (threadIdx.x & ~(group - 1)) >> 5, group >> 5, scratch);
 }
 
 // rms_norm of the rows of this block (RES: with the residual add), one per group of `group`

@@ -488,10 +488,10 @@ pub mod launch {
     }
 
     /// 16-byte vectors per lane in `rms_norm` / `add_rms_norm` (`NORM_VEC` in norm.cu).
-    pub const NORM_VEC: usize = 2;
+    const NORM_VEC: usize = 2;
 
     /// rms_norm rows: groups of `group` threads (a power of two, 32 to 1024) per row, each lane
-    /// holding up to [`NORM_VEC`] 16-byte vectors of it, in blocks of at least 128 threads
+    /// holding up to two 16-byte vectors of it, in blocks of at least 128 threads
     /// (`128 / group` rows per block for short rows). Swept on an H200 (docs/RESULTS.md,
     /// session 13): two vectors per lane at 32 registers (full occupancy) streamed 80-99% of
     /// copy at hidden 1024-8192, against 54-70% for the earlier block per row with up to four.
@@ -569,7 +569,7 @@ pub mod launch {
 
     /// The decode combine kernel for `splits` splits: one block per (row, KV head, batch) of
     /// groups of `head_dim` threads, each group summing every such split — as many groups as
-    /// give each at most [`SDPA_COMBINE_UNROLL`] splits (one round of loads), up to 1024
+    /// give each at most 8 splits (one round of loads), up to 1024
     /// threads, rounded so the block is whole warps (at the kernel's head dims 64, 80, 96, 128
     /// and 256). On an H200 (docs/RESULTS.md, session 13) a 1024-thread block at every length
     /// was 0.6 µs slower at 16 splits than 512 threads, and faster at 33 and 66.
