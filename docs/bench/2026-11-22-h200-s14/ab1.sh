@@ -1,4 +1,6 @@
 #!/bin/bash
+# Session 14: same-run A/B of the ops bench, 739f9d3's binary (saved as sweep/ops_old.gz) against
+# the work-counter GEMVs (ab-gemv-dynamic.txt), after the ops and determinism tests.
 set -u
 B=target/gpu-bundle
 for gz in $B/benches/*.gz $B/tests/*.gz; do gunzip -f $gz; chmod +x ${gz%.gz}; done

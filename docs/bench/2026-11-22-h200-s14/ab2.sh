@@ -1,4 +1,6 @@
 #!/bin/bash
+# Session 14: decode geometry through temporary environment overrides XB / XS / XP in
+# launch::sdpa_decode_splits / launch::sdpa_decode (not kept; ab-decode-geometry.txt).
 B=target/gpu-bundle
 for gz in $B/benches/*.gz; do gunzip -f $gz; chmod +x ${gz%.gz}; done
 for r in 1 2; do

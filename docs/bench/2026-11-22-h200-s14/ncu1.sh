@@ -1,4 +1,6 @@
 #!/bin/bash
+# Session 14: the gpukit ops bench under Nsight Compute (ncu-imbalance.txt). Run from the repository
+# root on the GPU machine with target/gpu-bundle carried.
 set -u
 B=target/gpu-bundle
 for gz in $B/benches/*.gz; do gunzip -f $gz; chmod +x ${gz%.gz}; done

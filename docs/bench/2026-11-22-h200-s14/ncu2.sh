@@ -1,4 +1,5 @@
 #!/bin/bash
+# Session 14: torch's decode attention and GEMV kernels under Nsight Compute (torch-kernels.txt).
 cat > /tmp/td.py <<'P'
 import torch, torch.nn.functional as F
 torch.manual_seed(0)

@@ -1,3 +1,5 @@
+// Session 14 experiment (not part of the build): a per-warp cp.async.bulk ring GEMV, timed by
+// ring_sweep.py against the persistent kernel; slower at every configuration (ring-sweep.txt).
 #include "common.cuh"
 #ifndef RING_D
 #define RING_D 6

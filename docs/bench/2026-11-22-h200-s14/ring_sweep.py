@@ -1,3 +1,5 @@
+# Session 14 (cupy on the H200): run from a directory sweep/ at the repository root, with ring.cu beside it:
+# python3 sweep/ring_sweep.py. Results: ring-sweep.txt.
 import cupy as cp, numpy as np, os, itertools
 here = os.path.dirname(os.path.abspath(__file__)); root = os.path.dirname(here)
 inc = "-I" + os.path.join(root, "gpukit-kernels/cuda")
