@@ -633,7 +633,7 @@ __device__ __forceinline__ void sdpa_decode(const T* __restrict__ q, const T* __
 }
 
 // Merges the splits of sdpa_decode: one block per (row, KV head, batch) of G = blockDim / D
-// groups of D threads (the launch makes blockDim a multiple of 32, at most 1024). Group j takes
+// groups of D threads (the launch makes blockDim a multiple of D and of 32, at most 1024). Group j takes
 // splits j, j + G, …, COMBINE_UNROLL of them at a time with every load issued before any is
 // used: the kernel is a few rounds of L2 latency, and the launch gives each group at most one
 // such round where 1024 threads allow. The groups' sums are then added in group order. The
@@ -642,7 +642,7 @@ __device__ __forceinline__ void sdpa_decode(const T* __restrict__ q, const T* __
 template <typename T>
 __device__ __forceinline__ void sdpa_combine(T* __restrict__ out, const AttnArgs& a, unsigned D) {
     __shared__ float part[1024];
-    __shared__ float lpart[32], wmax[32];
+    __shared__ float lpart[32], scratch[32];
     const unsigned r = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z, tid = threadIdx.x;
     const unsigned group = a.q_heads / a.kv_heads;
     if (r >= group * a.q_len) return;
@@ -653,46 +653,39 @@ __device__ __forceinline__ void sdpa_combine(T* __restrict__ out, const AttnArgs
     // The largest m over the splits (a max: exact in any order), a split per thread.
     float mm = -GPUKIT_INF;
     for (unsigned s = tid; s < a.splits; s += blockDim.x) mm = fmaxf(mm, p[s * step]);
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) mm = fmaxf(mm, __shfl_xor_sync(0xffffffffu, mm, off));
-    if ((tid & 31) == 0) wmax[tid >> 5] = mm;
-    __syncthreads();
-    mm = -GPUKIT_INF;
-    for (unsigned w = 0; w < blockDim.x / 32; ++w) mm = fmaxf(mm, wmax[w]);
+    mm = block_max(mm, scratch);
     const float base = mm == -GPUKIT_INF ? 0.0f : mm;
-    if (j < G) {
-        float l = 0.0f, o = 0.0f;
-        for (unsigned s0 = j; s0 < a.splits; s0 += COMBINE_UNROLL * G) {
-            float ms[COMBINE_UNROLL], ls[COMBINE_UNROLL], os[COMBINE_UNROLL];
+    float l = 0.0f, o = 0.0f;
+    for (unsigned s0 = j; s0 < a.splits; s0 += COMBINE_UNROLL * G) {
+        float ms[COMBINE_UNROLL], ls[COMBINE_UNROLL], os[COMBINE_UNROLL];
 #pragma unroll
-            for (int u = 0; u < COMBINE_UNROLL; ++u) {
-                const unsigned s = s0 + u * G;
-                const float* ps = p + (s < a.splits ? s : 0) * step;
-                ms[u] = ps[0];
-                ls[u] = ps[1];
-                os[u] = ps[2 + c];
-            }
+        for (int u = 0; u < COMBINE_UNROLL; ++u) {
+            const unsigned s = s0 + u * G;
+            const float* ps = p + (s < a.splits ? s : 0) * step;
+            ms[u] = ps[0];
+            ls[u] = ps[1];
+            os[u] = ps[2 + c];
+        }
 #pragma unroll
-            for (int u = 0; u < COMBINE_UNROLL; ++u) {
-                if (s0 + u * G < a.splits) {
-                    const float f = exp2f(ms[u] - base);
-                    l += ls[u] * f;
-                    o += os[u] * f;
-                }
+        for (int u = 0; u < COMBINE_UNROLL; ++u) {
+            if (s0 + u * G < a.splits) {
+                const float f = exp2f(ms[u] - base);
+                l += ls[u] * f;
+                o += os[u] * f;
             }
         }
-        part[tid] = o;
-        if (c == 0) lpart[j] = l;
     }
+    part[tid] = o;
+    if (c == 0) lpart[j] = l;
     __syncthreads();
     if (j != 0) return;
-    float l = 0.0f, o = 0.0f;
+    float lt = 0.0f, ot = 0.0f;
     for (unsigned gi = 0; gi < G; ++gi) {
-        l += lpart[gi];
-        o += part[gi * D + c];
+        lt += lpart[gi];
+        ot += part[gi * D + c];
     }
     const unsigned h = kvh * group + r / a.q_len, i = r % a.q_len;
-    out[b * a.o_stride[0] + h * a.o_stride[1] + i * a.o_stride[2] + c] = from_f32<T>(l > 0.0f ? o / l : 0.0f);
+    out[b * a.o_stride[0] + h * a.o_stride[1] + i * a.o_stride[2] + c] = from_f32<T>(lt > 0.0f ? ot / lt : 0.0f);
 }
 
 // ---- Hopper prefill on warpgroup MMA (sm_90a only) ----------------------------------------------

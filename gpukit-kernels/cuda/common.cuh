@@ -66,18 +66,6 @@ __device__ __forceinline__ float block_sum_tree(float v, float* scratch) {
     return r;
 }
 
-__device__ __forceinline__ float block_max(float v, float* scratch) {
-    scratch[threadIdx.x] = v;
-    __syncthreads();
-    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
-        if (threadIdx.x < s) scratch[threadIdx.x] = fmaxf(scratch[threadIdx.x], scratch[threadIdx.x + s]);
-        __syncthreads();
-    }
-    float r = scratch[0];
-    __syncthreads();
-    return r;
-}
-
 // Elements of T per 16-byte vector.
 template <typename T> struct Vec16 { static const int N = 16 / sizeof(T); };
 
@@ -93,30 +81,43 @@ template <typename T> __device__ __forceinline__ void store16(T* p, const Pack<T
     *reinterpret_cast<uint4*>(p) = *reinterpret_cast<const uint4*>(&x);
 }
 
-// Warp sum in a fixed butterfly order (deterministic).
-__device__ __forceinline__ float warp_sum(float v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+// The sum (MAX: the maximum) of v over the warp, in every lane, in a fixed butterfly order
+// (deterministic).
+template <bool MAX> __device__ __forceinline__ float warp_reduce(float v) {
+    for (int o = 16; o > 0; o >>= 1) {
+        const float u = __shfl_xor_sync(0xffffffffu, v, o);
+        v = MAX ? fmaxf(v, u) : v + u;
+    }
     return v;
 }
+__device__ __forceinline__ float warp_sum(float v) { return warp_reduce<false>(v); }
 
-// The sum of v over the `warps` warps from warp `first` (uniform per warp), in every thread of
-// them: each warp's butterfly, the warp sums through `scratch` (32 floats), then a second fixed
-// butterfly over those. Deterministic. Every thread of the block must call it (two barriers).
-__device__ __forceinline__ float warps_sum(float v, unsigned int first, unsigned int warps, float* scratch) {
-    v = warp_sum(v);
+// warp_reduce over the `warps` warps from warp `first` (uniform per warp), in every thread of
+// them: each warp's butterfly, the warp results through `scratch` (32 floats), then a second
+// fixed butterfly over those. Deterministic. Every thread of the block must call it (two
+// barriers).
+template <bool MAX>
+__device__ __forceinline__ float warps_reduce(float v, unsigned int first, unsigned int warps, float* scratch) {
+    v = warp_reduce<MAX>(v);
     const unsigned int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     if (lane == 0) scratch[warp] = v;
     __syncthreads();
-    float r = lane < warps ? scratch[first + lane] : 0.0f;
-    r = warp_sum(r);
+    float r = lane < warps ? scratch[first + lane] : (MAX ? -GPUKIT_INF : 0.0f);
+    r = warp_reduce<MAX>(r);
     __syncthreads();
     return r;
 }
+__device__ __forceinline__ float warps_sum(float v, unsigned int first, unsigned int warps, float* scratch) {
+    return warps_reduce<false>(v, first, warps, scratch);
+}
 
-// Deterministic block sum via warp butterflies (warps_sum over the whole block). `scratch` holds
-// 32 floats.
+// Deterministic block sum / maximum (warps_reduce over the whole block, any block size).
+// `scratch` holds 32 floats.
 __device__ __forceinline__ float block_sum(float v, float* scratch) {
-    return warps_sum(v, 0, (blockDim.x + 31) >> 5, scratch);
+    return warps_reduce<false>(v, 0, (blockDim.x + 31) >> 5, scratch);
+}
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+    return warps_reduce<true>(v, 0, (blockDim.x + 31) >> 5, scratch);
 }
 
 // Programmatic dependent launch (sm_90+; no-ops elsewhere and when the launch did not ask for
