@@ -24,8 +24,13 @@ __device__ __forceinline__ void bulk_g2s(void* dst, const void* src, unsigned by
 #endif
 }
 __device__ __forceinline__ void mbar_wait(unsigned long long* b, unsigned parity) {
+#ifdef HINT
+    asm volatile("{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1, %2;\n @!p bra W;\n}"
+                 ::"r"(sa(b)), "r"(parity), "n"(HINT) : "memory");
+#else
     asm volatile("{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra W;\n}"
                  ::"r"(sa(b)), "r"(parity) : "memory");
+#endif
 }
 __device__ __forceinline__ void nbar(unsigned id, unsigned count) {
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
@@ -89,7 +94,16 @@ __device__ __forceinline__ void bring_impl(const T* __restrict__ x, const T* __r
 #endif
     for (unsigned t = grp; grp < G && t < mine; t += G) {
         const unsigned s = t % NST;
+#ifdef POLL1
+        if (S > 1) {
+            if (seg == 0) mbar_wait(&full[s], (t / NST) & 1);
+            nbar(1 + grp, S * 32);
+        } else {
+            mbar_wait(&full[s], (t / NST) & 1);
+        }
+#else
         mbar_wait(&full[s], (t / NST) & 1);
+#endif
         const unsigned long long r0 = (unsigned long long)(blockIdx.x + t * gridDim.x) * RPS;
         const unsigned nr = min((unsigned long long)RPS, N - r0);
         const unsigned char* buf = smem + s * stage_bytes;
