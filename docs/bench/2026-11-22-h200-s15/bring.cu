@@ -49,6 +49,7 @@ __device__ __forceinline__ void bring_impl(const T* __restrict__ x, const T* __r
     extern __shared__ __align__(128) unsigned char smem[];
     __shared__ __align__(8) unsigned long long full[MAXST], empty[MAXST];
     __shared__ float slot[2][CW];
+    __shared__ float slot2[2][CW];
     const unsigned warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const unsigned row_bytes = K * sizeof(T), stage_bytes = RPS * row_bytes;
     const unsigned stages = (N + RPS - 1) / RPS;
@@ -107,7 +108,53 @@ __device__ __forceinline__ void bring_impl(const T* __restrict__ x, const T* __r
         const unsigned long long r0 = (unsigned long long)(blockIdx.x + t * gridDim.x) * RPS;
         const unsigned nr = min((unsigned long long)RPS, N - r0);
         const unsigned char* buf = smem + s * stage_bytes;
+#ifdef PAIR
+        // Two rows at a time, interleaved: twice the independent load and FMA chains per warp.
+        for (unsigned lj = 0; lj + 1 < nr; lj += 2) {
+            const T* wa = reinterpret_cast<const T*>(buf + lj * row_bytes);
+            const T* wb = reinterpret_cast<const T*>(buf + (lj + 1) * row_bytes);
+            float acca = 0.0f, accb = 0.0f;
+            Pack<T> va[XREG], vb[XREG];
+#pragma unroll
+            for (int u = 0; u < XREG; ++u) {
+                const unsigned k = (seg * 32 + lane) * V + u * step;
+                if (k < K) { va[u] = load16(wa + k); vb[u] = load16(wb + k); }
+            }
+#pragma unroll
+            for (int u = 0; u < XREG; ++u) {
+                const unsigned k = (seg * 32 + lane) * V + u * step;
+                if (k < K) {
+                    float sa = 0.0f, sb = 0.0f;
+#pragma unroll
+                    for (int j = 0; j < V; ++j) {
+                        sa = fmaf(to_f32(xv[u].v[j]), to_f32(va[u].v[j]), sa);
+                        sb = fmaf(to_f32(xv[u].v[j]), to_f32(vb[u].v[j]), sb);
+                    }
+                    acca += sa;
+                    accb += sb;
+                }
+            }
+            float a = warp_sum(acca), b = warp_sum(accb);
+            if (S > 1) {
+                if (lane == 0) { slot[it & 1][warp] = a; slot2[it & 1][warp] = b; }
+                nbar(1 + grp, S * 32);
+                if (seg == 0) {
+                    a = 0.0f;
+                    b = 0.0f;
+                    for (unsigned j = 0; j < S; ++j) { a += slot[it & 1][grp * S + j]; b += slot2[it & 1][grp * S + j]; }
+                }
+            }
+            if (seg == 0 && lane == 0) {
+                const unsigned long long row = r0 + lj;
+                out[row] = from_f32<T>(bias ? a + to_f32(bias[row]) : a);
+                out[row + 1] = from_f32<T>(bias ? b + to_f32(bias[row + 1]) : b);
+            }
+            ++it;
+        }
+        for (unsigned lj = nr & ~1u; lj < nr; ++lj) {
+#else
         for (unsigned lj = 0; lj < nr; ++lj) {
+#endif
             const unsigned long long row = r0 + lj;
             const T* wr = reinterpret_cast<const T*>(buf + lj * row_bytes);
             float acc = 0.0f;
@@ -164,7 +211,7 @@ __device__ __forceinline__ void bring_impl(const T* __restrict__ x, const T* __r
         if (lane == 0) mbar_arrive(&empty[s]);
     }
 }
-extern "C" __global__ void __launch_bounds__(CW * 32 + 32, 1) gemv_bring_bf16(const bf16* x, const bf16* w,
+extern "C" __global__ void __launch_bounds__(CW * 32 + 32) gemv_bring_bf16(const bf16* x, const bf16* w,
         const bf16* bias, bf16* out, unsigned N, unsigned K, unsigned S, unsigned RPS, unsigned NST, unsigned PIECE) {
     bring_impl<bf16>(x, w, bias, out, N, K, S, RPS, NST, PIECE);
 }

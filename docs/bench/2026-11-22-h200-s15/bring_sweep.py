@@ -6,7 +6,7 @@ def mod(path, defs=()):
 cur = mod(os.path.join(root, "gpukit-kernels/cuda/gemv.cu")).get_function("gemv_bf16_vec_m1")
 def bring(defs):
     return mod(os.path.join(here, "bring.cu"), ("-DEVICT_FIRST",) + defs).get_function("gemv_bring_bf16")
-variants = {"x4c16": (bring(("-DCW=16", "-DXREG=4")), 16), "poll1": (bring(("-DCW=16", "-DXREG=4", "-DPOLL1")), 16), "hint": (bring(("-DCW=16", "-DXREG=4", "-DHINT=20000")), 16), "p1hint": (bring(("-DCW=16", "-DXREG=4", "-DPOLL1", "-DHINT=20000")), 16), "cw16p1": (bring(("-DCW=16", "-DPOLL1")), 16)}
+variants = {"x4c16": (bring(("-DCW=16", "-DXREG=4")), 16), "pair": (bring(("-DCW=16", "-DXREG=4", "-DPAIR", "--maxrregcount=120")), 16), "pair8": (bring(("-DCW=8", "-DXREG=4", "-DPAIR")), 8)}
 for f, _ in variants.values(): f.max_dynamic_shared_size_bytes = 232448 - 2048
 SM = cp.cuda.Device().attributes["MultiProcessorCount"]
 try:
@@ -41,8 +41,8 @@ def plan(N, K, ring, stage_min, cw):
     if NST < 2 or smem > 232448 - 4096: return None
     return S, RPS, NST, smem
 # (ring bytes, stage min, piece, blocks per SM)
-cfgs = [(128 << 10, 8 << 10, 1 << 20, 1), (192 << 10, 16 << 10, 1 << 20, 1)]
-for r in range(1):
+cfgs = [(128 << 10, 16 << 10, 1 << 20, 1), (192 << 10, 16 << 10, 1 << 20, 1), (192 << 10, 32 << 10, 1 << 20, 1)]
+for r in range(2):
   for k, nn in [(4096, 14336), (14336, 4096), (2048, 8192), (8192, 2048)]:
     bytes_ = nn * k * 2
     copies = min(16, max(2, -(-160 * 2**20 // bytes_)))
