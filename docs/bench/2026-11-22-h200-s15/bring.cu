@@ -215,3 +215,104 @@ extern "C" __global__ void __launch_bounds__(CW * 32 + 32) gemv_bring_bf16(const
         const bf16* bias, bf16* out, unsigned N, unsigned K, unsigned S, unsigned RPS, unsigned NST, unsigned PIECE) {
     bring_impl<bf16>(x, w, bias, out, N, K, S, RPS, NST, PIECE);
 }
+
+// Variant without a producer warp: CW2 consumer warps only (16 → ptxas may give 128 registers).
+// Thread 0 fills the first NST stages before the PDL wait; afterwards the group that finished a
+// stage refills its slot with the stage NST later (NST a multiple of G, so a slot always belongs
+// to one group).
+#ifndef CW2
+#define CW2 16
+#endif
+#ifndef XREG2
+#define XREG2 8
+#endif
+template <typename T>
+__device__ __forceinline__ void bring2_impl(const T* __restrict__ x, const T* __restrict__ w,
+        const T* __restrict__ bias, T* __restrict__ out, unsigned N, unsigned K, unsigned S,
+        unsigned RPS, unsigned NST) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    __shared__ __align__(8) unsigned long long full[MAXST];
+    __shared__ float slot[2][CW2];
+    const unsigned warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const unsigned row_bytes = K * sizeof(T), stage_bytes = RPS * row_bytes;
+    const unsigned stages = (N + RPS - 1) / RPS;
+    const unsigned mine = blockIdx.x < stages ? (stages - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+    T* xs = reinterpret_cast<T*>(smem + NST * stage_bytes);
+    auto issue = [&](unsigned t) {
+        const unsigned s = t % NST;
+        const unsigned long long r0 = (unsigned long long)(blockIdx.x + t * gridDim.x) * RPS;
+        const unsigned nr = min((unsigned long long)RPS, N - r0);
+        const unsigned bytes = nr * row_bytes;
+        mbar_expect(&full[s], bytes);
+        bulk_g2s(smem + s * stage_bytes, w + r0 * K, bytes, &full[s]);
+    };
+    if (threadIdx.x == 0) {
+        for (unsigned i = 0; i < NST; ++i) mbar_init(&full[i], 1);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        for (unsigned t = 0; t < NST && t < mine; ++t) issue(t);
+    }
+    __syncthreads();
+    pdl_enter();
+    const int V = Vec16<T>::N;
+    for (unsigned i = threadIdx.x; i < K / V; i += CW2 * 32) store16(xs + i * V, load16(x + i * V));
+    __syncthreads();
+    const unsigned G = CW2 / S, grp = warp / S, seg = warp % S;
+    const unsigned step = S * 32 * V;
+    unsigned it = 0;
+    Pack<T> xv[XREG2];
+#pragma unroll
+    for (int u = 0; u < XREG2; ++u) {
+        const unsigned k = (seg * 32 + lane) * V + u * step;
+        if (k < K) xv[u] = load16(xs + k);
+    }
+    for (unsigned t = grp; grp < G && t < mine; t += G) {
+        const unsigned s = t % NST;
+        mbar_wait(&full[s], (t / NST) & 1);
+        const unsigned long long r0 = (unsigned long long)(blockIdx.x + t * gridDim.x) * RPS;
+        const unsigned nr = min((unsigned long long)RPS, N - r0);
+        const unsigned char* buf = smem + s * stage_bytes;
+        for (unsigned lj = 0; lj < nr; ++lj) {
+            const unsigned long long row = r0 + lj;
+            const T* wr = reinterpret_cast<const T*>(buf + lj * row_bytes);
+            float acc = 0.0f;
+            Pack<T> wv[XREG2];
+#pragma unroll
+            for (int u = 0; u < XREG2; ++u) {
+                const unsigned k = (seg * 32 + lane) * V + u * step;
+                if (k < K) wv[u] = load16(wr + k);
+            }
+#pragma unroll
+            for (int u = 0; u < XREG2; ++u) {
+                const unsigned k = (seg * 32 + lane) * V + u * step;
+                if (k < K) {
+                    float sm = 0.0f;
+#pragma unroll
+                    for (int j = 0; j < V; ++j) sm = fmaf(to_f32(xv[u].v[j]), to_f32(wv[u].v[j]), sm);
+                    acc += sm;
+                }
+            }
+            float a = warp_sum(acc);
+            if (S > 1) {
+                if (lane == 0) slot[it & 1][warp] = a;
+                nbar(1 + grp, S * 32);
+                if (seg == 0) {
+                    a = 0.0f;
+                    for (unsigned j = 0; j < S; ++j) a += slot[it & 1][grp * S + j];
+                }
+            }
+            if (seg == 0 && lane == 0) out[row] = from_f32<T>(bias ? a + to_f32(bias[row]) : a);
+            ++it;
+        }
+        // Every warp of the group has read the stage (S > 1: the last row's barrier).
+        __syncwarp();
+        if (seg == 0 && lane == 0 && t + NST < mine) {
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            issue(t + NST);
+        }
+    }
+}
+extern "C" __global__ void __launch_bounds__(CW2 * 32) gemv_bring2_bf16(const bf16* x, const bf16* w,
+        const bf16* bias, bf16* out, unsigned N, unsigned K, unsigned S, unsigned RPS, unsigned NST, unsigned PIECE) {
+    bring2_impl<bf16>(x, w, bias, out, N, K, S, RPS, NST);
+}

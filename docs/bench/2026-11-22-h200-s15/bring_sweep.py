@@ -4,10 +4,10 @@ inc = "-I" + os.path.join(root, "gpukit-kernels/cuda")
 def mod(path, defs=()):
     return cp.RawModule(code=open(path).read(), options=("-std=c++17", inc, "--gpu-architecture=sm_90a") + tuple(defs))
 cur = mod(os.path.join(root, "gpukit-kernels/cuda/gemv.cu")).get_function("gemv_bf16_vec_m1")
-def bring(defs):
-    return mod(os.path.join(here, "bring.cu"), ("-DEVICT_FIRST",) + defs).get_function("gemv_bring_bf16")
-variants = {"x4c16": (bring(("-DCW=16", "-DXREG=4")), 16), "pair": (bring(("-DCW=16", "-DXREG=4", "-DPAIR", "--maxrregcount=120")), 16), "pair8": (bring(("-DCW=8", "-DXREG=4", "-DPAIR")), 8)}
-for f, _ in variants.values(): f.max_dynamic_shared_size_bytes = 232448 - 2048
+def bring(defs, name="gemv_bring_bf16"):
+    return mod(os.path.join(here, "bring.cu"), ("-DEVICT_FIRST",) + defs).get_function(name)
+variants = {"x4c16": (bring(("-DCW=16", "-DXREG=4")), 16, 544), "b2x4": (bring(("-DXREG2=4",), "gemv_bring2_bf16"), 16, 512), "b2x7": (bring(("-DXREG2=7",), "gemv_bring2_bf16"), 16, 512)}
+for f, _, _ in variants.values(): f.max_dynamic_shared_size_bytes = 232448 - 2048
 SM = cp.cuda.Device().attributes["MultiProcessorCount"]
 try:
     import torch
@@ -41,7 +41,7 @@ def plan(N, K, ring, stage_min, cw):
     if NST < 2 or smem > 232448 - 4096: return None
     return S, RPS, NST, smem
 # (ring bytes, stage min, piece, blocks per SM)
-cfgs = [(128 << 10, 16 << 10, 1 << 20, 1), (192 << 10, 16 << 10, 1 << 20, 1), (192 << 10, 32 << 10, 1 << 20, 1)]
+cfgs = [(128 << 10, 16 << 10, 1 << 20, 1), (192 << 10, 16 << 10, 1 << 20, 1), (96 << 10, 16 << 10, 1 << 20, 1)]
 for r in range(2):
   for k, nn in [(4096, 14336), (14336, 4096), (2048, 8192), (8192, 2048)]:
     bytes_ = nn * k * 2
@@ -61,7 +61,7 @@ for r in range(2):
     cur((g,), (256,), (x, ws[0], np.uint64(0), out, np.uint32(nn), np.uint32(k), np.uint32(S)))
     ref = out.get()
     print(line, flush=True)
-    for vname, (f, cw) in variants.items():
+    for vname, (f, cw, nthr) in variants.items():
       line = f"   {vname:5s}"
       for ring, smin, piece, bpm in cfgs:
         p = plan(nn, k, ring, smin, cw)
@@ -69,10 +69,10 @@ for r in range(2):
         S_, RPS, NST, smem = p
         gr = SM * bpm
         out2.fill(0)
-        f((gr,), (cw * 32 + 32,), (x, ws[0], np.uint64(0), out2, np.uint32(nn), np.uint32(k), np.uint32(S_), np.uint32(RPS), np.uint32(NST), np.uint32(piece)), shared_mem=smem)
+        f((gr,), (nthr,), (x, ws[0], np.uint64(0), out2, np.uint32(nn), np.uint32(k), np.uint32(S_), np.uint32(RPS), np.uint32(NST), np.uint32(piece)), shared_mem=smem)
         cp.cuda.get_current_stream().synchronize()
         same = bool((out2.get() == ref).all())
-        t2 = timeit(lambda i: f((gr,), (cw * 32 + 32,), (x, ws[i % copies], np.uint64(0), out2, np.uint32(nn), np.uint32(k), np.uint32(S_), np.uint32(RPS), np.uint32(NST), np.uint32(piece)), shared_mem=smem))
+        t2 = timeit(lambda i: f((gr,), (nthr,), (x, ws[i % copies], np.uint64(0), out2, np.uint32(nn), np.uint32(k), np.uint32(S_), np.uint32(RPS), np.uint32(NST), np.uint32(piece)), shared_mem=smem))
         line += f" | {ring>>10}K/{RPS}r/{NST}st/p{min(piece,99999)}/b{bpm}: {t2*1000:6.2f} {bytes_/t2/1e6/copy_gbs*100:5.1f}%{'' if same else ' DIFF'}"
       print(line, flush=True)
     del ws
