@@ -2,8 +2,9 @@
 //
 // Deterministic: every thread accumulates its elements in a fixed order and partial results are
 // combined in a fixed shared-memory tree (block_reduce here; block_sum_tree for softmax's sum),
-// so results are bitwise reproducible for a given shape. `_rows` kernels (inner == 1) use one 256-thread block per row; `_cols` kernels use
-// one thread per (outer, inner) pair walking the axis sequentially (coalesced across inner).
+// so results are bitwise reproducible for a given shape. `_rows` kernels (inner == 1) use one
+// 256-thread block per row; `_cols` kernels use one thread per (outer, inner) pair walking the
+// axis sequentially (coalesced across inner).
 #include "common.cuh"
 
 #define R_SUM 0
