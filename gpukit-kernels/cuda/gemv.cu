@@ -14,8 +14,9 @@
 // `gemv_norm_argmax`, which first compute the residual add and RMSNorm of their input row
 // themselves (the argmax variant also reduces the LM head's logits to one first maximum per
 // block for greedy sampling); `gemv_norm_rope_kv`, the QKV projection with RoPE and the KV
-// append as its epilogue. Every kernel here supports programmatic dependent launch: it
-// prefetches its weights into L2, then waits for the previous kernel.
+// append as its epilogue. On Hopper, one row of x against a large matrix takes the bulk-copy
+// ring `gemv_ring` instead (below). Every kernel here supports programmatic dependent launch:
+// it prefetches (the ring: copies) its weights, then waits for the previous kernel.
 #include "common.cuh"
 
 #define GEMV_MAX_M 8
@@ -422,6 +423,237 @@ __device__ __forceinline__ void gemv_units_impl(const T* __restrict__ pending,
     }
 }
 
+// One row of x on Hopper (sm_90+; `gemv_ring_<dt>`), for large weight matrices: a block per
+// multiprocessor whose producer warp streams whole weight rows into a shared-memory ring with
+// bulk asynchronous copies (`cp.async.bulk`, completion counted on an mbarrier per stage) while
+// GEMV_RING_WARPS consumer warps compute them — the shape of cuBLASLt's GEMV (docs/RESULTS.md,
+// session 14). A stage holds R consecutive rows (R a power of two ≤ 8). The consumers form
+// G = GEMV_RING_WARPS / S groups of S warps; stage t of a block belongs to group t mod G,
+// whose lanes split each row's 16-byte packs (x read once per pack for the R rows). Each warp
+// releases a stage as soon as it has read it, and keeps its sums in registers for a batch of
+// GEMV_RING_BATCH rows, which it then reduces at once: across the warp with a transposing
+// butterfly, across the group through shared memory. The producer starts before the PDL wait
+// (weights do not depend on the previous kernel), so the copies overlap the previous kernel's
+// tail. Sums combine in a fixed order: deterministic for a given (K, S, R).
+#define GEMV_RING_WARPS 8
+#define GEMV_RING_MAX_STAGES 32
+#define GEMV_RING_THREADS (GEMV_RING_WARPS * 32 + 32)
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+
+__device__ __forceinline__ unsigned int smem_addr(const void* p) {
+    return (unsigned int)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void mbar_init(unsigned long long* b, unsigned int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(b)), "r"(count)
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned long long* b) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(b)) : "memory");
+}
+// Blocks until the phase of parity `parity` of barrier b has completed.
+__device__ __forceinline__ void mbar_wait(unsigned long long* b, unsigned int parity) {
+    asm volatile("{\n .reg .pred p;\n"
+                 "WAIT_%=: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 " @!p bra WAIT_%=;\n}" ::"r"(smem_addr(b)), "r"(parity)
+                 : "memory");
+}
+// Copies `bytes` (a multiple of 16, both addresses 16-byte aligned) from global memory into
+// shared memory without registers, counting them on barrier b; the lines are marked
+// evict-first in L2 (weights are read once per step).
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned int bytes,
+                                          unsigned long long* b) {
+    asm volatile("{\n .reg .b64 pol;\n"
+                 " createpolicy.fractional.L2::evict_first.b64 pol, 1.0;\n"
+                 " mbarrier.arrive.expect_tx.shared::cta.b64 _, [%3], %2;\n"
+                 " cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 ".L2::cache_hint [%0], [%1], %2, [%3], pol;\n}"
+                 ::"r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(b))
+                 : "memory");
+}
+
+// The sums of R values per lane over the warp, transposed: lane l ends with the full sum of
+// value l / (32 / R) (a fixed butterfly: R − 1 + 5 − log2 R shuffles instead of 5 R).
+template <int R> __device__ __forceinline__ float warp_sum_rows(float (&v)[R], unsigned int lane) {
+#pragma unroll
+    for (int h = R / 2, o = 16; h >= 1; h /= 2, o /= 2) {
+        const bool up = lane & o;
+#pragma unroll
+        for (int i = 0; i < h; ++i) {
+            const float send = up ? v[i] : v[i + h];
+            const float keep = up ? v[i + h] : v[i];
+            v[i] = keep + __shfl_xor_sync(0xffffffffu, send, o);
+        }
+    }
+    float r = v[0];
+#pragma unroll
+    for (int o = 16 / R; o >= 1; o /= 2) r += __shfl_xor_sync(0xffffffffu, r, o);
+    return r;
+}
+
+// Rows a ring group sums before reducing them across its lanes and warps at once.
+#define GEMV_RING_BATCH 8
+
+// One warp's share of one stage: the dot products of x (`xs`, shared) with R rows of K elements
+// at `buf`, lane packs li, li + step, … of each row, added into acc[0 … R − 1]. FULL: all R
+// rows are there (else only nr, the matrix's last stage).
+template <typename T, int R, bool FULL>
+__device__ __forceinline__ void ring_rows(const T* __restrict__ xs, const unsigned char* buf,
+                                          unsigned int nr, unsigned int K, unsigned int li,
+                                          unsigned int step, float* acc) {
+    const int V = Vec16<T>::N;
+    // Packs each lane loads before using them: U of x and U · R of weights.
+    const int U = R >= 4 ? 1 : 4 / R;
+    const unsigned int packs = K / V;
+    const T* wr = reinterpret_cast<const T*>(buf);
+    unsigned int p = li;
+    for (; p + (U - 1) * step < packs; p += U * step) {
+        Pack<T> xv[U], wv[U][R];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            xv[u] = load16(xs + (p + u * step) * V);
+#pragma unroll
+            for (int j = 0; j < R; ++j)
+                if (FULL || j < (int)nr) wv[u][j] = load16(wr + (size_t)j * K + (p + u * step) * V);
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            float xf[V];
+#pragma unroll
+            for (int e = 0; e < V; ++e) xf[e] = to_f32(xv[u].v[e]);
+#pragma unroll
+            for (int j = 0; j < R; ++j) {
+                if (FULL || j < (int)nr) {
+                    float d = 0.0f;
+#pragma unroll
+                    for (int e = 0; e < V; ++e) d = fmaf(xf[e], to_f32(wv[u][j].v[e]), d);
+                    acc[j] += d;
+                }
+            }
+        }
+    }
+    for (; p < packs; p += step) {
+        const Pack<T> xv = load16(xs + p * V);
+#pragma unroll
+        for (int j = 0; j < R; ++j) {
+            if (FULL || j < (int)nr) {
+                const Pack<T> wv = load16(wr + (size_t)j * K + p * V);
+                float d = 0.0f;
+#pragma unroll
+                for (int e = 0; e < V; ++e) d = fmaf(to_f32(xv.v[e]), to_f32(wv.v[e]), d);
+                acc[j] += d;
+            }
+        }
+    }
+}
+
+template <typename T, int R>
+__device__ __forceinline__ void gemv_ring_impl(const T* __restrict__ x, const T* __restrict__ w,
+        const T* __restrict__ bias, T* __restrict__ out, unsigned int N, unsigned int K,
+        unsigned int S, unsigned int nst) {
+    extern __shared__ __align__(128) unsigned char ring[];
+    __shared__ __align__(8) unsigned long long full[GEMV_RING_MAX_STAGES], empty[GEMV_RING_MAX_STAGES];
+    __shared__ float part[2][GEMV_RING_WARPS][GEMV_RING_BATCH];
+    constexpr int NB = GEMV_RING_BATCH / R;  // stages per batch
+    const unsigned int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const unsigned int G = GEMV_RING_WARPS / S, grp = warp / S, seg = warp % S;
+    const unsigned int row_bytes = K * sizeof(T), stage_bytes = R * row_bytes;
+    const unsigned int stages = (N + R - 1) / R;
+    const unsigned int mine = blockIdx.x < stages ? (stages - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+    T* xs = reinterpret_cast<T*>(ring + nst * stage_bytes);
+    if (threadIdx.x == 0) {
+        for (unsigned int i = 0; i < nst; ++i) {
+            mbar_init(&full[i], 1);
+            mbar_init(&empty[i], S);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (warp == GEMV_RING_WARPS) {
+        // The producer: stage t into slot t mod nst once its previous use was released.
+        if (lane == 0) {
+            unsigned int s = 0, phase = 0;
+            unsigned long long r0 = (unsigned long long)blockIdx.x * R;
+            for (unsigned int t = 0; t < mine; ++t) {
+                if (t >= nst) mbar_wait(&empty[s], phase ^ 1);
+                const unsigned int nr = (unsigned int)min((unsigned long long)R, N - r0);
+                bulk_load(ring + s * stage_bytes, w + r0 * K, nr * row_bytes, &full[s]);
+                r0 += (unsigned long long)gridDim.x * R;
+                if (++s == nst) {
+                    s = 0;
+                    phase ^= 1;
+                }
+            }
+        }
+        return;
+    }
+    pdl_wait();
+    const int V = Vec16<T>::N;
+    for (unsigned int i = threadIdx.x; i < K / V; i += GEMV_RING_WARPS * 32)
+        store16(xs + i * V, load16(x + i * V));
+    named_barrier(15, GEMV_RING_WARPS * 32);
+    pdl_launch_dependents();
+    // Group grp takes stages grp, grp + G, …: with nst a multiple of G, slot t mod nst is always
+    // its own, so waiting on its next phase is never ambiguous.
+    unsigned int s = grp, phase = 0, it = 0;
+    for (unsigned int t = grp; t < mine; t += NB * G, ++it) {
+        float acc[GEMV_RING_BATCH];
+#pragma unroll
+        for (int i = 0; i < GEMV_RING_BATCH; ++i) acc[i] = 0.0f;
+#pragma unroll
+        for (int b = 0; b < NB; ++b) {
+            const unsigned int tb = t + b * G;
+            if (tb < mine) {
+                const unsigned long long r0 = (unsigned long long)(blockIdx.x + tb * gridDim.x) * R;
+                const unsigned int nr = (unsigned int)min((unsigned long long)R, N - r0);
+                mbar_wait(&full[s], phase);
+                const unsigned char* buf = ring + s * stage_bytes;
+                if (nr == R)
+                    ring_rows<T, R, true>(xs, buf, R, K, seg * 32 + lane, S * 32, acc + b * R);
+                else
+                    ring_rows<T, R, false>(xs, buf, nr, K, seg * 32 + lane, S * 32, acc + b * R);
+                __syncwarp();
+                if (lane == 0) mbar_arrive(&empty[s]);
+                s += G;
+                if (s >= nst) {
+                    s -= nst;
+                    phase ^= 1;
+                }
+            }
+        }
+        // Lane l now holds row l / 4 of the batch, summed over the warp; then over the group.
+        float a = warp_sum_rows<GEMV_RING_BATCH>(acc, lane);
+        const unsigned int i = lane / (32 / GEMV_RING_BATCH);
+        if (S > 1) {
+            if (lane % (32 / GEMV_RING_BATCH) == 0) part[it & 1][warp][i] = a;
+            named_barrier(1 + grp, S * 32);
+            if (seg != 0 || lane >= GEMV_RING_BATCH) continue;
+            a = 0.0f;
+            for (unsigned int j = 0; j < S; ++j) a += part[it & 1][grp * S + j][lane];
+        } else if (lane % (32 / GEMV_RING_BATCH) != 0) {
+            continue;
+        }
+        // Batch row `row`: row % R of stage t + (row / R) · G.
+        const unsigned int row = S > 1 ? lane : i;
+        const unsigned int tb = t + row / R * G;
+        const unsigned long long n = (unsigned long long)(blockIdx.x + tb * gridDim.x) * R + row % R;
+        if (tb < mine && n < N) out[n] = from_f32<T>(bias ? a + to_f32(bias[n]) : a);
+    }
+}
+
+#define GEMV_RING_BODY(T)                                                                          \
+    switch (R) {                                                                                   \
+    case 1: gemv_ring_impl<T, 1>(x, w, bias, out, N, K, S, nst); break;                            \
+    case 2: gemv_ring_impl<T, 2>(x, w, bias, out, N, K, S, nst); break;                            \
+    case 4: gemv_ring_impl<T, 4>(x, w, bias, out, N, K, S, nst); break;                            \
+    default: gemv_ring_impl<T, 8>(x, w, bias, out, N, K, S, nst); break;                           \
+    }
+#else
+// Entry points exist in every image; only sm_90+ ones have a body (the launcher picks them only
+// there).
+#define GEMV_RING_BODY(T) __trap();
+#endif
+
 #define GEMV_KERNELS(T, NAME)                                                                      \
 extern "C" __global__ void gemv_##NAME(const T* __restrict__ x, const T* __restrict__ w,           \
         const T* __restrict__ bias, T* __restrict__ out, unsigned int M, unsigned int N,           \
@@ -439,6 +671,14 @@ extern "C" __global__ void __launch_bounds__(256, 4) gemv_##NAME##_vec_m1(const 
         unsigned int N, unsigned int K, unsigned int S) {                                          \
     gemv_units_impl<T, GEMV_ROW, false, false>(nullptr, nullptr, nullptr, nullptr, 0.0f, x, w,     \
                                                bias, out, N, K, S, nullptr, RopeKvArgs<T>{});     \
+}                                                                                                  \
+/* M = 1 on sm_90+: the bulk-copy ring (…, N, K, S warps per group, R rows per stage (1, 2, 4  */ \
+/* or 8), ring stages). Dynamic shared memory: stages · R · K + K elements.                    */ \
+extern "C" __global__ void __launch_bounds__(GEMV_RING_THREADS, 1) gemv_ring_##NAME(               \
+        const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,              \
+        T* __restrict__ out, unsigned int N, unsigned int K, unsigned int S, unsigned int R,       \
+        unsigned int nst) {                                                                        \
+    GEMV_RING_BODY(T)                                                                              \
 }                                                                                                  \
 /* x [1, K] (16-byte aligned, K a multiple of 16 bytes), w [2N, K]: out [1, N].   */             \
 extern "C" __global__ void gemv_swiglu_##NAME(const T* __restrict__ x, const T* __restrict__ w,    \

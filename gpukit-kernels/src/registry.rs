@@ -211,6 +211,12 @@ pub enum Kernel {
     GemvNormRopeKv(DType),
     /// `sample_argmax_parts`: the greedy token from [`Kernel::GemvNorm`]'s per-block maxima.
     SampleArgmaxParts,
+    /// `gemv_ring_<dt>`: one row of x against a large weight matrix on Hopper, streamed
+    /// through a shared-memory ring by bulk asynchronous copies ([`launch::gemv_ring`]),
+    /// arguments (x, w, bias, out, N, K, warps per group, rows per stage, stages). Only the
+    /// sm_90+ images have its body (elsewhere the entry point traps): launch it only where
+    /// [`KernelRegistry::target`] is `sm_90a`.
+    GemvRing(DType),
     /// `gemv_<dt>` / `gemv_<dt>_vec` / `gemv_<dt>_vec_m1`.
     Gemv {
         /// Element type (float).
@@ -282,6 +288,7 @@ impl Kernel {
             Kernel::RmsNorm(_) | Kernel::AddRmsNorm(_) | Kernel::LayerNorm(_) => KernelModule::Norm,
             Kernel::IndexSelect { .. } | Kernel::Gather { .. } => KernelModule::Gather,
             Kernel::Gemv { .. }
+            | Kernel::GemvRing(_)
             | Kernel::GemvSwiglu(_)
             | Kernel::GemvNorm { .. }
             | Kernel::GemvSwigluNorm(_)
@@ -319,6 +326,7 @@ impl Kernel {
                 | Kernel::Sample(_)
                 | Kernel::DecodeAdvance
                 | Kernel::Gemv { .. }
+                | Kernel::GemvRing(_)
                 | Kernel::GemvSwiglu(_)
                 | Kernel::GemvNorm { .. }
                 | Kernel::GemvSwigluNorm(_)
@@ -417,6 +425,7 @@ impl Kernel {
                 float("gemv", dtype)?
             ),
             Kernel::SampleArgmaxParts => "sample_argmax_parts".into(),
+            Kernel::GemvRing(dt) => format!("gemv_ring_{}", float("gemv", dt)?),
             Kernel::RopeKvAppend(dt) => format!("rope_kv_append_{}", float("rope", dt)?),
             Kernel::Gemv {
                 dtype,
@@ -561,6 +570,54 @@ pub mod launch {
     pub fn gemv_split(rows: usize, k: usize, elem_bytes: usize) -> u32 {
         let split = gemv_warps_per_row(k, elem_bytes, 8);
         if rows < 4096 { split.max(2) } else { split }
+    }
+
+    /// Consumer warps of [`Kernel::GemvRing`] (`GEMV_RING_WARPS` in gemv.cu); its blocks have
+    /// one more, the producer.
+    const GEMV_RING_WARPS: u32 = 8;
+    /// Most ring stages the kernel has barriers for (`GEMV_RING_MAX_STAGES`).
+    const GEMV_RING_MAX_STAGES: usize = 32;
+    /// Weight matrices below this many bytes stay on the persistent kernel
+    /// ([`gemv_persistent`]): on an H200 the ring lost at (896, 4864), 8.7 MB (docs/RESULTS.md,
+    /// session 16).
+    pub const GEMV_RING_MIN_BYTES: usize = 16 << 20;
+
+    /// The Hopper bulk-copy ring GEMV ([`Kernel::GemvRing`]) for one row of x against a
+    /// `[n, k]` weight of `elem_bytes`-byte elements (k a multiple of 16 bytes): a block of 9
+    /// warps per multiprocessor (`sms`), stages of R whole rows (the largest power of two ≤ 8
+    /// whose rows fit 32 KiB), a ring of about 128 KiB of them (a multiple of the 2 consumer
+    /// groups of 4 warps), and x after the ring. Returns the launch and the kernel's (warps per
+    /// group, rows per stage, stages), or `None` where the matrix is below
+    /// [`GEMV_RING_MIN_BYTES`], a row exceeds 32 KiB or the ring does not fit `smem_optin`
+    /// (the caller then uses [`gemv_persistent`]). Swept on an H200 (docs/RESULTS.md, session
+    /// 16: 1, 2, 4, 8 warps per group, 8–64 KiB stages, 64–192 KiB rings): this rule was
+    /// within 2% of the best at the four large bench shapes. The result depends on the shape
+    /// only (not the device's multiprocessor count), so it is deterministic.
+    pub fn gemv_ring(
+        n: usize,
+        k: usize,
+        elem_bytes: usize,
+        sms: usize,
+        smem_optin: usize,
+    ) -> Result<Option<(LaunchConfig, [u32; 3])>> {
+        const STAGE_MAX: usize = 32 << 10;
+        const RING: usize = 128 << 10;
+        const S: u32 = 4;
+        let row = k * elem_bytes;
+        if n * row < GEMV_RING_MIN_BYTES || row > STAGE_MAX || !row.is_multiple_of(16) {
+            return Ok(None);
+        }
+        let rows = 1usize << (STAGE_MAX / row).min(8).ilog2();
+        let groups = (GEMV_RING_WARPS / S) as usize;
+        let stages = (RING / (rows * row)).min(GEMV_RING_MAX_STAGES) / groups * groups;
+        let smem = stages * rows * row + row;
+        if smem > smem_optin {
+            return Ok(None);
+        }
+        let grid = u32::try_from(n.div_ceil(rows).min(sms.max(1)))
+            .map_err(|_| Error::InvalidArgument(format!("{n} GEMV outputs exceed the grid")))?;
+        let cfg = LaunchConfig::new(grid, (GEMV_RING_WARPS + 1) * 32).shared_mem(smem as u32);
+        Ok(Some((cfg, [S, rows as u32, stages as u32])))
     }
 
     /// Splits each group of the decode combine kernel takes at once (`COMBINE_UNROLL` in
@@ -969,6 +1026,41 @@ mod tests {
     }
 
     #[test]
+    fn gemv_ring_stages_follow_the_row_size() {
+        let optin = 227 << 10;
+        let plan = |n, k, eb| {
+            launch::gemv_ring(n, k, eb, 132, optin)
+                .unwrap()
+                .map(|(cfg, p)| (cfg.grid.x, cfg.block.x, cfg.shared_mem_bytes, p))
+        };
+        // The bench's large shapes (k, n) in bf16: 32 KiB stages of whole rows, a 128 KiB ring.
+        let row = |k: u32, rows: u32, stages: u32| stages * rows * 2 * k + 2 * k;
+        assert_eq!(
+            plan(14336, 4096, 2),
+            Some((132, 288, row(4096, 4, 4), [4, 4, 4]))
+        );
+        assert_eq!(
+            plan(4096, 14336, 2),
+            Some((132, 288, row(14336, 1, 4), [4, 1, 4]))
+        );
+        assert_eq!(
+            plan(8192, 2048, 2),
+            Some((132, 288, row(2048, 8, 4), [4, 8, 4]))
+        );
+        assert_eq!(
+            plan(2048, 8192, 2),
+            Some((132, 288, row(8192, 2, 4), [4, 2, 4]))
+        );
+        // Below 16 MiB, rows above 32 KiB, or a ring beyond the opt-in: the persistent kernel.
+        assert_eq!(plan(4864, 896, 2), None);
+        assert_eq!(plan(4096, 14336, 4), None);
+        assert_eq!(
+            launch::gemv_ring(8192, 2048, 2, 132, 64 << 10).unwrap(),
+            None
+        );
+    }
+
+    #[test]
     fn attention_launches_fit_the_shared_memory() {
         // (shared memory per SM, per-block opt-in) of an H200, an A100 and an sm_86 part.
         let (h200, a100, sm86) = ((233_472, 232_448), (167_936, 166_912), (102_400, 101_376));
@@ -1096,6 +1188,7 @@ mod tests {
                 });
             }
             v.extend([
+                Kernel::GemvRing(dt),
                 Kernel::Scalar(dt),
                 Kernel::Clamp(dt),
                 Kernel::Where(dt),

@@ -805,6 +805,30 @@ op_test!(matmul_and_linear, |dev: &Device| {
                 );
             }
         }
+        // One row against matrices above launch::GEMV_RING_MIN_BYTES (the Hopper ring GEMV on
+        // sm_90a): a partial last stage (4099 rows, stages of 2–4), and 28 KiB rows (stages
+        // of one row; f32 rows exceed a stage and take the persistent kernel).
+        for (k, n) in [(2056, 4099), (14336, 600)] {
+            let (x, xv) = input(&[1, k], dt, -1.0, 1.0, s + 5, dev);
+            let (w, wv) = input(&[n, k], dt, -1.0, 1.0, s + 6, dev);
+            let (b, bv) = input(&[n], dt, -1.0, 1.0, s + 7, dev);
+            for bias in [false, true] {
+                let mut out = poisoned(&[1, n], dt, dev);
+                ops::linear_into(&x, &w, bias.then_some(&b), Activation::None, &mut out).unwrap();
+                let want: Vec<f64> = (0..n)
+                    .map(|j| {
+                        (0..k).map(|p| xv[p] * wv[j * k + p]).sum::<f64>()
+                            + if bias { bv[j] } else { 0.0 }
+                    })
+                    .collect();
+                assert_close(
+                    &format!("linear {dt} 1x{k}x{n} bias={bias}"),
+                    &out.to_vec_f64().unwrap(),
+                    &want,
+                    t * 2.0,
+                );
+            }
+        }
     }
     let (a, _) = input(&[3, 4], DType::F32, 0.0, 1.0, s, dev);
     let e = ops::matmul(&a, &a).unwrap_err().to_string();

@@ -341,6 +341,29 @@ pub fn linear_into(
                     .arg(dptr(&w)?)
                     .arg(bias_ptr.unwrap_or(gpukit_driver::DevicePtr(0)))
                     .arg(dptr(out)?);
+                let ring = if m == 1 && vectorized && c.kernels().target() == "sm_90a" {
+                    let props = c.props();
+                    launch::gemv_ring(
+                        n,
+                        k,
+                        dt.size_in_bytes(),
+                        props.multiprocessor_count as usize,
+                        props.shared_memory_per_block_optin_bytes as usize,
+                    )?
+                } else {
+                    None
+                };
+                if let Some((cfg, [split, rows, stages])) = ring {
+                    let args = args
+                        .arg(u32_dim("linear", n)?)
+                        .arg(u32_dim("linear", k)?)
+                        .arg(split)
+                        .arg(rows)
+                        .arg(stages);
+                    // SAFETY: as below; the ring's rows, stages and shared memory come from
+                    // launch::gemv_ring for this shape.
+                    return unsafe { c.launch(Kernel::GemvRing(dt), &cfg, &args) };
+                }
                 let cfg = if m == 1 && vectorized {
                     // The persistent single-row kernel: (…, N, K, warps per row).
                     let split = launch::gemv_split(n, k, dt.size_in_bytes());
