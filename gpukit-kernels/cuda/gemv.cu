@@ -429,7 +429,7 @@ __device__ __forceinline__ void gemv_units_impl(const T* __restrict__ pending,
 // GEMV_RING_WARPS consumer warps compute them — the shape of cuBLASLt's GEMV (docs/RESULTS.md,
 // session 14). A stage holds R consecutive rows (R a power of two ≤ 8). The consumers form
 // G = GEMV_RING_WARPS / S groups of S warps; stage t of a block belongs to group t mod G,
-// whose lanes split each row's 16-byte packs (x read once per pack for the R rows). Each warp
+// whose lanes split each row's 16-byte packs (x read once per pack for the R rows). Each thread
 // releases a stage as soon as it has read it, and keeps its sums in registers for a batch of
 // GEMV_RING_BATCH rows, which it then reduces at once: across the warp with a transposing
 // butterfly, across the group through shared memory. The producer starts before the PDL wait
@@ -564,7 +564,7 @@ __device__ __forceinline__ void gemv_ring_impl(const T* __restrict__ x, const T*
     if (threadIdx.x == 0) {
         for (unsigned int i = 0; i < nst; ++i) {
             mbar_init(&full[i], 1);
-            mbar_init(&empty[i], S);
+            mbar_init(&empty[i], S * 32);
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
@@ -612,8 +612,9 @@ __device__ __forceinline__ void gemv_ring_impl(const T* __restrict__ x, const T*
                     ring_rows<T, R, true>(xs, buf, R, K, seg * 32 + lane, S * 32, acc + b * R);
                 else
                     ring_rows<T, R, false>(xs, buf, nr, K, seg * 32 + lane, S * 32, acc + b * R);
-                __syncwarp();
-                if (lane == 0) mbar_arrive(&empty[s]);
+                // Every consumer thread releases the slot after its own reads (release
+                // semantics), so the producer's next copy into it is ordered after all of them.
+                mbar_arrive(&empty[s]);
                 s += G;
                 if (s >= nst) {
                     s -= nst;
