@@ -589,10 +589,11 @@ pub mod launch {
     /// groups of 4 warps), and x after the ring. Returns the launch and the kernel's (warps per
     /// group, rows per stage, stages), or `None` where the matrix is below
     /// [`GEMV_RING_MIN_BYTES`], a row exceeds 32 KiB or the ring does not fit `smem_optin`
-    /// (the caller then uses [`gemv_persistent`]). Swept on an H200 (docs/RESULTS.md, session
-    /// 16: 1, 2, 4, 8 warps per group, 8–64 KiB stages, 64–192 KiB rings): this rule was
-    /// within 2% of the best at the four large bench shapes. The result depends on the shape
-    /// only (not the device's multiprocessor count), so it is deterministic.
+    /// (the caller then uses [`gemv_persistent`]). On an H200 (docs/RESULTS.md, session 16)
+    /// the ops bench's alternatives — 8 or 16 KiB stages, a 192 KiB ring, two blocks per SM,
+    /// the ring from 4 MiB up — were each slower at one or more of the five GEMV shapes, by up
+    /// to 30%, and faster by at most 1%. The sums depend on the shape only (not the device's
+    /// multiprocessor count), so results are deterministic.
     pub fn gemv_ring(
         n: usize,
         k: usize,
