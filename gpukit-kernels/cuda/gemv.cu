@@ -432,9 +432,10 @@ __device__ __forceinline__ void gemv_units_impl(const T* __restrict__ pending,
 // whose lanes split each row's 16-byte packs (x read once per pack for the R rows). Each thread
 // releases a stage as soon as it has read it, and keeps its sums in registers for a batch of
 // GEMV_RING_BATCH rows, which it then reduces at once: across the warp with a transposing
-// butterfly, across the group through shared memory. The producer starts before the PDL wait
-// (weights do not depend on the previous kernel), so the copies overlap the previous kernel's
-// tail. Sums combine in a fixed order: deterministic for a given (K, S, R).
+// butterfly, across the group through shared memory. Before the PDL wait the producer only asks
+// L2 for its first ring's worth of stages (bulk L2 prefetch: overlaps the previous kernel's tail,
+// and never reads data that kernel may still write, as copying into shared memory would); it
+// copies after the wait. Sums combine in a fixed order: deterministic for a given (K, S, R).
 #define GEMV_RING_WARPS 8
 #define GEMV_RING_MAX_STAGES 32
 #define GEMV_RING_THREADS (GEMV_RING_WARPS * 32 + 32)
@@ -470,6 +471,11 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned i
                  ".L2::cache_hint [%0], [%1], %2, [%3], pol;\n}"
                  ::"r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(b))
                  : "memory");
+}
+
+// Asks L2 for `bytes` (a multiple of 16, 16-byte aligned) from src, without waiting.
+__device__ __forceinline__ void bulk_prefetch_l2(const void* src, unsigned int bytes) {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
 }
 
 // The sums of R values per lane over the warp, transposed: lane l ends with the full sum of
@@ -558,7 +564,7 @@ __device__ __forceinline__ void gemv_ring_impl(const T* __restrict__ x, const T*
     const unsigned int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const unsigned int G = GEMV_RING_WARPS / S, grp = warp / S, seg = warp % S;
     const unsigned int row_bytes = K * sizeof(T), stage_bytes = R * row_bytes;
-    const unsigned int stages = (N + R - 1) / R;
+    const unsigned int stages = N == 0 ? 0 : (N - 1) / R + 1;
     const unsigned int mine = blockIdx.x < stages ? (stages - 1 - blockIdx.x) / gridDim.x + 1 : 0;
     T* xs = reinterpret_cast<T*>(ring + nst * stage_bytes);
     if (threadIdx.x == 0) {
@@ -572,6 +578,15 @@ __device__ __forceinline__ void gemv_ring_impl(const T* __restrict__ x, const T*
     if (warp == GEMV_RING_WARPS) {
         // The producer: stage t into slot t mod nst once its previous use was released.
         if (lane == 0) {
+            // Before the PDL wait only L2 prefetches of the first ring's worth of stages: they
+            // overlap the previous kernel's tail, and cannot read data that kernel may still be
+            // writing (L2 is where its writes land). The copies after the wait then hit L2.
+            for (unsigned int t = 0; t < mine && t < nst; ++t) {
+                const unsigned long long r0 = (unsigned long long)(blockIdx.x + t * gridDim.x) * R;
+                const unsigned int nr = (unsigned int)min((unsigned long long)R, N - r0);
+                bulk_prefetch_l2(w + r0 * K, nr * row_bytes);
+            }
+            pdl_wait();
             unsigned int s = 0, phase = 0;
             unsigned long long r0 = (unsigned long long)blockIdx.x * R;
             for (unsigned int t = 0; t < mine; ++t) {

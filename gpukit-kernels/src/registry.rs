@@ -577,6 +577,9 @@ pub mod launch {
     const GEMV_RING_WARPS: u32 = 8;
     /// Most ring stages the kernel has barriers for (`GEMV_RING_MAX_STAGES`).
     const GEMV_RING_MAX_STAGES: usize = 32;
+    /// The kernel's static shared memory (its full and empty barriers and the batch partial
+    /// sums), which the dynamic ring must leave room for.
+    const GEMV_RING_STATIC_SMEM: usize = 1024;
     /// Weight matrices below this many bytes stay on the persistent kernel
     /// ([`gemv_persistent`]): on an H200 the ring lost at (896, 4864), 8.7 MB (docs/RESULTS.md,
     /// session 16).
@@ -612,7 +615,7 @@ pub mod launch {
         let groups = (GEMV_RING_WARPS / S) as usize;
         let stages = (RING / (rows * row)).min(GEMV_RING_MAX_STAGES) / groups * groups;
         let smem = stages * rows * row + row;
-        if smem > smem_optin {
+        if smem + GEMV_RING_STATIC_SMEM > smem_optin {
             return Ok(None);
         }
         let grid = u32::try_from(n.div_ceil(rows).min(sms.max(1)))
@@ -1058,6 +1061,17 @@ mod tests {
         assert_eq!(
             launch::gemv_ring(8192, 2048, 2, 132, 64 << 10).unwrap(),
             None
+        );
+        // The ring leaves room for the kernel's 1 KiB of static shared memory.
+        let need = 4 * 32768 + 8192;
+        assert_eq!(
+            launch::gemv_ring(4096 * 4, 4096, 2, 132, need).unwrap(),
+            None
+        );
+        assert!(
+            launch::gemv_ring(4096 * 4, 4096, 2, 132, need + 1024)
+                .unwrap()
+                .is_some()
         );
     }
 
