@@ -16,7 +16,7 @@
 // block for greedy sampling); `gemv_norm_rope_kv`, the QKV projection with RoPE and the KV
 // append as its epilogue. On Hopper, one row of x against a large matrix takes the bulk-copy
 // ring `gemv_ring` instead (below). Every kernel here supports programmatic dependent launch:
-// it prefetches (the ring: copies) its weights, then waits for the previous kernel.
+// it prefetches its weights into L2, then waits for the previous kernel.
 #include "common.cuh"
 
 #define GEMV_MAX_M 8
