@@ -48,10 +48,6 @@ struct AttnArgs {
 #define ATTN_THREADS 128
 #define LOG2E 1.4426950408889634f
 
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-    return (unsigned)__cvta_generic_to_shared(p);
-}
-
 // 16 bytes global → shared, bypassing L1; zero-filled when !valid (nothing is read then).
 __device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),

@@ -67,6 +67,11 @@ __device__ __forceinline__ float block_sum_tree(float v, float* scratch) {
 }
 
 // Elements of T per 16-byte vector.
+// The shared-memory address of a generic pointer into shared memory (for PTX operands).
+__device__ __forceinline__ unsigned int smem_addr(const void* p) {
+    return (unsigned int)__cvta_generic_to_shared(p);
+}
+
 template <typename T> struct Vec16 { static const int N = 16 / sizeof(T); };
 
 // Loads/stores 16 bytes as a vector of 16/sizeof(T) elements (pointer 16-byte aligned).

@@ -442,9 +442,6 @@ __device__ __forceinline__ void gemv_units_impl(const T* __restrict__ pending,
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 
-__device__ __forceinline__ unsigned int smem_addr(const void* p) {
-    return (unsigned int)__cvta_generic_to_shared(p);
-}
 __device__ __forceinline__ void mbar_init(unsigned long long* b, unsigned int count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(b)), "r"(count)
                  : "memory");
