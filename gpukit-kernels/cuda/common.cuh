@@ -52,26 +52,12 @@ __device__ __forceinline__ void strided_offsets(const StridedIndex& ix, unsigned
     }
 }
 
-// Deterministic block sum: each thread's partial goes to shared memory, then a fixed-order tree.
-// `scratch` holds blockDim.x floats; blockDim.x must be a power of two.
-__device__ __forceinline__ float block_sum_tree(float v, float* scratch) {
-    scratch[threadIdx.x] = v;
-    __syncthreads();
-    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
-        if (threadIdx.x < s) scratch[threadIdx.x] += scratch[threadIdx.x + s];
-        __syncthreads();
-    }
-    float r = scratch[0];
-    __syncthreads();
-    return r;
-}
-
-// Elements of T per 16-byte vector.
 // The shared-memory address of a generic pointer into shared memory (for PTX operands).
 __device__ __forceinline__ unsigned int smem_addr(const void* p) {
     return (unsigned int)__cvta_generic_to_shared(p);
 }
 
+// Elements of T per 16-byte vector.
 template <typename T> struct Vec16 { static const int N = 16 / sizeof(T); };
 
 // Loads/stores 16 bytes as a vector of 16/sizeof(T) elements (pointer 16-byte aligned).
@@ -86,12 +72,17 @@ template <typename T> __device__ __forceinline__ void store16(T* p, const Pack<T
     *reinterpret_cast<uint4*>(p) = *reinterpret_cast<const uint4*>(&x);
 }
 
-// The sum (MAX: the maximum) of v over the warp, in every lane, in a fixed butterfly order
-// (deterministic).
-template <bool MAX> __device__ __forceinline__ float warp_reduce(float v) {
+// The larger of two values (fmaxf for floats: a NaN loses to a number).
+__device__ __forceinline__ float larger(float a, float b) { return fmaxf(a, b); }
+__device__ __forceinline__ int larger(int a, int b) { return max(a, b); }
+__device__ __forceinline__ unsigned int larger(unsigned int a, unsigned int b) { return max(a, b); }
+
+// The sum (MAX: the maximum) of v (float, int or unsigned) over the warp, in every lane, in a
+// fixed butterfly order (deterministic).
+template <bool MAX, typename V> __device__ __forceinline__ V warp_reduce(V v) {
     for (int o = 16; o > 0; o >>= 1) {
-        const float u = __shfl_xor_sync(0xffffffffu, v, o);
-        v = MAX ? fmaxf(v, u) : v + u;
+        const V u = __shfl_xor_sync(0xffffffffu, v, o);
+        v = MAX ? larger(v, u) : v + u;
     }
     return v;
 }
@@ -164,15 +155,21 @@ __device__ __forceinline__ void prefetch_l2(const void* p) {
 }
 
 // A running "first maximum": the largest value and, among equal values, the lowest index
-// (GPUKIT_NO_INDEX: nothing seen yet). Merging is exact, so any fixed merge order gives the
-// same answer as a left-to-right scan (for values that are not NaN).
+// (GPUKIT_NO_INDEX: nothing seen yet). NaN counts as larger than every number, like
+// torch.argmax (and `argmax` in reduce.cu), so the first NaN wins where there is one. The order
+// (NaN above numbers, then value, then lower index) is total and merging is exact, so any merge
+// order gives the same answer as a left-to-right scan.
 #define GPUKIT_NO_INDEX 0xffffffffu
 struct ArgmaxPart {
     float value;
     unsigned int index;
 };
 __device__ __forceinline__ void argmax_merge(float& best, unsigned int& at, float v, unsigned int i) {
-    if (i != GPUKIT_NO_INDEX && (at == GPUKIT_NO_INDEX || v > best || (v == best && i < at))) {
+    if (i == GPUKIT_NO_INDEX) return;
+    const bool v_nan = v != v, best_nan = best != best;
+    const bool wins = at == GPUKIT_NO_INDEX || (v_nan && (!best_nan || i < at)) ||
+                      (!best_nan && (v > best || (v == best && i < at)));
+    if (wins) {
         best = v;
         at = i;
     }

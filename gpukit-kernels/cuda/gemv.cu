@@ -550,13 +550,22 @@ __device__ __forceinline__ void ring_rows(const T* __restrict__ xs, const unsign
     }
 }
 
+// The ring's static shared memory: its full and empty barriers and the batch partial sums.
+// Declared once in the entry point (not per instantiation of gemv_ring_impl, which would give
+// each R its own copy): 1 KiB, as the launch rule assumes.
+struct GemvRingShared {
+    unsigned long long full[GEMV_RING_MAX_STAGES], empty[GEMV_RING_MAX_STAGES];
+    float part[2][GEMV_RING_WARPS][GEMV_RING_BATCH];
+};
+
 template <typename T, int R>
 __device__ __forceinline__ void gemv_ring_impl(const T* __restrict__ x, const T* __restrict__ w,
         const T* __restrict__ bias, T* __restrict__ out, unsigned int N, unsigned int K,
-        unsigned int S, unsigned int nst) {
+        unsigned int S, unsigned int nst, GemvRingShared& sh) {
     extern __shared__ __align__(128) unsigned char ring[];
-    __shared__ __align__(8) unsigned long long full[GEMV_RING_MAX_STAGES], empty[GEMV_RING_MAX_STAGES];
-    __shared__ float part[2][GEMV_RING_WARPS][GEMV_RING_BATCH];
+    unsigned long long* full = sh.full;
+    unsigned long long* empty = sh.empty;
+    auto& part = sh.part;
     constexpr int NB = GEMV_RING_BATCH / R;  // stages per batch
     const unsigned int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const unsigned int G = GEMV_RING_WARPS / S, grp = warp / S, seg = warp % S;
@@ -655,11 +664,12 @@ __device__ __forceinline__ void gemv_ring_impl(const T* __restrict__ x, const T*
 }
 
 #define GEMV_RING_BODY(T)                                                                          \
+    __shared__ __align__(8) GemvRingShared sh;                                                     \
     switch (R) {                                                                                   \
-    case 1: gemv_ring_impl<T, 1>(x, w, bias, out, N, K, S, nst); break;                            \
-    case 2: gemv_ring_impl<T, 2>(x, w, bias, out, N, K, S, nst); break;                            \
-    case 4: gemv_ring_impl<T, 4>(x, w, bias, out, N, K, S, nst); break;                            \
-    default: gemv_ring_impl<T, 8>(x, w, bias, out, N, K, S, nst); break;                           \
+    case 1: gemv_ring_impl<T, 1>(x, w, bias, out, N, K, S, nst, sh); break;                        \
+    case 2: gemv_ring_impl<T, 2>(x, w, bias, out, N, K, S, nst, sh); break;                        \
+    case 4: gemv_ring_impl<T, 4>(x, w, bias, out, N, K, S, nst, sh); break;                        \
+    default: gemv_ring_impl<T, 8>(x, w, bias, out, N, K, S, nst, sh); break;                       \
     }
 #else
 // Entry points exist in every image; only sm_90+ ones have a body (the launcher picks them only

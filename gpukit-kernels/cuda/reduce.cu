@@ -1,7 +1,7 @@
 // Reductions and softmax over one axis of a contiguous tensor viewed as [outer, len, inner].
 //
 // Deterministic: every thread accumulates its elements in a fixed order and partial results are
-// combined in a fixed shared-memory tree (block_reduce here; block_sum_tree for softmax's sum),
+// combined in a fixed shared-memory tree (block_reduce, also for softmax's max and sum),
 // so results are bitwise reproducible for a given shape. `_rows` kernels (inner == 1) use one
 // 256-thread block per row; `_cols` kernels use one thread per (outer, inner) pair walking the
 // axis sequentially (coalesced across inner).
@@ -104,7 +104,7 @@ extern "C" __global__ void softmax_##NAME##_rows(const T* __restrict__ x, T* __r
     m = block_reduce(R_MAX, m, scratch);                                                           \
     float s = 0.0f;                                                                                \
     for (unsigned int i = threadIdx.x; i < len; i += blockDim.x) s += expf(to_f32(x[base + i]) - m); \
-    s = block_sum_tree(s, scratch);                                                                     \
+    s = block_reduce(R_SUM, s, scratch);                                                           \
     float ls = logf(s), inv = 1.0f / s;                                                            \
     for (unsigned int i = threadIdx.x; i < len; i += blockDim.x) {                                 \
         float v = to_f32(x[base + i]) - m;                                                         \

@@ -96,7 +96,7 @@ __device__ __forceinline__ float sum2(float v, float* sh) {
 }
 
 __device__ __forceinline__ unsigned count_all(unsigned v, unsigned* sh) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    v = warp_reduce<false>(v);
     if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
     __syncthreads();
     unsigned total = 0;
@@ -249,7 +249,7 @@ __device__ void draw(const Src& s, float theta, unsigned long long step, unsigne
     const float target = __fmul_rn((float)(c[0] >> 8) * (1.0f / 16777216.0f), M);
     // The chosen thread: the last one with kept mass starting at or before the target.
     unsigned cand = mass > 0.0f && excl <= target ? tid : 0u;
-    for (int o = 16; o > 0; o >>= 1) cand = max(cand, __shfl_xor_sync(0xffffffffu, cand, o));
+    cand = warp_reduce<true>(cand);
     __syncthreads();
     if ((tid & 31) == 0) shi[tid >> 5] = cand;
     __syncthreads();
@@ -301,7 +301,7 @@ __device__ __forceinline__ unsigned threshold_bin(const unsigned* hist, const Sa
         if (topp && bp < 0 && ms >= need) bp = b;
     }
     int bin = max(bk, bp);
-    for (int o = 16; o > 0; o >>= 1) bin = max(bin, __shfl_xor_sync(0xffffffffu, bin, o));
+    bin = warp_reduce<true>(bin);
     if (a.min_p > 0.0f) bin = max(bin, (int)min(__float_as_uint(a.min_p) >> 20, SAMPLER_BINS - 1u));
     return (unsigned)max(bin, 0);
 }
@@ -351,7 +351,7 @@ __device__ void sample_row(const T* __restrict__ logits, const int* __restrict__
     float m = -GPUKIT_INF;
     for (unsigned i = tid; i < V; i += SAMPLER_THREADS)
         m = fmaxf(m, __fdiv_rn(logit(row, pen, i, a.penalty), a.temperature));
-    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    m = warp_reduce<true>(m);
     if ((tid & 31) == 0) shv[tid >> 5] = m;
     __syncthreads();
     m = shv[0];
@@ -379,7 +379,7 @@ __device__ void sample_row(const T* __restrict__ logits, const int* __restrict__
             const unsigned lb = b > 0 ? b - 1 : 0;
             unsigned n = 0;
             for (unsigned k = 32 * tid; k < 32 * tid + 32; ++k) n += k >= lb ? hist[k] : 0u;
-            for (int o = 16; o > 0; o >>= 1) n += __shfl_xor_sync(0xffffffffu, n, o);
+            n = warp_reduce<false>(n);
             if (tid == 0) { plan[0] = lb; plan[1] = n; }
         }
         __syncthreads();

@@ -10,7 +10,7 @@
 //! uses its own [`exp_det`], so device and CPU pick the same id, bit for bit:
 //! 1. repetition penalty over the window of previous ids (CTRL, Keskar et al. 2019): a positive
 //!    logit is divided by the penalty, a negative one multiplied;
-//! 2. temperature 0 → greedy (first maximum);
+//! 2. temperature 0 → greedy (first maximum; NaN counts as the maximum, like `torch.argmax`);
 //! 3. p = softmax(logits / temperature) (max-subtracted);
 //! 4. filters, each a threshold on p, ties at the threshold kept (as HF transformers' top-k
 //!    does): top-k keeps p ≥ the k-th largest; top-p keeps the highest probabilities whose mass
@@ -231,10 +231,13 @@ pub fn candidates(logits: &[f32], recent: &[u32], p: &SamplingParams) -> Vec<(u3
         .collect()
 }
 
+/// The first maximum of `l`; NaN counts as larger than every number (the first NaN wins), like
+/// `torch.argmax` and the CUDA sampler.
 fn greedy(l: &[f32]) -> u32 {
     let mut best = 0;
     for (i, &x) in l.iter().enumerate() {
-        if x > l[best] {
+        let b = l[best];
+        if !b.is_nan() && (x.is_nan() || x > b) {
             best = i;
         }
     }

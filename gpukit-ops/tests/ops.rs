@@ -1305,6 +1305,44 @@ op_test!(
                 }
             }
         }
+        // NaN counts as the maximum (like torch.argmax): greedy picks the first NaN of a row,
+        // with and without a penalty, whatever the vocabulary's size (the CUDA sampler merges
+        // per-thread and per-warp maxima in a different order from the CPU's scan).
+        for &vocab in sizes {
+            let mut v: Vec<f32> = (0..rows * vocab)
+                .map(|i| ((i * 7919) % 1000) as f32 / 100.0)
+                .collect();
+            let nans = [
+                (0, 0),
+                (0, vocab - 1),
+                (1, vocab - 1),
+                (1, vocab / 2),
+                (2, vocab / 3),
+            ];
+            for (r, c) in nans {
+                v[r * vocab + c] = f32::NAN;
+            }
+            let want = vec![0, (vocab / 2) as i32, (vocab / 3) as i32];
+            for dt in [DType::F32, DType::BF16] {
+                let logits =
+                    ops::to_dtype(&Tensor::from_slice(&v, &[rows, vocab], dev).unwrap(), dt)
+                        .unwrap();
+                let cpu_logits = logits.to_device(&Device::Cpu).unwrap();
+                let recent = Tensor::from_slice(&[0i32, 1, 2], &[rows, 1], dev).unwrap();
+                let cpu_recent = recent.to_device(&Device::Cpu).unwrap();
+                for p in [&configs[0], &configs[1]] {
+                    let st = Tensor::from_slice(&[3i64], &[1], dev).unwrap();
+                    let out = Tensor::full(&[rows], -7.0, DType::I32, dev).unwrap();
+                    sample_tokens_into(&logits, Some(&recent), p, &st, &out).unwrap();
+                    let cst = Tensor::from_slice(&[3i64], &[1], &Device::Cpu).unwrap();
+                    let cpu = Tensor::full(&[rows], -7.0, DType::I32, &Device::Cpu).unwrap();
+                    sample_tokens_into(&cpu_logits, Some(&cpu_recent), p, &cst, &cpu).unwrap();
+                    let what = format!("NaN logits, vocab {vocab} {dt} {p:?}");
+                    assert_eq!(out.to_vec::<i32>().unwrap(), want, "{what}");
+                    assert_eq!(cpu.to_vec::<i32>().unwrap(), want, "{what}: CPU");
+                }
+            }
+        }
         // The draws follow the softmax: chi-square over 2000 steps of a 4-token vocabulary
         // (3 degrees of freedom, p = 0.001 at 16.27).
         let lg = [0.0f32, 1.0, 2.0, 0.5];
@@ -1842,7 +1880,9 @@ op_test!(pre_norm_projections, |dev: &Device| {
             }
         }
         // Ties go to the lowest id: equal rows at 3, 700 and 4000 above the rest; all-zero
-        // weights make every logit 0 (id 0).
+        // weights make every logit 0 (id 0). A NaN logit counts as the maximum (like
+        // torch.argmax): with NaN weights in rows 4001 and 2500, the first NaN (2500) wins,
+        // whichever block of the GEMV sees it.
         let (k, n) = (256usize, 4099usize);
         let (res, _) = input(&[1, k], dt, -1.0, 1.0, s ^ 99, dev);
         let g = Tensor::ones(&[k], dt, dev).unwrap();
@@ -1860,7 +1900,10 @@ op_test!(pre_norm_projections, |dev: &Device| {
         for row in [4000usize, 700, 3] {
             wv[row * k..(row + 1) * k].copy_from_slice(&top);
         }
-        for (vals, want) in [(wv, 3i32), (vec![0.0; n * k], 0)] {
+        let mut with_nan = wv.clone();
+        with_nan[4001 * k + 5] = f64::NAN;
+        with_nan[2500 * k] = f64::NAN;
+        for (vals, want) in [(wv, 3i32), (with_nan, 2500), (vec![0.0; n * k], 0)] {
             let vals: Vec<f32> = vals.iter().map(|&v| v as f32).collect();
             let w = Tensor::from_slice(&vals, &[n, k], &Device::Cpu).unwrap();
             let w = ops::to_dtype(&w, dt).unwrap().to_device(dev).unwrap();

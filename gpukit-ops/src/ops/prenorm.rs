@@ -309,7 +309,7 @@ pub fn rms_norm_linear_greedy_workspace_len(n: usize, k: usize, dtype: DType) ->
 
 /// The LM head with greedy sampling: `logits [1, n] = x · Wᵀ` on the pre-norm's row, and
 /// `token` (i32 `[1]`) = the first maximum of the logits as rounded to the dtype (the lowest id
-/// among equal values) — what [`crate::sampling::sample_tokens_into`] draws at temperature 0
+/// among equal values; NaN counts as the maximum) — what [`crate::sampling::sample_tokens_into`] draws at temperature 0
 /// without a penalty. On CUDA each block of the GEMV also reduces its own outputs, so the final
 /// pick reads one (value, id) pair per block instead of the vocabulary: two kernels, the second
 /// a single small block. `workspace`: f32, at least
