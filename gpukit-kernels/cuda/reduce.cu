@@ -61,21 +61,14 @@ extern "C" __global__ void argmax_##NAME##_rows(const T* __restrict__ x, i64* __
     __shared__ float sv[256];                                                                      \
     __shared__ unsigned int si[256];                                                               \
     const T* row = x + (unsigned long long)blockIdx.x * len;                                       \
-    float best = -GPUKIT_INF; unsigned int bi = 0xffffffffu;                                         \
-    for (unsigned int i = threadIdx.x; i < len; i += blockDim.x) {                                 \
-        float v = to_f32(row[i]);                                                                  \
-        bool better = bi == 0xffffffffu || (v != v && best == best) || v > best;                  \
-        if (better) { best = v; bi = i; }                                                          \
-    }                                                                                              \
+    float best = -GPUKIT_INF; unsigned int bi = GPUKIT_NO_INDEX;                                     \
+    for (unsigned int i = threadIdx.x; i < len; i += blockDim.x) argmax_merge(best, bi, to_f32(row[i]), i); \
     sv[threadIdx.x] = best; si[threadIdx.x] = bi;                                                  \
     __syncthreads();                                                                               \
     for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {                                        \
         if (threadIdx.x < s) {                                                                     \
-            float a = sv[threadIdx.x], b = sv[threadIdx.x + s];                                    \
-            unsigned int ia = si[threadIdx.x], ib = si[threadIdx.x + s];                           \
-            bool take_b = ib != 0xffffffffu && (ia == 0xffffffffu ||                               \
-                ((b != b) && (a == a)) || (b > a) || ((b == a || (b != b && a != a)) && ib < ia)); \
-            if (take_b) { sv[threadIdx.x] = b; si[threadIdx.x] = ib; }                             \
+            argmax_merge(best, bi, sv[threadIdx.x + s], si[threadIdx.x + s]);                      \
+            sv[threadIdx.x] = best; si[threadIdx.x] = bi;                                          \
         }                                                                                          \
         __syncthreads();                                                                           \
     }                                                                                              \
@@ -88,10 +81,7 @@ extern "C" __global__ void argmax_##NAME##_cols(const T* __restrict__ x, i64* __
     unsigned long long o = t / inner, in = t % inner;                                              \
     const T* base = x + o * len * inner + in;                                                      \
     float best = to_f32(base[0]); unsigned int bi = 0;                                             \
-    for (unsigned int i = 1; i < len; ++i) {                                                       \
-        float v = to_f32(base[(unsigned long long)i * inner]);                                     \
-        if ((v != v && best == best) || v > best) { best = v; bi = i; }                            \
-    }                                                                                              \
+    for (unsigned int i = 1; i < len; ++i) argmax_merge(best, bi, to_f32(base[(unsigned long long)i * inner]), i); \
     out[t] = (i64)bi;                                                                              \
 }                                                                                                  \
 /* softmax (or log-softmax with `log`) along the row. */                                           \

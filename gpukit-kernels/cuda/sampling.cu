@@ -337,13 +337,10 @@ __device__ void sample_row(const T* __restrict__ logits, const int* __restrict__
     }
     __syncthreads();
     if (a.temperature <= 0.0f) {
-        // Greedy: first maximum (value, then the lower id).
+        // Greedy: first maximum (NaN above numbers, then value, then the lower id).
         float best = -GPUKIT_INF;
         unsigned bid = GPUKIT_NO_INDEX;
-        for (unsigned i = tid; i < V; i += SAMPLER_THREADS) {
-            const float x = logit(row, pen, i, a.penalty);
-            if (bid == GPUKIT_NO_INDEX || x > best) { best = x; bid = i; }
-        }
+        for (unsigned i = tid; i < V; i += SAMPLER_THREADS) argmax_merge(best, bid, logit(row, pen, i, a.penalty), i);
         block_argmax_out(best, bid, shv, shi, out + row_i);
         return;
     }

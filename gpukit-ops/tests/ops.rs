@@ -478,6 +478,38 @@ op_test!(reductions_and_softmax, |dev: &Device| {
     assert_eq!(all.shape(), &[] as &[usize]);
     assert_eq!(all.to_vec_f64().unwrap(), vec![15.0]);
     assert!(ops::sum(&all, 0).is_err());
+    // argmax with NaN (counted as the maximum, like torch.argmax) and many ties, along rows
+    // (a block per row on CUDA) and columns (a thread per column).
+    let (rows, cols) = (3usize, 1000usize);
+    let mut v: Vec<f32> = (0..rows * cols)
+        .map(|i| ((i * 7919) % 1000) as f32 / 100.0)
+        .collect();
+    for (r, c) in [(0, 700), (0, 650), (2, 999), (1, 3), (2, 3)] {
+        v[r * cols + c] = f32::NAN;
+    }
+    // The first NaN, else the first maximum.
+    let first_max = |it: &mut dyn Iterator<Item = f64>| {
+        let xs: Vec<f64> = it.collect();
+        xs.iter().position(|x| x.is_nan()).unwrap_or_else(|| {
+            let m = xs.iter().copied().fold(f64::MIN, f64::max);
+            xs.iter().position(|&x| x == m).unwrap()
+        }) as f64
+    };
+    for dt in [DType::F32, DType::BF16] {
+        let x = ops::to_dtype(&Tensor::from_slice(&v, &[rows, cols], dev).unwrap(), dt).unwrap();
+        let stored = x.to_vec_f64().unwrap();
+        let by_row: Vec<f64> = (0..rows)
+            .map(|r| first_max(&mut (0..cols).map(|c| stored[r * cols + c])))
+            .collect();
+        let by_col: Vec<f64> = (0..cols)
+            .map(|c| first_max(&mut (0..rows).map(|r| stored[r * cols + c])))
+            .collect();
+        let got = ops::argmax(&x, 1).unwrap().to_vec_f64().unwrap();
+        assert_eq!(got, by_row, "argmax with NaN {dt}, along rows");
+        assert_eq!(by_row[..2], [650.0, 3.0]);
+        let got = ops::argmax(&x, 0).unwrap().to_vec_f64().unwrap();
+        assert_eq!(got, by_col, "argmax with NaN {dt}, along columns");
+    }
 });
 
 op_test!(norms, |dev: &Device| {
