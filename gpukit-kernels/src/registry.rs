@@ -588,8 +588,8 @@ pub mod launch {
     /// The Hopper bulk-copy ring GEMV ([`Kernel::GemvRing`]) for one row of x against a
     /// `[n, k]` weight of `elem_bytes`-byte elements (k a multiple of 16 bytes): a block of 9
     /// warps per multiprocessor (`sms`), stages of R whole rows (the largest power of two ≤ 8
-    /// whose rows fit 32 KiB), a ring of about 128 KiB of them (a multiple of the 2 consumer
-    /// groups of 4 warps), and x after the ring. Returns the launch and the kernel's (warps per
+    /// whose rows fit 32 KiB), a ring of about 128 KiB of them (a multiple of the consumer
+    /// groups: 4 of 2 warps for 8-row stages, else 2 of 4), and x after the ring. Returns the launch and the kernel's (warps per
     /// group, rows per stage, stages), or `None` where the matrix is below
     /// [`GEMV_RING_MIN_BYTES`], a row exceeds 32 KiB or the ring does not fit `smem_optin`
     /// (the caller then uses [`gemv_persistent`]). On an H200 (docs/RESULTS.md, session 16)
@@ -606,13 +606,16 @@ pub mod launch {
     ) -> Result<Option<(LaunchConfig, [u32; 3])>> {
         const STAGE_MAX: usize = 32 << 10;
         const RING: usize = 128 << 10;
-        const S: u32 = 4;
         let row = k * elem_bytes;
         if n * row < GEMV_RING_MIN_BYTES || row > STAGE_MAX || !row.is_multiple_of(16) {
             return Ok(None);
         }
         let rows = 1usize << (STAGE_MAX / row).min(8).ilog2();
-        let groups = (GEMV_RING_WARPS / S) as usize;
+        // Warps per group: 2 (4 groups) for 8-row stages, else 4 (2 groups). H200, session 19
+        // (docs/RESULTS.md): (k, n) = (2048, 8192) 10.2 → 9.6 µs with 2; the 1-, 2- and 4-row
+        // shapes were 1.5–7% slower with 2 and 2–16% slower with 8.
+        let s: u32 = if rows == 8 { 2 } else { 4 };
+        let groups = (GEMV_RING_WARPS / s) as usize;
         let stages = (RING / (rows * row)).min(GEMV_RING_MAX_STAGES) / groups * groups;
         let smem = stages * rows * row + row;
         if smem + GEMV_RING_STATIC_SMEM > smem_optin {
@@ -621,7 +624,7 @@ pub mod launch {
         let grid = u32::try_from(n.div_ceil(rows).min(sms.max(1)))
             .map_err(|_| Error::InvalidArgument(format!("{n} GEMV outputs exceed the grid")))?;
         let cfg = LaunchConfig::new(grid, (GEMV_RING_WARPS + 1) * 32).shared_mem(smem as u32);
-        Ok(Some((cfg, [S, rows as u32, stages as u32])))
+        Ok(Some((cfg, [s, rows as u32, stages as u32])))
     }
 
     /// Splits each group of the decode combine kernel takes at once (`COMBINE_UNROLL` in
@@ -1049,11 +1052,16 @@ mod tests {
         );
         assert_eq!(
             plan(8192, 2048, 2),
-            Some((132, 288, row(2048, 8, 4), [4, 8, 4]))
+            Some((132, 288, row(2048, 8, 4), [2, 8, 4]))
         );
         assert_eq!(
             plan(2048, 8192, 2),
             Some((132, 288, row(8192, 2, 4), [4, 2, 4]))
+        );
+        // 8-row stages of 16 KiB: 8 of them, a multiple of the 4 groups of 2 warps.
+        assert_eq!(
+            plan(16384, 1024, 2),
+            Some((132, 288, row(1024, 8, 8), [2, 8, 8]))
         );
         // Below 16 MiB, rows above 32 KiB, or a ring beyond the opt-in: the persistent kernel.
         assert_eq!(plan(4864, 896, 2), None);

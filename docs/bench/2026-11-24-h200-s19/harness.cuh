@@ -1,0 +1,120 @@
+// The ops bench's timing method for standalone probes (session 19): graphs of `batch` calls,
+// replays timed between events, median; launches with programmatic dependent launch.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <vector>
+
+#define CK(x)                                                                                  \
+    do {                                                                                       \
+        cudaError_t e_ = (x);                                                                  \
+        if (e_ != cudaSuccess) {                                                               \
+            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));        \
+            exit(1);                                                                           \
+        }                                                                                      \
+    } while (0)
+
+// Hashed words whose two bf16 halves are finite, of either sign, magnitude 2^-7 … 2^-3, so no
+// timing runs on zeros and a GEMV's output can be checked.
+__global__ void fill(unsigned* p, size_t n) {
+    for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+         i += size_t(gridDim.x) * blockDim.x) {
+        unsigned x = static_cast<unsigned>(i) * 2654435761u + 12345u;
+        x ^= x >> 13;
+        x *= 0x9E3779B9u;
+        x ^= x >> 16;
+        const unsigned keep = 0x807F807Fu;  // signs and mantissas
+        p[i] = (x & keep) | (((0x78u + ((x >> 7) & 3u)) << 7) | ((0x78u + ((x >> 23) & 3u)) << 23));
+    }
+}
+
+static cudaStream_t g_stream;
+
+// Microseconds per call: `batch` calls (call i) captured in one graph after `warm` eager calls,
+// replays timed between two events, median of `trials` (the ops bench's method).
+static double time_us(const std::function<void(int)>& call, int batch = 50, int trials = 20,
+                      int warm = 5) {
+    for (int i = 0; i < warm; ++i) call(i);
+    CK(cudaStreamSynchronize(g_stream));
+    cudaGraph_t g;
+    CK(cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeGlobal));
+    for (int i = 0; i < batch; ++i) call(i);
+    CK(cudaStreamEndCapture(g_stream, &g));
+    cudaGraphExec_t ge;
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    CK(cudaGraphLaunch(ge, g_stream));
+    std::vector<double> t;
+    for (int r = 0; r < trials; ++r) {
+        CK(cudaEventRecord(a, g_stream));
+        CK(cudaGraphLaunch(ge, g_stream));
+        CK(cudaEventRecord(b, g_stream));
+        CK(cudaEventSynchronize(b));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        t.push_back(ms * 1000.0 / batch);
+    }
+    CK(cudaGraphExecDestroy(ge));
+    CK(cudaGraphDestroy(g));
+    CK(cudaEventDestroy(a));
+    CK(cudaEventDestroy(b));
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
+template <typename K, typename... A>
+static void launch(K kernel, unsigned grid, unsigned block, size_t smem, bool pdl, A... args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(block);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = g_stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    CK(cudaLaunchKernelEx(&cfg, kernel, args...));
+}
+
+
+// The device-to-device copy ceiling in GB/s: 1 GiB, eager, counting read + write (the method of
+// bench/peer_ops.py).
+static double copy_ceiling_gbs() {
+    const size_t n = size_t(1) << 30;
+    void *a, *b;
+    CK(cudaMalloc(&a, n));
+    CK(cudaMalloc(&b, n));
+    CK(cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice, g_stream));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    std::vector<double> t;
+    for (int r = 0; r < 10; ++r) {
+        CK(cudaEventRecord(e0, g_stream));
+        for (int k = 0; k < 5; ++k) CK(cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice, g_stream));
+        CK(cudaEventRecord(e1, g_stream));
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        t.push_back(2.0 * n / (ms / 5 * 1e-3) / 1e9);
+    }
+    std::sort(t.begin(), t.end());
+    CK(cudaFree(a));
+    CK(cudaFree(b));
+    CK(cudaEventDestroy(e0));
+    CK(cudaEventDestroy(e1));
+    return t[t.size() / 2];
+}
+
+// Copies of a `bytes` input that exceed 160 MiB (L2 is 50–60 MB), at most 16: the ops bench's
+// rotation.
+static size_t rotation(size_t bytes) {
+    return std::min<size_t>(16, std::max<size_t>(1, ((size_t(160) << 20) + bytes - 1) / bytes));
+}
