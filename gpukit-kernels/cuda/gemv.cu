@@ -434,8 +434,10 @@ __device__ __forceinline__ void gemv_units_impl(const T* __restrict__ pending,
 // GEMV_RING_BATCH rows, which it then reduces at once: across the warp with a transposing
 // butterfly, across the group through shared memory. Before the PDL wait the producer only asks
 // L2 for its first ring's worth of stages (bulk L2 prefetch: overlaps the previous kernel's tail,
-// and never reads data that kernel may still write, as copying into shared memory would); it
-// copies after the wait. Sums combine in a fixed order: deterministic for a given (K, S, R).
+// and never reads data that kernel may still write, as copying into shared memory would); after
+// the wait it copies x (one bulk copy, its own barrier: 1.2 µs faster at K = 14336 than the
+// consumers loading it, docs/RESULTS.md session 19), then the stages. Sums combine in a fixed
+// order: deterministic for a given (K, S, R).
 #define GEMV_RING_WARPS 8
 #define GEMV_RING_MAX_STAGES 32
 #define GEMV_RING_THREADS (GEMV_RING_WARPS * 32 + 32)
@@ -550,11 +552,12 @@ __device__ __forceinline__ void ring_rows(const T* __restrict__ xs, const unsign
     }
 }
 
-// The ring's static shared memory: its full and empty barriers and the batch partial sums.
-// Declared once in the entry point (not per instantiation of gemv_ring_impl, which would give
-// each R its own copy): 1 KiB, as the launch rule assumes.
+// The ring's static shared memory: its full and empty barriers, x's barrier and the batch
+// partial sums. Declared once in the entry point (not per instantiation of gemv_ring_impl,
+// which would give each R its own copy): 1032 bytes, and the ring (128-byte aligned) starts at
+// 1152, as the launch rule assumes.
 struct GemvRingShared {
-    unsigned long long full[GEMV_RING_MAX_STAGES], empty[GEMV_RING_MAX_STAGES];
+    unsigned long long full[GEMV_RING_MAX_STAGES], empty[GEMV_RING_MAX_STAGES], x_full;
     float part[2][GEMV_RING_WARPS][GEMV_RING_BATCH];
 };
 
@@ -578,6 +581,7 @@ __device__ __forceinline__ void gemv_ring_impl(const T* __restrict__ x, const T*
             mbar_init(&full[i], 1);
             mbar_init(&empty[i], S * 32);
         }
+        mbar_init(&sh.x_full, 1);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
@@ -593,6 +597,8 @@ __device__ __forceinline__ void gemv_ring_impl(const T* __restrict__ x, const T*
                 bulk_prefetch_l2(w + r0 * K, nr * row_bytes);
             }
             pdl_wait();
+            // x first (one copy; the consumers need it for every stage), then the stages.
+            bulk_load(xs, x, row_bytes, &sh.x_full);
             unsigned int s = 0, phase = 0;
             unsigned long long r0 = (unsigned long long)blockIdx.x * R;
             for (unsigned int t = 0; t < mine; ++t) {
@@ -609,10 +615,7 @@ __device__ __forceinline__ void gemv_ring_impl(const T* __restrict__ x, const T*
         return;
     }
     pdl_wait();
-    const int V = Vec16<T>::N;
-    for (unsigned int i = threadIdx.x; i < K / V; i += GEMV_RING_WARPS * 32)
-        store16(xs + i * V, load16(x + i * V));
-    named_barrier(15, GEMV_RING_WARPS * 32);
+    mbar_wait(&sh.x_full, 0);
     pdl_launch_dependents();
     // Group grp takes stages grp, grp + G, …: with nst a multiple of G, slot t mod nst is always
     // its own, so waiting on its next phase is never ambiguous.

@@ -577,9 +577,10 @@ pub mod launch {
     const GEMV_RING_WARPS: u32 = 8;
     /// Most ring stages the kernel has barriers for (`GEMV_RING_MAX_STAGES`).
     const GEMV_RING_MAX_STAGES: usize = 32;
-    /// The kernel's static shared memory (its full and empty barriers and the batch partial
-    /// sums), which the dynamic ring must leave room for.
-    const GEMV_RING_STATIC_SMEM: usize = 1024;
+    /// The kernel's static shared memory (its full and empty barriers, x's barrier and the
+    /// batch partial sums: 1032 bytes; the dynamic ring, aligned to 128, starts at 1152), which
+    /// the ring must leave room for.
+    const GEMV_RING_STATIC_SMEM: usize = 1152;
     /// Weight matrices below this many bytes stay on the persistent kernel
     /// ([`gemv_persistent`]): on an H200 the ring lost at (896, 4864), 8.7 MB (docs/RESULTS.md,
     /// session 16).
@@ -589,7 +590,8 @@ pub mod launch {
     /// `[n, k]` weight of `elem_bytes`-byte elements (k a multiple of 16 bytes): a block of 9
     /// warps per multiprocessor (`sms`), stages of R whole rows (the largest power of two ≤ 8
     /// whose rows fit 32 KiB), a ring of about 128 KiB of them (a multiple of the consumer
-    /// groups: 4 of 2 warps for 8-row stages, else 2 of 4), and x after the ring. Returns the launch and the kernel's (warps per
+    /// groups: 4 of 2 warps for 8-row stages, else 2 of 4), and x after the ring (the producer
+    /// copies it too). Returns the launch and the kernel's (warps per
     /// group, rows per stage, stages), or `None` where the matrix is below
     /// [`GEMV_RING_MIN_BYTES`], a row exceeds 32 KiB or the ring does not fit `smem_optin`
     /// (the caller then uses [`gemv_persistent`]). On an H200 (docs/RESULTS.md, session 16)
@@ -1070,14 +1072,14 @@ mod tests {
             launch::gemv_ring(8192, 2048, 2, 132, 64 << 10).unwrap(),
             None
         );
-        // The ring leaves room for the kernel's 1 KiB of static shared memory.
+        // The ring leaves room for the kernel's 1152 bytes of static shared memory.
         let need = 4 * 32768 + 8192;
         assert_eq!(
             launch::gemv_ring(4096 * 4, 4096, 2, 132, need).unwrap(),
             None
         );
         assert!(
-            launch::gemv_ring(4096 * 4, 4096, 2, 132, need + 1024)
+            launch::gemv_ring(4096 * 4, 4096, 2, 132, need + 1152)
                 .unwrap()
                 .is_some()
         );
