@@ -56,6 +56,23 @@ int main(int argc, char** argv) {
             }
             worst = std::max(worst, fabs(f(ho[n]) - ref) / (mag + 1e-30));
         }
+#ifdef GEMV_TRACE
+        {
+            // The last launch's timeline, µs from each block's entry (SM clock).
+            static long long tr[132][48];
+            int khz;
+            CK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
+            CK(cudaMemcpyFromSymbol(tr, g_trace, sizeof tr));
+            for (int b : {0, 1, 66, 131}) {
+                auto at = [&](int e) { return tr[b][e] ? (tr[b][e] - tr[b][0]) / (khz * 1e-3) : -1.0; };
+                printf("  block %3d: producer wait done %.2f, consumers have x %.2f\n", b, at(1), at(34));
+                for (int t = 0; t < 8; ++t)
+                    printf("    stage %d: copy %.2f  landed/woke %.2f  released %.2f  reduced %.2f\n", t,
+                           at(2 + t), at(10 + t), at(18 + t), at(26 + t));
+            }
+            CK(cudaMemset(g_trace, 0, 0));
+        }
+#endif
         printf("%-10s S=%u nst=%u k=%-6u n=%-6u %7.2f us  %5.1f%% of copy (%.0f GB/s)  "
                "max |out - ref| / sum|x w| %.1e\n", variant, S, nst, K, N, us,
                100.0 * bytes / (copy_gbs * 1e3) / us, copy_gbs, worst);

@@ -8,7 +8,8 @@ CASES=${CASES:-"main,4,4 nocompute,4,4 earlygo,4,4 contig,4,4 nox,4,4 waitfirst,
 mkdir -p /tmp/v
 python3 $D/variants.py gpukit-kernels/cuda/gemv.cu /tmp/v > /dev/null
 for v in $(for c in $CASES; do echo "${c%%,*}"; done | sort -u); do
-  $NVCC -O3 -std=c++17 -arch=sm_90a -w -I gpukit-kernels/cuda -DGEMV_SRC="\"/tmp/v/gemv_$v.cu\"" \
+  extra=""; case "$v" in trace*) extra=-DGEMV_TRACE;; esac
+  $NVCC -O3 -std=c++17 -arch=sm_90a -w $extra -I gpukit-kernels/cuda -DGEMV_SRC="\"/tmp/v/gemv_$v.cu\"" \
     $D/gemv_probe.cu -o /tmp/probe_$v > $OUT/nvcc-$v.txt 2>&1 || { echo "nvcc $v failed"; tail -20 $OUT/nvcc-$v.txt; } &
 done
 wait
