@@ -614,8 +614,9 @@ pub mod launch {
         }
         let rows = 1usize << (STAGE_MAX / row).min(8).ilog2();
         // Warps per group: 2 (4 groups) for 8-row stages, else 4 (2 groups). H200, session 19
-        // (docs/RESULTS.md): (k, n) = (2048, 8192) 10.2 → 9.6 µs with 2; the 1-, 2- and 4-row
-        // shapes were 1.5–7% slower with 2 and 2–16% slower with 8.
+        // (docs/RESULTS.md): (k, n) = (2048, 8192) 10.2 → 9.6 µs with 2 (14% slower with 8);
+        // the 1-, 2- and 4-row shapes were 1.5–7% slower with 2, and with 8 4–7% slower at 2
+        // and 4 rows, no faster at 1.
         let s: u32 = if rows == 8 { 2 } else { 4 };
         let groups = (GEMV_RING_WARPS / s) as usize;
         let stages = (RING / (rows * row)).min(GEMV_RING_MAX_STAGES) / groups * groups;
@@ -1065,6 +1066,12 @@ mod tests {
             plan(16384, 1024, 2),
             Some((132, 288, row(1024, 8, 8), [2, 8, 8]))
         );
+        // 8-row stages of 20 KiB: 6 fit the ring, rounded down to 4 for the 4 groups (6 would
+        // leave the groups waiting on aliased phases).
+        assert_eq!(
+            plan(8192, 1280, 2),
+            Some((132, 288, row(1280, 8, 4), [2, 8, 4]))
+        );
         // Below 16 MiB, rows above 32 KiB, or a ring beyond the opt-in: the persistent kernel.
         assert_eq!(plan(4864, 896, 2), None);
         assert_eq!(plan(4096, 14336, 4), None);
@@ -1072,10 +1079,15 @@ mod tests {
             launch::gemv_ring(8192, 2048, 2, 132, 64 << 10).unwrap(),
             None
         );
-        // The ring leaves room for the kernel's 1152 bytes of static shared memory.
+        // The ring leaves room for the kernel's 1032 bytes of static shared memory, the ring
+        // aligned to 128: it starts at 1152.
         let need = 4 * 32768 + 8192;
         assert_eq!(
             launch::gemv_ring(4096 * 4, 4096, 2, 132, need).unwrap(),
+            None
+        );
+        assert_eq!(
+            launch::gemv_ring(4096 * 4, 4096, 2, 132, need + 1151).unwrap(),
             None
         );
         assert!(
