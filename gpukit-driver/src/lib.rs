@@ -13,6 +13,7 @@
 //!   shared memory are checked against the kernel and device before `cuLaunchKernel`; argument
 //!   sizes against the kernel's parameters; thread-block clusters through `cuLaunchKernelEx` on
 //!   sm_90.
+//! - [`TensorMap`]: tiled tensor maps for Hopper's tensor memory accelerator.
 //! - [`Nvrtc`]: run-time compilation to cubin or PTX with an on-disk cache.
 //! - [`DeviceAllocation`]: raw `cuMemAlloc` memory — the primitive `gpukit-mem` builds its pool on.
 //!   Nothing above `gpukit-mem` allocates through it directly.
@@ -30,6 +31,7 @@ mod memory;
 mod module;
 mod nvrtc;
 mod stream;
+mod tensor_map;
 #[cfg(feature = "testing")]
 pub mod testing;
 
@@ -44,3 +46,4 @@ pub use memory::{AsyncAllocation, DeviceAllocation, DeviceCopy, DevicePtr, Pinne
 pub use module::{Dim3, Function, KernelArgs, LaunchConfig, Module, ModuleImage};
 pub use nvrtc::{Arch, Cache, CompileOptions, Compiled, Nvrtc, Output, cache_dir, cuda_tools_dir};
 pub use stream::{Event, Stream};
+pub use tensor_map::{TensorMap, TensorMapElement};

@@ -224,15 +224,30 @@ template <typename T, int D> struct QSmem {
     }
 };
 
+// Element offset of (r, c) in an R-row tile stored as D / 64 column blocks of R rows × 128 bytes
+// whose 16-byte chunks are XOR-swizzled by r % 8 (c a multiple of 8; tiles 1024-byte aligned).
+template <int R> __device__ __forceinline__ int sw128_offset(int r, int c) {
+    return (c >> 6) * (R * 64) + r * 64 + ((((c & 63) >> 3) ^ (r & 7)) << 3);
+}
+
+// Where (row, column) of a K or V tile lives in shared memory: rows of D + 8 elements (the
+// cp.async kernels; the pad keeps ldmatrix free of bank conflicts), or 64-row tiles in the
+// 128-byte swizzle the tensor memory accelerator writes (sdpa_decode_ring).
+template <int D> struct PaddedKV {
+    static __device__ __forceinline__ int at(int r, int c) { return r * (D + 8) + c; }
+};
+struct SwizzledKV {
+    static __device__ __forceinline__ int at(int r, int c) { return sw128_offset<64>(r, c); }
+};
+
 // Attends one warp's MT m-tiles of 16 rows over NT·8 keys of the shared-memory tile starting at
 // row kb (key index key0 + kb): scores on tensor cores (each K and V fragment loaded once for all
 // MT tiles), mask (MASK: only tiles that need it) and ALiBi bias, online-softmax update, then
 // P·V. Without ALiBi the row maximum is taken on the raw scores and the scale folds into the
 // exponent's FMA (as FlashAttention-2 does).
-template <typename T, int D, int NT, int MT, bool MASK, bool ALIBI, class QF>
+template <typename T, int D, int NT, int MT, bool MASK, bool ALIBI, class KV, class QF>
 __device__ __forceinline__ void attend_tiles(const QF& qf, const T* ks, const T* vs, int kb, unsigned key0,
                                              const Rows* rows, const AttnArgs& a, State<D>* st) {
-    constexpr int LD = D + 8;
     const int lane = threadIdx.x & 31, t = lane & 3;
     float s[MT][NT][4];
 #pragma unroll
@@ -249,7 +264,7 @@ __device__ __forceinline__ void attend_tiles(const QF& qf, const T* ks, const T*
 #pragma unroll
         for (int j = 0; j < NT; j += 2) {
             unsigned b0, b1, b2, b3;
-            ldsm_x4(b0, b1, b2, b3, ks + (krow + 8 * j) * LD + 16 * kk + kcol);
+            ldsm_x4(b0, b1, b2, b3, ks + KV::at(krow + 8 * j, 16 * kk + kcol));
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt) {
                 mma16816<T>(s[mt][j], qa[mt], b0, b1);
@@ -313,7 +328,7 @@ __device__ __forceinline__ void attend_tiles(const QF& qf, const T* ks, const T*
 #pragma unroll
         for (int nd = 0; nd < D / 16; ++nd) {
             unsigned b0, b1, b2, b3;
-            ldsm_x4_trans(b0, b1, b2, b3, vs + vr * LD + 16 * nd + (lane >> 4) * 8);
+            ldsm_x4_trans(b0, b1, b2, b3, vs + KV::at(vr, 16 * nd + (lane >> 4) * 8));
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt) {
                 mma16816<T>(st[mt].o[2 * nd], pa[mt], b0, b1);
@@ -324,10 +339,10 @@ __device__ __forceinline__ void attend_tiles(const QF& qf, const T* ks, const T*
 }
 
 // One m-tile with Q fragments in registers.
-template <typename T, int D, int NT, bool MASK, bool ALIBI>
+template <typename T, int D, int NT, bool MASK, bool ALIBI, class KV = PaddedKV<D>>
 __device__ __forceinline__ void attend(const unsigned (&qa)[D / 16][4], const T* ks, const T* vs, int kb,
                                        unsigned key0, const Rows& rows, const AttnArgs& a, State<D>& st) {
-    attend_tiles<T, D, NT, 1, MASK, ALIBI>(QRegs<D>{qa}, ks, vs, kb, key0, &rows, a, &st);
+    attend_tiles<T, D, NT, 1, MASK, ALIBI, KV>(QRegs<D>{qa}, ks, vs, kb, key0, &rows, a, &st);
 }
 
 // Sums each row's l over the four threads that share it (fixed order).
@@ -476,7 +491,7 @@ __device__ __forceinline__ void sdpa_prefill(const T* __restrict__ q, const T* _
             if constexpr (MT == 1)                                                                 \
                 attend<T, D, BN / 8, MASK, ALIBI>(qa, ks, ks + TILE, 0, key0, rows[0], a, st[0]);  \
             else                                                                                   \
-                attend_tiles<T, D, BN / 8, MT, MASK, ALIBI>(qsm, ks, ks + TILE, 0, key0, rows, a, st);
+                attend_tiles<T, D, BN / 8, MT, MASK, ALIBI, PaddedKV<D>>(qsm, ks, ks + TILE, 0, key0, rows, a, st);
             if (a.alibi) {
                 if (view == 2) { SDPA_ATTEND(false, true) }
                 else if (view == 1) { SDPA_ATTEND(true, true) }
@@ -507,6 +522,96 @@ __device__ __forceinline__ void sdpa_prefill(const T* __restrict__ q, const T* _
     }
 }
 
+// The decode block's query rows g and g + 8 of the 16 a KV head's group covers (row r is query
+// head kvh·group + r / q_len, query r % q_len; rows past group·q_len are zero): positions,
+// ALiBi slopes and Q fragments.
+template <typename T, int D>
+__device__ __forceinline__ void decode_rows(const T* __restrict__ q, const AttnArgs& a, unsigned b, unsigned kvh,
+                                            Rows& rows, unsigned (&qa)[D / 16][4]) {
+    const int g = (threadIdx.x & 31) >> 2;
+    const unsigned group = a.q_heads / a.kv_heads, nrows = group * a.q_len;
+    const int shift = (int)a.kv_len - (int)a.q_len;
+    const T* qrow[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const unsigned rr = g + 8 * r, h = kvh * group + rr / a.q_len, i = rr % a.q_len;
+        const bool ok = rr < nrows;
+        rows.pos[r] = shift + (int)i;
+        rows.slope[r] = a.alibi && ok ? alibi_slope(h, a.q_heads) * LOG2E : 0.0f;
+        qrow[r] = ok ? q + b * a.q_stride[0] + h * a.q_stride[1] + i * a.q_stride[2] : nullptr;
+    }
+    load_q<T, D>(qa, qrow[0], qrow[1]);
+}
+
+// Warp `warp` of a decode block attends its 16 keys of the 64-key tile at key0 (masked only
+// where some row sees the tile in part: with a causal mask, the last tile).
+template <typename T, int D, class KV>
+__device__ __forceinline__ void decode_attend(const unsigned (&qa)[D / 16][4], const T* ks, const T* vs, int warp,
+                                              unsigned key0, const Rows& rows, const AttnArgs& a, State<D>& st) {
+    const int shift = (int)a.kv_len - (int)a.q_len;
+    const bool all = tile_view(a, key0, key0 + 63, shift, shift + (int)a.q_len - 1) == 2;
+    if (a.alibi) {
+        if (all) attend<T, D, 2, false, true, KV>(qa, ks, vs, 16 * warp, key0, rows, a, st);
+        else attend<T, D, 2, true, true, KV>(qa, ks, vs, 16 * warp, key0, rows, a, st);
+    } else {
+        if (all) attend<T, D, 2, false, false, KV>(qa, ks, vs, 16 * warp, key0, rows, a, st);
+        else attend<T, D, 2, true, false, KV>(qa, ks, vs, 16 * warp, key0, rows, a, st);
+    }
+}
+
+// Merges the four warps (threads 0–127) of a decode block in a fixed order through shared
+// memory at `red` (o as [warp][16 rows][D + 8] f32 — a row stride of 8 words mod 32 makes the
+// float2 stores conflict-free — then each row's m and l per warp, the weights exp2(m − max), and
+// each row's max and merged l; the launch sizes it). `sync()` synchronises the 128 threads; the
+// first call lets the caller's last reads of whatever `red` overlaps finish. Then
+// emit(r, c, o, m, l) runs once for every row r < nrows and column c, spread over the threads:
+// o unnormalised, m the row's max (log2 domain), l its sum.
+template <int D, class Sync, class Emit>
+__device__ __forceinline__ void merge_warps(State<D>& st, float* red, unsigned nrows, Sync sync, Emit emit) {
+    constexpr int OS = D + 8;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    float* red_o = red;
+    float* red_m = red_o + 64 * OS;
+    float* red_l = red_m + 64;
+    float* wgt = red_l + 64;
+    float* row_m = wgt + 64;
+    float* row_l = row_m + 16;
+    sync();
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const int row = warp * 16 + g + 8 * r;
+        if (t == 0) {
+            red_m[row] = st.m[r];
+            red_l[row] = st.l[r];
+        }
+#pragma unroll
+        for (int n = 0; n < D / 8; ++n)
+            *reinterpret_cast<float2*>(red_o + row * OS + 8 * n + 2 * t) = make_float2(st.o[n][2 * r], st.o[n][2 * r + 1]);
+    }
+    sync();
+    if (threadIdx.x < 16) {
+        const int r = threadIdx.x;
+        float mm = -GPUKIT_INF;
+        for (int w = 0; w < 4; ++w) mm = fmaxf(mm, red_m[w * 16 + r]);
+        const float base = mm == -GPUKIT_INF ? 0.0f : mm;
+        float l = 0.0f;
+        for (int w = 0; w < 4; ++w) {
+            const float f = exp2f(red_m[w * 16 + r] - base);
+            wgt[w * 16 + r] = f;
+            l += red_l[w * 16 + r] * f;
+        }
+        row_m[r] = mm;
+        row_l[r] = l;
+    }
+    sync();
+    for (unsigned idx = threadIdx.x; idx < nrows * D; idx += ATTN_THREADS) {
+        const unsigned r = idx / D, c = idx % D;
+        float o = 0.0f;
+        for (int w = 0; w < 4; ++w) o += red_o[(w * 16 + r) * OS + c] * wgt[w * 16 + r];
+        emit(r, c, o, row_m[r], row_l[r]);
+    }
+}
+
 // a.stages K/V tiles of 64 keys in a ring: tile i + stages − 1 is copied while tile i is used
 // (three on Hopper, two where two blocks of three do not fit an SM, one for head_dim 256; the
 // launch sizes the shared memory). Empty copy groups past the block's keys keep the count of
@@ -517,25 +622,14 @@ __device__ __forceinline__ void sdpa_decode(const T* __restrict__ q, const T* __
     extern __shared__ __align__(16) unsigned char attn_smem[];
     T* smem = reinterpret_cast<T*>(attn_smem);
     constexpr int BN = 64, LD = D + 8, TILE = BN * LD;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int warp = threadIdx.x >> 5;
     const unsigned split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
     const unsigned group = a.q_heads / a.kv_heads, nrows = group * a.q_len;
     const T* kh = k + b * a.k_stride[0] + kvh * a.k_stride[1];
     const T* vh = v + b * a.v_stride[0] + kvh * a.v_stride[1];
-    // Row r of the block: query head kvh·group + r / q_len, query r % q_len.
     Rows rows;
-    const T* qrow[2];
-    const int shift = (int)a.kv_len - (int)a.q_len;
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        const unsigned rr = g + 8 * r, h = kvh * group + rr / a.q_len, i = rr % a.q_len;
-        const bool ok = rr < nrows;
-        rows.pos[r] = shift + (int)i;
-        rows.slope[r] = a.alibi && ok ? alibi_slope(h, a.q_heads) * LOG2E : 0.0f;
-        qrow[r] = ok ? q + b * a.q_stride[0] + h * a.q_stride[1] + i * a.q_stride[2] : nullptr;
-    }
     unsigned qa[D / 16][4];
-    load_q<T, D>(qa, qrow[0], qrow[1]);
+    decode_rows<T, D>(q, a, b, kvh, rows, qa);
     const unsigned key_begin = a.key_begin + split * a.chunk;
     const unsigned key_end = min(a.kv_len, key_begin + a.chunk);
     State<D> st;
@@ -557,75 +651,27 @@ __device__ __forceinline__ void sdpa_decode(const T* __restrict__ q, const T* __
         else cp_async_wait<0>();
         __syncthreads();
         const T* ks = smem + stage * 2 * TILE;
-        // Only tiles some row sees in part are masked (with a causal mask, the last one).
-        const bool all = tile_view(a, key0, key0 + BN - 1, shift, shift + (int)a.q_len - 1) == 2;
-        if (a.alibi) {
-            if (all) attend<T, D, 2, false, true>(qa, ks, ks + TILE, 16 * warp, key0, rows, a, st);
-            else attend<T, D, 2, true, true>(qa, ks, ks + TILE, 16 * warp, key0, rows, a, st);
-        } else {
-            if (all) attend<T, D, 2, false, false>(qa, ks, ks + TILE, 16 * warp, key0, rows, a, st);
-            else attend<T, D, 2, true, false>(qa, ks, ks + TILE, 16 * warp, key0, rows, a, st);
-        }
+        decode_attend<T, D, PaddedKV<D>>(qa, ks, ks + TILE, warp, key0, rows, a, st);
         __syncthreads();
         stage = stage + 1 == S ? 0 : stage + 1;
     }
     finish_sum<D>(st);
-    // Merge the four warps (fixed order) through shared memory: o as [warp][16 rows][D + 8] f32
-    // (a row stride of 8 words mod 32 makes the float2 stores conflict-free), then each row's m
-    // and l per warp, the weights exp2(m − max) and the row's max and merged l.
-    constexpr int OS = D + 8;
-    float* red_o = reinterpret_cast<float*>(attn_smem);
-    float* red_m = red_o + 64 * OS;
-    float* red_l = red_m + 64;
-    float* wgt = red_l + 64;
-    float* row_m = wgt + 64;
-    float* row_l = row_m + 16;
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        const int row = warp * 16 + g + 8 * r;
-        if (t == 0) {
-            red_m[row] = st.m[r];
-            red_l[row] = st.l[r];
-        }
-#pragma unroll
-        for (int n = 0; n < D / 8; ++n)
-            *reinterpret_cast<float2*>(red_o + row * OS + 8 * n + 2 * t) = make_float2(st.o[n][2 * r], st.o[n][2 * r + 1]);
-    }
-    __syncthreads();
-    if (threadIdx.x < 16) {
-        const int r = threadIdx.x;
-        float mm = -GPUKIT_INF;
-        for (int w = 0; w < 4; ++w) mm = fmaxf(mm, red_m[w * 16 + r]);
-        const float base = mm == -GPUKIT_INF ? 0.0f : mm;
-        float l = 0.0f;
-        for (int w = 0; w < 4; ++w) {
-            const float f = exp2f(red_m[w * 16 + r] - base);
-            wgt[w * 16 + r] = f;
-            l += red_l[w * 16 + r] * f;
-        }
-        row_m[r] = mm;
-        row_l[r] = l;
-    }
-    __syncthreads();
-    for (unsigned idx = threadIdx.x; idx < 16 * D; idx += ATTN_THREADS) {
-        const unsigned r = idx / D, c = idx % D;
-        if (r >= nrows) break;
-        float o = 0.0f;
-        for (int w = 0; w < 4; ++w) o += red_o[(w * 16 + r) * OS + c] * wgt[w * 16 + r];
-        const float l = row_l[r];
-        if (a.splits == 1) {
-            const unsigned h = kvh * group + r / a.q_len, i = r % a.q_len;
-            out[b * a.o_stride[0] + h * a.o_stride[1] + i * a.o_stride[2] + c] =
-                from_f32<T>(l > 0.0f ? o / l : 0.0f);
-        } else {
-            float* p = a.partial + ((((unsigned long long)b * a.kv_heads + kvh) * a.splits + split) * 16 + r) * (2 + D);
-            if (c == 0) {
-                p[0] = row_m[r];
-                p[1] = l;
-            }
-            p[2 + c] = o;
-        }
-    }
+    float* p = a.partial + (((unsigned long long)b * a.kv_heads + kvh) * a.splits + split) * 16 * (2 + D);
+    merge_warps<D>(st, reinterpret_cast<float*>(attn_smem), nrows, [] { __syncthreads(); },
+                   [&](unsigned r, unsigned c, float o, float m, float l) {
+                       if (a.splits == 1) {
+                           const unsigned h = kvh * group + r / a.q_len, i = r % a.q_len;
+                           out[b * a.o_stride[0] + h * a.o_stride[1] + i * a.o_stride[2] + c] =
+                               from_f32<T>(l > 0.0f ? o / l : 0.0f);
+                       } else {
+                           float* pr = p + r * (2 + D);
+                           if (c == 0) {
+                               pr[0] = m;
+                               pr[1] = l;
+                           }
+                           pr[2 + c] = o;
+                       }
+                   });
 }
 
 // Merges the splits of sdpa_decode: one block per (row, KV head, batch) of G = blockDim / D
@@ -683,6 +729,259 @@ __device__ __forceinline__ void sdpa_combine(T* __restrict__ out, const AttnArgs
     const unsigned h = kvh * group + r / a.q_len, i = r % a.q_len;
     out[b * a.o_stride[0] + h * a.o_stride[1] + i * a.o_stride[2] + c] = from_f32<T>(lt > 0.0f ? ot / lt : 0.0f);
 }
+
+// ---- Hopper decode on a tensor-copy ring (sm_90+) ------------------------------------------------
+//
+// sdpa_decode_ring (head_dim 64 and 128): the flash-decoding of sdpa_decode on a persistent grid
+// of one block per multiprocessor, dealt the units (batch, KV head, split of the keys) round-robin.
+// The block's producer warp copies each unit's 64-key K and V tiles with the tensor memory
+// accelerator (cp.async.bulk.tensor through the tensor maps tk and tv: 64 × 64 boxes in the
+// 128-byte swizzle, completion counted on an mbarrier per slot) into a ring of a.stages slots,
+// while the four consumer warps attend as in sdpa_decode, 16 keys of each tile apiece. The ring
+// runs on across units, so a block never waits for its next unit's first tile. Rows of a unit's
+// last tile past kv_len hold whatever the cache holds there: the mask hides their scores, and the
+// consumers zero those V rows (0 · NaN would not be 0).
+//
+// The splits merge in the same kernel: each unit writes its partial (unnormalised O, then m and
+// l) to the workspace and counts itself on its (batch, KV head)'s counter; the unit that counts
+// last reads every split's partial in split order, writes the output and returns the counter to
+// zero, so the counters (zero before the first launch) are zero between launches. No float
+// atomics: the result depends only on the shape, bit for bit.
+#define RING_CONSUMERS 4
+#define RING_THREADS (32 * RING_CONSUMERS + 32)
+#define RING_MAX_STAGES 8
+
+// A tensor map (the driver's opaque CUtensorMap), passed by value.
+struct __align__(64) TensorMap {
+    unsigned long long opaque[16];
+};
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+
+// Counts `bytes` more expected on barrier b (with the producer's one arrival).
+__device__ __forceinline__ void mbar_expect_tx(unsigned long long* b, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(b)), "r"(bytes)
+                 : "memory");
+}
+
+// Copies the box at coordinates (c0, c1, c2, c3) of tensor map `map` into shared memory at dst
+// (1024-byte aligned for the swizzle), counting its bytes on barrier b; the lines are marked
+// evict-first in L2 (the cache is read once per step).
+__device__ __forceinline__ void tma_load_4d(void* dst, const TensorMap* map, int c0, int c1, int c2, int c3,
+                                            unsigned long long* b) {
+    asm volatile("{\n .reg .b64 pol;\n"
+                 " createpolicy.fractional.L2::evict_first.b64 pol, 1.0;\n"
+                 " cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 ".L2::cache_hint [%0], [%1, {%2, %3, %4, %5}], [%6], pol;\n}"
+                 ::"r"(smem_addr(dst)), "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_addr(b))
+                 : "memory");
+}
+
+// Unit u's (batch, KV head) index bh = b · kv_heads + kvh and its keys [begin, end).
+struct RingUnit {
+    unsigned bh, b, kvh, begin, end;
+    __device__ __forceinline__ RingUnit(unsigned u, const AttnArgs& a) {
+        const unsigned split = u % a.splits;
+        bh = u / a.splits;
+        b = bh / a.kv_heads;
+        kvh = bh % a.kv_heads;
+        begin = a.key_begin + split * a.chunk;
+        end = min(a.kv_len, begin + a.chunk);
+    }
+};
+
+// The last split of (batch b, KV head kvh) merges them all: po [splits][16][D] and pml
+// [splits][16][2] are its partials, w and wl shared memory for splits · 16 floats each, lsum for
+// 16. Threads 0–127; weights exp2(m − max) per (split, row), then each output's four columns sum
+// the splits in split order, eight splits' loads issued before any is used.
+template <typename T, int D, class Sync>
+__device__ __forceinline__ void ring_merge_splits(const float* po, const float* pml, unsigned splits, unsigned nrows,
+                                                  float* w, float* wl, float* lsum, T* __restrict__ out,
+                                                  const AttnArgs& a, unsigned b, unsigned kvh, Sync sync) {
+    const unsigned tid = threadIdx.x, group = a.q_heads / a.kv_heads;
+    for (unsigned i = tid; i < splits * nrows; i += ATTN_THREADS) {
+        const unsigned sp = i / nrows, r = i % nrows;
+        const float2 ml = __ldcg(reinterpret_cast<const float2*>(pml + (sp * 16 + r) * 2));
+        w[sp * 16 + r] = ml.x;
+        wl[sp * 16 + r] = ml.y;
+    }
+    sync();
+    if (tid < nrows) {
+        float mm = -GPUKIT_INF;
+        for (unsigned sp = 0; sp < splits; ++sp) mm = fmaxf(mm, w[sp * 16 + tid]);
+        const float base = mm == -GPUKIT_INF ? 0.0f : mm;
+        float l = 0.0f;
+        for (unsigned sp = 0; sp < splits; ++sp) {
+            const float f = exp2f(w[sp * 16 + tid] - base);
+            w[sp * 16 + tid] = f;
+            l += wl[sp * 16 + tid] * f;
+        }
+        lsum[tid] = l;
+    }
+    sync();
+    constexpr unsigned C4 = D / 4;
+    for (unsigned e = tid; e < nrows * C4; e += ATTN_THREADS) {
+        const unsigned r = e / C4, c = (e % C4) * 4;
+        float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        for (unsigned s0 = 0; s0 < splits; s0 += COMBINE_UNROLL) {
+            float4 o[COMBINE_UNROLL];
+#pragma unroll
+            for (int k = 0; k < COMBINE_UNROLL; ++k) {
+                const unsigned sp = min(s0 + k, splits - 1);
+                o[k] = __ldcg(reinterpret_cast<const float4*>(po + (sp * 16 + r) * D + c));
+            }
+#pragma unroll
+            for (int k = 0; k < COMBINE_UNROLL; ++k) {
+                if (s0 + k < splits) {
+                    const float f = w[(s0 + k) * 16 + r];
+                    acc.x += o[k].x * f;
+                    acc.y += o[k].y * f;
+                    acc.z += o[k].z * f;
+                    acc.w += o[k].w * f;
+                }
+            }
+        }
+        const float l = lsum[r], inv = l > 0.0f ? 1.0f / l : 0.0f;
+        const unsigned h = kvh * group + r / a.q_len, i = r % a.q_len;
+        T* o = out + b * a.o_stride[0] + h * a.o_stride[1] + i * a.o_stride[2] + c;
+        *reinterpret_cast<uint2*>(o) = make_uint2(pack2<T>(acc.x * inv, acc.y * inv), pack2<T>(acc.z * inv, acc.w * inv));
+    }
+}
+
+template <typename T, int D>
+__device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __restrict__ out, const AttnArgs& a,
+                                                 const TensorMap* tk, const TensorMap* tv,
+                                                 unsigned* __restrict__ counters, unsigned batch) {
+    extern __shared__ __align__(1024) unsigned char attn_smem[];
+    __shared__ unsigned long long full[RING_MAX_STAGES], empty[RING_MAX_STAGES];
+    __shared__ unsigned last;
+    constexpr int BN = 64, TILE = BN * D;
+    constexpr unsigned STAGE_BYTES = 2 * TILE * sizeof(T);
+    T* ring = reinterpret_cast<T*>(attn_smem);
+    const unsigned nst = a.stages;
+    float* red = reinterpret_cast<float*>(attn_smem + nst * STAGE_BYTES);
+    const unsigned warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const unsigned units = batch * a.kv_heads * a.splits;
+    if (threadIdx.x == 0) {
+        for (unsigned i = 0; i < nst; ++i) {
+            mbar_init(&full[i], 1);
+            mbar_init(&empty[i], ATTN_THREADS);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (warp == RING_CONSUMERS) {
+        // The producer: the block's tiles, in order, into slot n mod nst once its previous use
+        // was released.
+        if (lane == 0) {
+            asm volatile("prefetch.tensormap [%0];" ::"l"(tk) : "memory");
+            asm volatile("prefetch.tensormap [%0];" ::"l"(tv) : "memory");
+            unsigned s = 0, phase = 0, n = 0;
+            for (unsigned u = blockIdx.x; u < units; u += gridDim.x) {
+                const RingUnit un(u, a);
+                for (unsigned key0 = un.begin; key0 < un.end; key0 += BN, ++n) {
+                    if (n >= nst) mbar_wait(&empty[s], phase ^ 1);
+                    T* ks = ring + s * 2 * TILE;
+                    mbar_expect_tx(&full[s], STAGE_BYTES);
+#pragma unroll
+                    for (int j = 0; j < D / 64; ++j) {
+                        tma_load_4d(ks + j * BN * 64, tk, 64 * j, key0, un.kvh, un.b, &full[s]);
+                        tma_load_4d(ks + TILE + j * BN * 64, tv, 64 * j, key0, un.kvh, un.b, &full[s]);
+                    }
+                    if (++s == nst) {
+                        s = 0;
+                        phase ^= 1;
+                    }
+                }
+            }
+        }
+        return;
+    }
+    const unsigned group = a.q_heads / a.kv_heads, nrows = group * a.q_len;
+    const auto sync = [] { named_barrier(1, ATTN_THREADS); };
+    float* const po_all = a.partial;
+    float* const pml_all = a.partial + (unsigned long long)units * 16 * D;
+    unsigned s = 0, phase = 0;
+    for (unsigned u = blockIdx.x; u < units; u += gridDim.x) {
+        const RingUnit un(u, a);
+        Rows rows;
+        unsigned qa[D / 16][4];
+        decode_rows<T, D>(q, a, un.b, un.kvh, rows, qa);
+        State<D> st;
+        st.init();
+        for (unsigned key0 = un.begin; key0 < un.end; key0 += BN) {
+            mbar_wait(&full[s], phase);
+            T* ks = ring + s * 2 * TILE;
+            const bool tail = key0 + BN > a.kv_len;
+            if (tail) {
+                // This warp's V rows past kv_len (it reads only its own 16) to zero.
+                constexpr int CH = D / 8;
+                for (int i = lane; i < 16 * CH; i += 32) {
+                    const int r = 16 * warp + i / CH, c = (i % CH) * 8;
+                    if (key0 + r >= a.kv_len)
+                        *reinterpret_cast<uint4*>(ks + TILE + SwizzledKV::at(r, c)) = make_uint4(0, 0, 0, 0);
+                }
+                __syncwarp();
+            }
+            decode_attend<T, D, SwizzledKV>(qa, ks, ks + TILE, warp, key0, rows, a, st);
+            // The zeroing's writes are ordered before the producer's next copy into the slot.
+            if (tail) fence_proxy_async();
+            mbar_arrive(&empty[s]);
+            if (++s == nst) {
+                s = 0;
+                phase ^= 1;
+            }
+        }
+        finish_sum<D>(st);
+        float* po = po_all + (unsigned long long)u * 16 * D;
+        float* pml = pml_all + (unsigned long long)u * 16 * 2;
+        const bool whole = a.splits == 1;
+        merge_warps<D>(st, red, nrows, sync, [&](unsigned r, unsigned c, float o, float m, float l) {
+            if (whole) {
+                const unsigned h = un.kvh * group + r / a.q_len, i = r % a.q_len;
+                out[un.b * a.o_stride[0] + h * a.o_stride[1] + i * a.o_stride[2] + c] =
+                    from_f32<T>(l > 0.0f ? o / l : 0.0f);
+            } else {
+                po[r * D + c] = o;
+                if (c == 0) *reinterpret_cast<float2*>(pml + 2 * r) = make_float2(m, l);
+            }
+        });
+        if (whole) continue;
+        // Publish the partial, then count it (the classic last-block pattern: each writer's
+        // fence, the barrier, one atomic).
+        __threadfence();
+        sync();
+        if (threadIdx.x == 0) last = atomicAdd(&counters[un.bh], 1u) == a.splits - 1;
+        sync();
+        if (!last) continue;
+        __threadfence();
+        const unsigned long long first = (unsigned long long)un.bh * a.splits;
+        float* w = red;
+        ring_merge_splits<T, D>(po_all + first * 16 * D, pml_all + first * 16 * 2, a.splits, nrows, w,
+                                w + a.splits * 16, w + 2 * a.splits * 16, out, a, un.b, un.kvh, sync);
+        if (threadIdx.x == 0) atomicExch(&counters[un.bh], 0u);
+    }
+}
+
+#define SDPA_RING_BODY(T, D) sdpa_decode_ring<T, D>(q, out, a, &tk, &tv, counters, batch);
+#else
+// Entry points exist in every image; only sm_90+ ones have a body (the launcher picks them only
+// there).
+#define SDPA_RING_BODY(T, D) __trap();
+#endif
+
+#define SDPA_RING(T, NAME, D)                                                                      \
+extern "C" __global__ void __launch_bounds__(RING_THREADS, 1) sdpa_decode_ring_##NAME##_d##D(      \
+        const T* q, T* out, AttnArgs a, const __grid_constant__ TensorMap tk,                      \
+        const __grid_constant__ TensorMap tv, unsigned* counters, unsigned batch) {                \
+    pdl_enter();                                                                                   \
+    if (a.position) a.kv_len = min(a.kv_len, (unsigned)max(*a.position, 0) + a.q_len);            \
+    SDPA_RING_BODY(T, D)                                                                           \
+}
+SDPA_RING(bf16, bf16, 64)
+SDPA_RING(bf16, bf16, 128)
+SDPA_RING(f16, f16, 64)
+SDPA_RING(f16, f16, 128)
 
 // ---- Hopper prefill on warpgroup MMA (sm_90a only) ----------------------------------------------
 //
@@ -749,12 +1048,6 @@ __device__ __forceinline__ unsigned long long sw128_desc(const void* p, unsigned
     const unsigned a = smem_addr(p);
     return (unsigned long long)((a & 0x3FFFF) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFF) << 16) |
            ((unsigned long long)((sbo >> 4) & 0x3FFF) << 32) | (1ull << 62);
-}
-
-// Element offset of (r, c) in an R-row tile stored as D / 64 column blocks of R rows × 128 bytes
-// whose 16-byte chunks are XOR-swizzled by r % 8 (c a multiple of 8; tiles 1024-byte aligned).
-template <int R> __device__ __forceinline__ int sw128_offset(int r, int c) {
-    return (c >> 6) * (R * 64) + r * 64 + ((((c & 63) >> 3) ^ (r & 7)) << 3);
 }
 
 // Starts copying rows row0 .. row0 + R of a [rows, D] matrix into the swizzled layout (rows at

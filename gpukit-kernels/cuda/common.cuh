@@ -140,6 +140,43 @@ __device__ __forceinline__ void pdl_enter() {
     pdl_launch_dependents();
 }
 
+// Synchronises the `count` threads (whole warps) that use barrier `id` (1..15; 0 is
+// __syncthreads's).
+__device__ __forceinline__ void named_barrier(unsigned int id, unsigned int count) {
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// mbarriers (sm_90+): the completion counters of bulk asynchronous copies.
+__device__ __forceinline__ void mbar_init(unsigned long long* b, unsigned int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(b)), "r"(count)
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned long long* b) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(b)) : "memory");
+}
+// Blocks until the phase of parity `parity` of barrier b has completed.
+__device__ __forceinline__ void mbar_wait(unsigned long long* b, unsigned int parity) {
+    asm volatile("{\n .reg .pred p;\n"
+                 "WAIT_%=: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 " @!p bra WAIT_%=;\n}" ::"r"(smem_addr(b)), "r"(parity)
+                 : "memory");
+}
+// Copies `bytes` (a multiple of 16, both addresses 16-byte aligned) from global memory into
+// shared memory without registers, counting them on barrier b; the lines are marked
+// evict-first in L2 (weights are read once per step).
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned int bytes,
+                                          unsigned long long* b) {
+    asm volatile("{\n .reg .b64 pol;\n"
+                 " createpolicy.fractional.L2::evict_first.b64 pol, 1.0;\n"
+                 " mbarrier.arrive.expect_tx.shared::cta.b64 _, [%3], %2;\n"
+                 " cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 ".L2::cache_hint [%0], [%1], %2, [%3], pol;\n}"
+                 ::"r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(b))
+                 : "memory");
+}
+#endif
+
 // RoPE's rotation of the pair (x0, x1) by the angle whose scaled cosine and sine are c, s:
 // (x0·c − x1·s, x1·c + x0·s), each product and sum rounded on its own (no fused multiply-add,
 // which the compiler would otherwise choose per kernel): every kernel that rotates gets the same

@@ -182,6 +182,17 @@ pub enum Kernel {
     },
     /// `sdpa_combine_<dt>`: merges the splits of the decode kernel.
     SdpaCombine(DType),
+    /// `sdpa_decode_ring_<dt>_d<head_dim>` (f16/bf16; head_dim 64 and 128): decode attention on
+    /// Hopper, a persistent grid whose blocks stream K/V tiles through a shared-memory ring
+    /// with the tensor memory accelerator and merge the splits in the same kernel
+    /// ([`launch::sdpa_decode_ring`]). Only sm_90+ images have its body (elsewhere the entry
+    /// point traps): launch it only where [`KernelRegistry::target`] is `sm_90a`.
+    SdpaDecodeRing {
+        /// Element type of Q, K, V and the output.
+        dtype: DType,
+        /// Values per head.
+        head_dim: u32,
+    },
     /// `sample_<dt>`: one token id per row of logits.
     Sample(DType),
     /// `decode_advance`: a decode step's device position, step and recent-id window, moved on
@@ -245,6 +256,10 @@ pub const SDPA_HEAD_DIMS: [u32; 5] = [64, 80, 96, 128, 256];
 /// portable kernel and torch's FlashAttention-2 on an H200 (docs/RESULTS.md, session 12).
 pub const SDPA_WGMMA_HEAD_DIMS: [u32; 2] = [64, 128];
 
+/// Head dimensions of the Hopper decode ring ([`Kernel::SdpaDecodeRing`]): 64-element boxes of
+/// the tensor memory accelerator's 128-byte swizzle tile them.
+pub const SDPA_RING_HEAD_DIMS: [u32; 2] = [64, 128];
+
 /// f16 or bf16 only (tensor-core kernels).
 fn half_float(op: &'static str, dt: DType) -> Result<&'static str> {
     if matches!(dt, DType::F16 | DType::BF16) {
@@ -296,9 +311,10 @@ impl Kernel {
             Kernel::Rope(_) | Kernel::RopeKvAppend(_) => KernelModule::Rope,
             Kernel::Dequantize(_) | Kernel::QGemv(_) => KernelModule::Quant,
             Kernel::KvAppend(_) => KernelModule::Kv,
-            Kernel::Sdpa { .. } | Kernel::SdpaPrefillWgmma { .. } | Kernel::SdpaCombine(_) => {
-                KernelModule::Attention
-            }
+            Kernel::Sdpa { .. }
+            | Kernel::SdpaPrefillWgmma { .. }
+            | Kernel::SdpaCombine(_)
+            | Kernel::SdpaDecodeRing { .. } => KernelModule::Attention,
             Kernel::Sample(_) | Kernel::DecodeAdvance | Kernel::SampleArgmaxParts => {
                 KernelModule::Sampling
             }
@@ -323,6 +339,7 @@ impl Kernel {
                 | Kernel::QGemv(_)
                 | Kernel::KvAppend(_)
                 | Kernel::SdpaCombine(_)
+                | Kernel::SdpaDecodeRing { .. }
                 | Kernel::Sample(_)
                 | Kernel::DecodeAdvance
                 | Kernel::Gemv { .. }
@@ -419,6 +436,18 @@ impl Kernel {
                 )
             }
             Kernel::SdpaCombine(dt) => format!("sdpa_combine_{}", half_float("sdpa", dt)?),
+            Kernel::SdpaDecodeRing { dtype, head_dim } => {
+                if !SDPA_RING_HEAD_DIMS.contains(&head_dim) {
+                    return Err(Error::InvalidArgument(format!(
+                        "the decode ring kernels exist for head_dim {SDPA_RING_HEAD_DIMS:?}, \
+                         not {head_dim}"
+                    )));
+                }
+                format!(
+                    "sdpa_decode_ring_{}_d{head_dim}",
+                    half_float("sdpa", dtype)?
+                )
+            }
             Kernel::GemvNorm { dtype, argmax } => format!(
                 "gemv_norm_{}{}",
                 if argmax { "argmax_" } else { "" },
@@ -812,6 +841,61 @@ pub mod launch {
         ))
     }
 
+    /// Work units (batch, KV head, split) the Hopper decode ring aims at: one per multiprocessor
+    /// of a 132-SM H100/H200. The split count follows from it and the shape alone, so results
+    /// do not depend on the device.
+    pub const SDPA_RING_UNITS: usize = 132;
+    /// Most ring slots the decode ring kernel has barriers for (`RING_MAX_STAGES`).
+    const SDPA_RING_MAX_STAGES: usize = 8;
+    /// Bytes of K/V tiles the decode ring keeps in flight per multiprocessor: 128 KiB, the ring
+    /// that read 32 MiB fastest in session 19's floor (docs/RESULTS.md).
+    const SDPA_RING_BYTES: usize = 128 << 10;
+
+    /// How the decode ring ([`sdpa_decode_ring`]) splits `keys` keys across `batch_kv_heads`
+    /// (batch × KV heads): `(keys per split, splits)`, a multiple of 64 keys per split and
+    /// about [`SDPA_RING_UNITS`] units in all (whole heads per unit from 132 heads up).
+    pub fn sdpa_decode_ring_splits(keys: usize, batch_kv_heads: usize) -> (usize, usize) {
+        let tiles = keys.div_ceil(64).max(1);
+        let splits = (SDPA_RING_UNITS / batch_kv_heads.max(1)).clamp(1, tiles);
+        let chunk = tiles.div_ceil(splits) * 64;
+        (chunk, keys.div_ceil(chunk).max(1))
+    }
+
+    /// The Hopper decode ring ([`Kernel::SdpaDecodeRing`]) for `splits` splits of each of
+    /// `batch × kv_heads` heads: a block of four consumer warps and a producer warp per
+    /// multiprocessor (`sms`; fewer where there are fewer units), a ring of 64-key K+V tiles
+    /// holding [`SDPA_RING_BYTES`] (4 slots at head_dim 128, 8 at 64), then the four warps'
+    /// merge area (as [`sdpa_decode`]'s). Returns the launch and the slot count
+    /// (`AttentionArgs::stages`), or `None` for head dims other than 64 and 128 or where it
+    /// does not fit `smem_optin` (the caller then uses [`sdpa_decode`]).
+    pub fn sdpa_decode_ring(
+        batch: usize,
+        kv_heads: usize,
+        splits: usize,
+        head_dim: usize,
+        sms: usize,
+        smem_optin: usize,
+    ) -> Result<Option<(LaunchConfig, u32)>> {
+        if !SDPA_RING_HEAD_DIMS.contains(&(head_dim as u32)) {
+            return Ok(None);
+        }
+        let stage = 2 * 64 * head_dim * 2;
+        let stages = (SDPA_RING_BYTES / stage).min(SDPA_RING_MAX_STAGES);
+        let merge = (4 * 16 * (head_dim + 8) + 3 * 64 + 2 * 16) * 4;
+        let smem = stages * stage + merge;
+        // The barriers and a flag in static shared memory, with the dynamic part 1024-aligned.
+        if smem + 1024 > smem_optin {
+            return Ok(None);
+        }
+        let units = batch * kv_heads * splits;
+        let grid = u32::try_from(units.min(sms.max(1)))
+            .map_err(|_| Error::InvalidArgument(format!("{units} decode units")))?;
+        Ok(Some((
+            LaunchConfig::new(grid, SDPA_THREADS + 32).shared_mem(smem as u32),
+            stages as u32,
+        )))
+    }
+
     /// The sampler: one block of 1024 threads per row, a penalty bitmap of the vocabulary in
     /// dynamic shared memory and, when the filters need threshold searches (`search`: top-k or
     /// top-p at a temperature above 0), a 1024-bin histogram and a candidate list of 8 bytes
@@ -1157,6 +1241,41 @@ mod tests {
         // Splits depend on the shape alone: 264 blocks aimed at, 64-key multiples.
         assert_eq!(launch::sdpa_decode_splits(32_768, 8), (1024, 32));
         assert_eq!(launch::sdpa_decode_splits(100, 8), (64, 2));
+        // The ring: about 132 units, 64-key multiples, never more splits than the cp.async
+        // kernel's (so sdpa's workspace, sized for the larger, serves both).
+        assert_eq!(launch::sdpa_decode_ring_splits(8192, 8), (512, 16));
+        assert_eq!(launch::sdpa_decode_ring_splits(8192, 4), (256, 32));
+        assert_eq!(launch::sdpa_decode_ring_splits(32_768, 8), (2048, 16));
+        assert_eq!(launch::sdpa_decode_ring_splits(100, 8), (64, 2));
+        assert_eq!(launch::sdpa_decode_ring_splits(4096, 200), (4096, 1));
+        for keys in [1, 63, 64, 65, 1000, 4097, 8192, 32_768, 131_072] {
+            for bkv in [1, 2, 3, 4, 7, 8, 16, 33, 64, 131, 132, 133, 500] {
+                let (chunk, splits) = launch::sdpa_decode_ring_splits(keys, bkv);
+                assert!(chunk % 64 == 0 && chunk * splits >= keys && chunk * (splits - 1) < keys);
+                assert!(
+                    bkv * splits <= launch::SDPA_RING_UNITS.max(bkv),
+                    "{keys} {bkv}"
+                );
+                assert!(
+                    splits <= launch::sdpa_decode_splits(keys, bkv).1,
+                    "{keys} {bkv}"
+                );
+            }
+        }
+        let ring = |d, optin| launch::sdpa_decode_ring(1, 8, 16, d, 132, optin).unwrap();
+        let (cfg, stages) = ring(128, 227 << 10).unwrap();
+        assert_eq!((stages, cfg.grid.x, cfg.block.x), (4, 128, 160));
+        assert_eq!(
+            cfg.shared_mem_bytes as usize,
+            4 * 32_768 + (4 * 16 * 136 + 224) * 4
+        );
+        assert_eq!(ring(64, 227 << 10).unwrap().1, 8);
+        assert!(ring(80, 227 << 10).is_none());
+        assert!(ring(128, 160 << 10).is_none());
+        let wide = launch::sdpa_decode_ring(4, 64, 1, 128, 132, 227 << 10)
+            .unwrap()
+            .unwrap();
+        assert_eq!(wide.0.grid.x, 132);
         // The combine: whole warps, at most 1024 threads, a group per 8 splits where they fit.
         for d in [64, 80, 96, 128, 256] {
             for splits in [2, 16, 33, 66, 264] {
@@ -1260,6 +1379,12 @@ mod tests {
             ]);
             for head_dim in SDPA_WGMMA_HEAD_DIMS {
                 v.push(Kernel::SdpaPrefillWgmma {
+                    dtype: dt,
+                    head_dim,
+                });
+            }
+            for head_dim in SDPA_RING_HEAD_DIMS {
+                v.push(Kernel::SdpaDecodeRing {
                     dtype: dt,
                     head_dim,
                 });

@@ -13,26 +13,29 @@
 //! the kernels of `gpukit-kernels/cuda/attention.cu` (f16/bf16, head_dim 64, 80, 96, 128, 256):
 //! a FlashAttention-2-style tiled kernel for prefill (on Hopper, at head_dim 64 and 128 without ALiBi,
 //! one on warpgroup MMA with FlashAttention-3's overlap of the next tile's scores and the
-//! softmax) and split-K flash-decoding when a KV head serves at most 16 query rows (GQA group ×
-//! queries), all deterministic. Setting [`PORTABLE_PREFILL_ENV`] makes Hopper run the portable
-//! prefill kernel too (for testing it there, and for comparisons).
+//! softmax) and split-K flash-decoding when a KV head serves at most 16 query rows (GQA group
+//! times queries; on Hopper, at head_dim 64 and 128, one persistent kernel that streams the
+//! cache through a tensor-memory-accelerator ring and merges its splits itself, elsewhere a
+//! kernel per split and a combine kernel), all deterministic. Setting [`PORTABLE_SDPA_ENV`]
+//! makes Hopper run the portable kernels too (for testing them there, and for comparisons).
 
-use gpukit_driver::KernelArgs;
-use gpukit_kernels::registry::{SDPA_HEAD_DIMS, SDPA_WGMMA_HEAD_DIMS, launch};
+use gpukit_driver::{KernelArgs, TensorMap, TensorMapElement};
+use gpukit_kernels::registry::{SDPA_HEAD_DIMS, SDPA_RING_HEAD_DIMS, SDPA_WGMMA_HEAD_DIMS, launch};
 use gpukit_kernels::{AttentionArgs, DType, Kernel};
 use rayon::prelude::*;
 
 use crate::ops::{check_out, cuda, dptr, same_device, write_host};
-use crate::{Device, Error, Result, Tensor};
+use crate::{CudaDevice, Device, Error, Result, Tensor};
 
-/// Environment variable: when set (to anything) at the process's first prefill, prefill
-/// attention uses the portable `mma.sync` kernel even where the Hopper warpgroup-MMA one applies.
-pub const PORTABLE_PREFILL_ENV: &str = "GPUKIT_SDPA_PORTABLE";
+/// Environment variable: when set (to anything) at the process's first attention call, attention
+/// uses the portable kernels (`mma.sync` prefill, `cp.async` decode with its combine kernel)
+/// even where the Hopper ones (warpgroup-MMA prefill, the decode ring) apply.
+pub const PORTABLE_SDPA_ENV: &str = "GPUKIT_SDPA_PORTABLE";
 
-/// Whether [`PORTABLE_PREFILL_ENV`] is set, read once per process (not on every prefill call).
-fn portable_prefill_forced() -> bool {
+/// Whether [`PORTABLE_SDPA_ENV`] is set, read once per process (not on every call).
+fn portable_forced() -> bool {
     static FORCED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *FORCED.get_or_init(|| std::env::var_os(PORTABLE_PREFILL_ENV).is_some())
+    *FORCED.get_or_init(|| std::env::var_os(PORTABLE_SDPA_ENV).is_some())
 }
 
 /// Dimensions of one attention call.
@@ -252,10 +255,19 @@ fn decode_plan(s: &AttentionShape, mask: &AttentionMask) -> Option<(usize, usize
 /// workspace sized for the longest sequence serves every step of a decode loop.
 pub fn sdpa_workspace_len(shape: &AttentionShape, mask: &AttentionMask) -> usize {
     match decode_plan(shape, mask) {
-        Some((_, _, splits)) if splits > 1 => {
-            shape.batch * shape.kv_heads * splits * launch::SDPA_DECODE_ROWS * (shape.head_dim + 2)
+        Some((first, _, splits)) => {
+            // The Hopper ring's split count (never more than the cp.async kernel's, but the
+            // workspace serves whichever runs).
+            let bkv = shape.batch * shape.kv_heads;
+            let ring = launch::sdpa_decode_ring_splits(shape.kv_len - first, bkv).1;
+            let splits = splits.max(ring);
+            if splits > 1 {
+                bkv * splits * launch::SDPA_DECODE_ROWS * (shape.head_dim + 2)
+            } else {
+                0
+            }
         }
-        _ => 0,
+        None => 0,
     }
 }
 
@@ -516,7 +528,7 @@ fn sdpa_cuda(
             let wgmma_cfg = if c.kernels().target() == "sm_90a"
                 && SDPA_WGMMA_HEAD_DIMS.contains(&head_dim)
                 && !mask.alibi
-                && !portable_prefill_forced()
+                && !portable_forced()
             {
                 launch::sdpa_prefill_wgmma(s.batch, s.q_heads, s.q_len, s.head_dim, optin)?
             } else {
@@ -543,6 +555,10 @@ fn sdpa_cuda(
             )
         }
         Some((first, chunk, splits)) => {
+            let ring = decode_ring(&c, s, first, head_dim, q, k, v)?;
+            let (chunk, splits) = ring
+                .as_ref()
+                .map_or((chunk, splits), |r| (r.chunk, r.splits));
             args.key_begin = u(first)?;
             args.chunk = u(chunk)?;
             args.splits = u(splits)?;
@@ -560,6 +576,18 @@ fn sdpa_cuda(
                 }
                 crate::ops::need_contiguous("sdpa", workspace, "the workspace")?;
                 args.partial = dptr(workspace)?;
+            }
+            if let Some(r) = ring {
+                args.stages = r.stages;
+                let ka = KernelArgs::new()
+                    .arg(ptrs[0])
+                    .arg(ptrs[3])
+                    .arg(args)
+                    .arg(r.tk)
+                    .arg(r.tv)
+                    .arg(c.sdpa_counters())
+                    .arg(u(s.batch)?);
+                return run(Kernel::SdpaDecodeRing { dtype, head_dim }, &r.cfg, ka);
             }
             let props = c.props();
             let (cfg, stages) = launch::sdpa_decode(
@@ -590,6 +618,74 @@ fn sdpa_cuda(
             Ok(())
         }
     }
+}
+
+/// A launch of the Hopper decode ring: its grid and ring, the split plan it was sized for, and
+/// the K and V tensor maps.
+struct DecodeRing {
+    cfg: gpukit_driver::LaunchConfig,
+    stages: u32,
+    chunk: usize,
+    splits: usize,
+    tk: TensorMap,
+    tv: TensorMap,
+}
+
+/// The decode ring for this call where it applies: the sm_90a image, head_dim 64 or 128, the
+/// portable kernels not forced, a ring that fits the device, and K/V views the tensor memory
+/// accelerator can address (4-d maps `[head_dim, kv_len, kv_heads, batch]` over their strides).
+/// `None` sends the call to the portable decode kernel.
+fn decode_ring(
+    c: &CudaDevice,
+    s: &AttentionShape,
+    first: usize,
+    head_dim: u32,
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+) -> Result<Option<DecodeRing>> {
+    if c.kernels().target() != "sm_90a"
+        || !SDPA_RING_HEAD_DIMS.contains(&head_dim)
+        || portable_forced()
+    {
+        return Ok(None);
+    }
+    let element = match q.dtype() {
+        DType::BF16 => TensorMapElement::BF16,
+        DType::F16 => TensorMapElement::F16,
+        _ => return Ok(None),
+    };
+    let (chunk, splits) = launch::sdpa_decode_ring_splits(s.kv_len - first, s.batch * s.kv_heads);
+    let props = c.props();
+    let Some((cfg, stages)) = launch::sdpa_decode_ring(
+        s.batch,
+        s.kv_heads,
+        splits,
+        s.head_dim,
+        props.multiprocessor_count as usize,
+        props.shared_memory_per_block_optin_bytes as usize,
+    )?
+    else {
+        return Ok(None);
+    };
+    let map = |t: &Tensor| -> Result<Option<TensorMap>> {
+        let st = t.layout().strides();
+        let dims = [s.head_dim, s.kv_len, s.kv_heads, s.batch].map(|d| d as u64);
+        let strides = [st[2], st[1], st[0]].map(|x| x as u64 * 2);
+        // A view the tensor memory accelerator cannot describe stays on the portable kernel.
+        Ok(TensorMap::tiled_sw128(element, dptr(t)?, &dims, &strides, &[64, 64, 1, 1]).ok())
+    };
+    let (Some(tk), Some(tv)) = (map(k)?, map(v)?) else {
+        return Ok(None);
+    };
+    Ok(Some(DecodeRing {
+        cfg,
+        stages,
+        chunk,
+        splits,
+        tk,
+        tv,
+    }))
 }
 
 #[cfg(test)]

@@ -52,6 +52,11 @@ pub(crate) struct CudaInner {
     gemm: Mutex<Option<Arc<GemmProvider>>>,
     /// Device-side error flag: kernels that find a bad index set bit 0 (see `check_errors`).
     pub(crate) err: DeviceBuffer,
+    /// The Hopper decode attention's split counters, one per (sequence, KV head) of a call
+    /// ([`launch::SDPA_RING_UNITS`](gpukit_kernels::registry::launch::SDPA_RING_UNITS)): zero
+    /// here, and each launch leaves them zero (the kernel's last split resets its counter).
+    /// Launches on one lane run in order, so they never share them at the same time.
+    sdpa_counters: DeviceBuffer,
     /// Launch the kernels that support it with programmatic dependent launch (sm_90+, unless
     /// `GPUKIT_PDL=0`).
     pdl: bool,
@@ -82,6 +87,9 @@ impl CudaDevice {
         let kernels = KernelRegistry::for_device(lane.stream().device())?;
         let mut err = lane.alloc(4)?;
         err.fill_bytes(0)?;
+        let mut sdpa_counters =
+            lane.alloc(4 * gpukit_kernels::registry::launch::SDPA_RING_UNITS)?;
+        sdpa_counters.fill_bytes(0)?;
         let pdl = lane.stream().device().properties().compute_capability.major >= 9
             && std::env::var("GPUKIT_PDL").map_or(true, |v| v != "0");
         Ok(CudaDevice {
@@ -90,6 +98,7 @@ impl CudaDevice {
                 kernels,
                 gemm: Mutex::new(None),
                 err,
+                sdpa_counters,
                 pdl,
                 occupancy: Mutex::new(HashMap::new()),
             }),
@@ -193,6 +202,14 @@ impl CudaDevice {
 
     pub(crate) fn err_ptr(&self) -> DevicePtr {
         self.inner.err.ptr()
+    }
+
+    /// The decode ring's split counters (u32, [`launch::SDPA_RING_UNITS`] of them, zero between
+    /// launches).
+    ///
+    /// [`launch::SDPA_RING_UNITS`]: gpukit_kernels::registry::launch::SDPA_RING_UNITS
+    pub(crate) fn sdpa_counters(&self) -> DevicePtr {
+        self.inner.sdpa_counters.ptr()
     }
 
     /// Waits for the lane and reports (once) an out-of-range index a kernel found since the last

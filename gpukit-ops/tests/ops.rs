@@ -1115,6 +1115,22 @@ op_test!(sdpa_attention, |dev: &Device| {
                 },
             ),
             (1, 3, 1, 200, 333, AttentionMask::default()),
+            // Decode with ALiBi; 132 and 150 (batch × KV heads) units of one split each (on
+            // Hopper the ring's blocks then take one unit, or go round for a second).
+            (
+                1,
+                4,
+                2,
+                1,
+                300,
+                AttentionMask {
+                    causal: true,
+                    sliding_window: None,
+                    alibi: true,
+                },
+            ),
+            (2, 4, 66, 1, 200, causal),
+            (3, 2, 50, 1, 150, causal),
         ]);
     }
     let dtypes: &[DType] = if on_gpu {
@@ -1527,8 +1543,8 @@ op_test!(sdpa_at_device_position_and_decode_state, |dev: &Device| {
         &[DType::F32]
     };
     // (group, kv_heads, q_len, head_dim, capacity, position, window): the keys attended are
-    // 0 .. position + q_len of a cache of `capacity`; the rest of the cache holds garbage that
-    // must not be read.
+    // 0 .. position + q_len of a cache of `capacity`; the rest of the cache is NaN, which must
+    // not reach the output (a kernel may copy those rows, but never multiply by them).
     let cases = [
         (1, 2, 1, 64, 300, 0, None),
         (4, 2, 1, 128, 300, 17, None),
@@ -1549,6 +1565,13 @@ op_test!(sdpa_at_device_position_and_decode_state, |dev: &Device| {
                 alibi: false,
             };
             let keys = pos + q_len;
+            let nan_past = |t: &Tensor| {
+                let c = poisoned(t.shape(), dt, dev);
+                let filled = t.narrow(2, 0, keys).unwrap();
+                ops::copy_into(&filled, &mut c.narrow(2, 0, keys).unwrap()).unwrap();
+                c
+            };
+            let (k, v) = (nan_past(&k), nan_past(&v));
             let narrow = |x: &[f64]| -> Vec<f32> {
                 (0..kvh)
                     .flat_map(|h| x[h * cap * d..][..keys * d].iter().map(|&a| a as f32))

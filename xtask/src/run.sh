@@ -56,8 +56,8 @@ if [ "$mode" = test ] || [ "$mode" = all ]; then
   for m in "$GPUKIT_PARITY_DIR"/*/meta.json; do
     [ -f "$m" ] && cp "$m" "$out/parity-$(basename "$(dirname "$m")").json"
   done
-  # Each test binary once; the ops tests' attention cases again with the portable prefill
-  # kernel forced (on Hopper the default is the warpgroup-MMA one).
+  # Each test binary once; the ops tests' attention cases again with the portable kernels
+  # forced (on Hopper the defaults are the warpgroup-MMA prefill and the decode ring).
   runs=()
   for t in "$here"/tests/*; do
     [ -x "$t" ] || continue
