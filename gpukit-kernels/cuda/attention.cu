@@ -852,14 +852,17 @@ template <typename T, int D>
 __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __restrict__ out, const AttnArgs& a,
                                                  const TensorMap* tk, const TensorMap* tv,
                                                  unsigned* __restrict__ counters, unsigned batch) {
-    extern __shared__ __align__(1024) unsigned char attn_smem[];
+    // The dynamic part starts after the static barriers; the swizzled tiles need 1024-byte
+    // alignment, which the launch leaves room for (1024 bytes more than the ring and merge).
+    extern __shared__ __align__(16) unsigned char attn_smem[];
     __shared__ unsigned long long full[RING_MAX_STAGES], empty[RING_MAX_STAGES];
     __shared__ unsigned last;
     constexpr int BN = 64, TILE = BN * D;
     constexpr unsigned STAGE_BYTES = 2 * TILE * sizeof(T);
-    T* ring = reinterpret_cast<T*>(attn_smem);
+    unsigned char* base = attn_smem + ((1024u - (smem_addr(attn_smem) & 1023u)) & 1023u);
+    T* ring = reinterpret_cast<T*>(base);
     const unsigned nst = a.stages;
-    float* red = reinterpret_cast<float*>(attn_smem + nst * STAGE_BYTES);
+    float* red = reinterpret_cast<float*>(base + nst * STAGE_BYTES);
     const unsigned warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const unsigned units = batch * a.kv_heads * a.splits;
     if (threadIdx.x == 0) {

@@ -850,6 +850,9 @@ pub mod launch {
     /// Bytes of K/V tiles the decode ring keeps in flight per multiprocessor: 128 KiB, the ring
     /// that read 32 MiB fastest in session 19's floor (docs/RESULTS.md).
     const SDPA_RING_BYTES: usize = 128 << 10;
+    /// The decode ring kernel's static shared memory (its barriers and a flag: 144 bytes),
+    /// rounded up.
+    const SDPA_RING_STATIC_SMEM: usize = 256;
 
     /// How the decode ring ([`sdpa_decode_ring`]) splits `keys` keys across `batch_kv_heads`
     /// (batch × KV heads): `(keys per split, splits)`, a multiple of 64 keys per split and
@@ -865,7 +868,7 @@ pub mod launch {
     /// `batch × kv_heads` heads: a block of four consumer warps and a producer warp per
     /// multiprocessor (`sms`; fewer where there are fewer units), a ring of 64-key K+V tiles
     /// holding [`SDPA_RING_BYTES`] (4 slots at head_dim 128, 8 at 64), then the four warps'
-    /// merge area (as [`sdpa_decode`]'s). Returns the launch and the slot count
+    /// merge area (as [`sdpa_decode`]'s), and 1024 bytes to align the ring in. Returns the launch and the slot count
     /// (`AttentionArgs::stages`), or `None` for head dims other than 64 and 128 or where it
     /// does not fit `smem_optin` (the caller then uses [`sdpa_decode`]).
     pub fn sdpa_decode_ring(
@@ -882,9 +885,10 @@ pub mod launch {
         let stage = 2 * 64 * head_dim * 2;
         let stages = (SDPA_RING_BYTES / stage).min(SDPA_RING_MAX_STAGES);
         let merge = (4 * 16 * (head_dim + 8) + 3 * 64 + 2 * 16) * 4;
-        let smem = stages * stage + merge;
-        // The barriers and a flag in static shared memory, with the dynamic part 1024-aligned.
-        if smem + 1024 > smem_optin {
+        // The kernel aligns the ring to 1024 bytes (the swizzle's) within the dynamic part,
+        // which follows 144 bytes of barriers: up to 1024 bytes go to that.
+        let smem = stages * stage + merge + 1024;
+        if smem + SDPA_RING_STATIC_SMEM > smem_optin {
             return Ok(None);
         }
         let units = batch * kv_heads * splits;
@@ -1267,7 +1271,7 @@ mod tests {
         assert_eq!((stages, cfg.grid.x, cfg.block.x), (4, 128, 160));
         assert_eq!(
             cfg.shared_mem_bytes as usize,
-            4 * 32_768 + (4 * 16 * 136 + 224) * 4
+            4 * 32_768 + (4 * 16 * 136 + 224) * 4 + 1024
         );
         assert_eq!(ring(64, 227 << 10).unwrap().1, 8);
         assert!(ring(80, 227 << 10).is_none());
