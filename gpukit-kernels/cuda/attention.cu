@@ -791,60 +791,66 @@ struct RingUnit {
 };
 
 // The last split of (batch b, KV head kvh) merges them all: po [splits][16][D] and pml
-// [splits][16][2] are its partials, w and wl shared memory for splits · 16 floats each, lsum for
-// 16. Threads 0–127; weights exp2(m − max) per (split, row), then each output's four columns sum
-// the splits in split order, eight splits' loads issued before any is used.
-template <typename T, int D, class Sync>
+// [splits][16][2] are its partials. Threads 0–127 each take W (4 or 8) columns of a row and walk
+// the splits in order, RING_MERGE splits at a time with all their loads (m, l and the W O values)
+// issued before any is used — one round of L2 latency per group — and an online rescale between
+// groups, so no pass over the maxima comes first. (The caller picks W = 8 where four columns a
+// thread would leave rows for a second round.)
+#define RING_MERGE 16
+template <typename T, int D, int W>
 __device__ __forceinline__ void ring_merge_splits(const float* po, const float* pml, unsigned splits, unsigned nrows,
-                                                  float* w, float* wl, float* lsum, T* __restrict__ out,
-                                                  const AttnArgs& a, unsigned b, unsigned kvh, Sync sync) {
-    const unsigned tid = threadIdx.x, group = a.q_heads / a.kv_heads;
-    for (unsigned i = tid; i < splits * nrows; i += ATTN_THREADS) {
-        const unsigned sp = i / nrows, r = i % nrows;
-        const float2 ml = __ldcg(reinterpret_cast<const float2*>(pml + (sp * 16 + r) * 2));
-        w[sp * 16 + r] = ml.x;
-        wl[sp * 16 + r] = ml.y;
-    }
-    sync();
-    if (tid < nrows) {
-        float mm = -GPUKIT_INF;
-        for (unsigned sp = 0; sp < splits; ++sp) mm = fmaxf(mm, w[sp * 16 + tid]);
-        const float base = mm == -GPUKIT_INF ? 0.0f : mm;
-        float l = 0.0f;
-        for (unsigned sp = 0; sp < splits; ++sp) {
-            const float f = exp2f(w[sp * 16 + tid] - base);
-            w[sp * 16 + tid] = f;
-            l += wl[sp * 16 + tid] * f;
-        }
-        lsum[tid] = l;
-    }
-    sync();
-    constexpr unsigned C4 = D / 4;
-    for (unsigned e = tid; e < nrows * C4; e += ATTN_THREADS) {
-        const unsigned r = e / C4, c = (e % C4) * 4;
-        float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        for (unsigned s0 = 0; s0 < splits; s0 += COMBINE_UNROLL) {
-            float4 o[COMBINE_UNROLL];
+                                                  T* __restrict__ out, const AttnArgs& a, unsigned b, unsigned kvh) {
+    constexpr unsigned CW = D / W, V = W / 4;
+    const unsigned group = a.q_heads / a.kv_heads;
+    for (unsigned e = threadIdx.x; e < nrows * CW; e += ATTN_THREADS) {
+        const unsigned r = e / CW, c = (e % CW) * W;
+        float m = -GPUKIT_INF, l = 0.0f;
+        float acc[W];
 #pragma unroll
-            for (int k = 0; k < COMBINE_UNROLL; ++k) {
+        for (int j = 0; j < W; ++j) acc[j] = 0.0f;
+        for (unsigned s0 = 0; s0 < splits; s0 += RING_MERGE) {
+            float2 ml[RING_MERGE];
+            float4 o[RING_MERGE][V];
+#pragma unroll
+            for (int k = 0; k < RING_MERGE; ++k) {
                 const unsigned sp = min(s0 + k, splits - 1);
-                o[k] = __ldcg(reinterpret_cast<const float4*>(po + (sp * 16 + r) * D + c));
-            }
+                ml[k] = __ldcg(reinterpret_cast<const float2*>(pml + (sp * 16 + r) * 2));
 #pragma unroll
-            for (int k = 0; k < COMBINE_UNROLL; ++k) {
+                for (int v = 0; v < V; ++v)
+                    o[k][v] = __ldcg(reinterpret_cast<const float4*>(po + (sp * 16 + r) * D + c + 4 * v));
+            }
+            float mn = m;
+#pragma unroll
+            for (int k = 0; k < RING_MERGE; ++k)
+                if (s0 + k < splits) mn = fmaxf(mn, ml[k].x);
+            const float base = mn == -GPUKIT_INF ? 0.0f : mn;
+            const float alpha = exp2f(m - base);
+            l *= alpha;
+#pragma unroll
+            for (int j = 0; j < W; ++j) acc[j] *= alpha;
+#pragma unroll
+            for (int k = 0; k < RING_MERGE; ++k) {
                 if (s0 + k < splits) {
-                    const float f = w[(s0 + k) * 16 + r];
-                    acc.x += o[k].x * f;
-                    acc.y += o[k].y * f;
-                    acc.z += o[k].z * f;
-                    acc.w += o[k].w * f;
+                    const float f = exp2f(ml[k].x - base);
+                    l += ml[k].y * f;
+#pragma unroll
+                    for (int v = 0; v < V; ++v) {
+                        acc[4 * v] += o[k][v].x * f;
+                        acc[4 * v + 1] += o[k][v].y * f;
+                        acc[4 * v + 2] += o[k][v].z * f;
+                        acc[4 * v + 3] += o[k][v].w * f;
+                    }
                 }
             }
+            m = mn;
         }
-        const float l = lsum[r], inv = l > 0.0f ? 1.0f / l : 0.0f;
+        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
         const unsigned h = kvh * group + r / a.q_len, i = r % a.q_len;
-        T* o = out + b * a.o_stride[0] + h * a.o_stride[1] + i * a.o_stride[2] + c;
-        *reinterpret_cast<uint2*>(o) = make_uint2(pack2<T>(acc.x * inv, acc.y * inv), pack2<T>(acc.z * inv, acc.w * inv));
+        T* dst = out + b * a.o_stride[0] + h * a.o_stride[1] + i * a.o_stride[2] + c;
+#pragma unroll
+        for (int v = 0; v < V; ++v)
+            *reinterpret_cast<uint2*>(dst + 4 * v) = make_uint2(pack2<T>(acc[4 * v] * inv, acc[4 * v + 1] * inv),
+                                                                pack2<T>(acc[4 * v + 2] * inv, acc[4 * v + 3] * inv));
     }
 }
 
@@ -950,19 +956,27 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
             }
         });
         if (whole) continue;
-        // Publish the partial, then count it (the classic last-block pattern: each writer's
-        // fence, the barrier, one atomic).
-        __threadfence();
+        // Publish the partial, then count it (as cooperative groups' grid barrier does: the
+        // block's barrier, then one thread's fence — cumulative over the writes the barrier
+        // ordered before it — and atomic; the last also fences before the block reads).
         sync();
-        if (threadIdx.x == 0) last = atomicAdd(&counters[un.bh], 1u) == a.splits - 1;
+        if (threadIdx.x == 0) {
+            __threadfence();
+            last = atomicAdd(&counters[un.bh], 1u) == a.splits - 1;
+            if (last) {
+                __threadfence();
+                counters[un.bh] = 0;
+            }
+        }
         sync();
         if (!last) continue;
-        __threadfence();
         const unsigned long long first = (unsigned long long)un.bh * a.splits;
-        float* w = red;
-        ring_merge_splits<T, D>(po_all + first * 16 * D, pml_all + first * 16 * 2, a.splits, nrows, w,
-                                w + a.splits * 16, w + 2 * a.splits * 16, out, a, un.b, un.kvh, sync);
-        if (threadIdx.x == 0) atomicExch(&counters[un.bh], 0u);
+        const float* po_head = po_all + first * 16 * D;
+        const float* pml_head = pml_all + first * 16 * 2;
+        if (nrows * (D / 4) <= ATTN_THREADS)
+            ring_merge_splits<T, D, 4>(po_head, pml_head, a.splits, nrows, out, a, un.b, un.kvh);
+        else
+            ring_merge_splits<T, D, 8>(po_head, pml_head, a.splits, nrows, out, a, un.b, un.kvh);
     }
 }
 

@@ -845,6 +845,10 @@ pub mod launch {
     /// of a 132-SM H100/H200. The split count follows from it and the shape alone, so results
     /// do not depend on the device.
     pub const SDPA_RING_UNITS: usize = 132;
+    /// Keys per head from which decode attention takes the ring: on an H200 (docs/RESULTS.md,
+    /// session 20, same-run A/B) it was faster than the portable kernel at 8k and 32k keys
+    /// (GQA 4 and 8) and tied or 0.7 µs slower at 1k; lengths between were not measured.
+    pub const SDPA_RING_MIN_KEYS: usize = 4096;
     /// Most ring slots the decode ring kernel has barriers for (`RING_MAX_STAGES`).
     const SDPA_RING_MAX_STAGES: usize = 8;
     /// Bytes of K/V tiles the decode ring keeps in flight per multiprocessor: 128 KiB, the ring

@@ -631,9 +631,9 @@ struct DecodeRing {
     tv: TensorMap,
 }
 
-/// The decode ring for this call where it applies: the sm_90a image, head_dim 64 or 128, the
-/// portable kernels not forced, a ring that fits the device, and K/V views the tensor memory
-/// accelerator can address (4-d maps `[head_dim, kv_len, kv_heads, batch]` over their strides).
+/// The decode ring for this call where it applies: the sm_90a image, head_dim 64 or 128, at
+/// least [`launch::SDPA_RING_MIN_KEYS`] keys to read per head, the portable kernels not forced,
+/// a ring that fits the device, and K/V views the tensor memory accelerator can address (4-d maps `[head_dim, kv_len, kv_heads, batch]` over their strides).
 /// `None` sends the call to the portable decode kernel.
 fn decode_ring(
     c: &CudaDevice,
@@ -646,6 +646,7 @@ fn decode_ring(
 ) -> Result<Option<DecodeRing>> {
     if c.kernels().target() != "sm_90a"
         || !SDPA_RING_HEAD_DIMS.contains(&head_dim)
+        || s.kv_len - first < launch::SDPA_RING_MIN_KEYS
         || portable_forced()
     {
         return Ok(None);

@@ -1115,22 +1115,23 @@ op_test!(sdpa_attention, |dev: &Device| {
                 },
             ),
             (1, 3, 1, 200, 333, AttentionMask::default()),
-            // Decode with ALiBi; 132 and 150 (batch × KV heads) units of one split each (on
-            // Hopper the ring's blocks then take one unit, or go round for a second).
+            // Long enough for Hopper's decode ring (≥ 4096 keys): decode with ALiBi; 132 and
+            // 150 (batch × KV heads) units of one split each (the ring's blocks then take one
+            // unit, or go round for a second).
             (
                 1,
                 4,
                 2,
                 1,
-                300,
+                4100,
                 AttentionMask {
                     causal: true,
                     sliding_window: None,
                     alibi: true,
                 },
             ),
-            (2, 4, 66, 1, 200, causal),
-            (3, 2, 50, 1, 150, causal),
+            (2, 4, 66, 1, 4100, causal),
+            (3, 2, 50, 1, 4099, causal),
         ]);
     }
     let dtypes: &[DType] = if on_gpu {
@@ -1551,6 +1552,9 @@ op_test!(sdpa_at_device_position_and_decode_state, |dev: &Device| {
         (7, 1, 1, 64, 4097, 4000, None),
         (8, 1, 2, 128, 130, 127, None),
         (2, 2, 1, 64, 500, 300, Some(64)),
+        // Caches of ≥ 4096 (on Hopper the decode ring): splits past the position see no keys.
+        (4, 2, 1, 128, 4500, 17, None),
+        (2, 2, 1, 64, 4200, 4100, Some(64)),
     ];
     for &dt in dts {
         for (i, &(group, kvh, q_len, d, cap, pos, window)) in cases.iter().enumerate() {
