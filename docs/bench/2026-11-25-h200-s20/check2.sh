@@ -1,4 +1,5 @@
 #!/bin/bash
+# Variant 1 (no split merge) needs the temporary GPUKIT_RING_VARIANT patch of variants.sh.
 # Session 20: the ring's one-pass split merge — attention tests, then the decode bench with the
 # in-kernel merge (variant 0) and without it (variant 1, results wrong, times informative).
 set -u

@@ -1,4 +1,6 @@
 #!/bin/bash
+# Ran on a temporary patch, not kept: GPUKIT_RING_MIN_TILES set the fewest 64-key tiles per split
+# in launch::sdpa_decode_ring_splits (1 = the committed plan).
 set -u
 export GPUKIT_CACHE_DIR=/tmp/gpukit-cache
 B=target/gpu-bundle

@@ -1,4 +1,7 @@
 #!/bin/bash
+# Ran on a temporary patch, not kept: GPUKIT_RING_VARIANT put a variant in the high bits of
+# AttnArgs::causal (1: no split merge; 2: also no attention arithmetic; 3: also no warp merge or
+# partial writes: results wrong, times informative). First split merge (two passes, 8 splits a round).
 set -u
 export GPUKIT_CACHE_DIR=/tmp/gpukit-cache
 B=target/gpu-bundle
