@@ -798,11 +798,23 @@ pub mod launch {
     /// How the decode kernel splits `keys` keys (a multiple of 64 per split):
     /// `(keys per split, splits)`, from the shape only.
     pub fn sdpa_decode_splits(keys: usize, batch_kv_heads: usize) -> (usize, usize) {
+        split_keys(keys, SDPA_DECODE_BLOCKS.div_ceil(batch_kv_heads.max(1)))
+    }
+
+    /// `keys` keys in about `wanted` splits (at least 1, at most one per 64-key tile) of a
+    /// multiple of 64 keys each: `(keys per split, splits)`.
+    fn split_keys(keys: usize, wanted: usize) -> (usize, usize) {
         let tiles = keys.div_ceil(64).max(1);
-        let wanted = SDPA_DECODE_BLOCKS.div_ceil(batch_kv_heads.max(1));
         let splits = wanted.clamp(1, tiles);
         let chunk = tiles.div_ceil(splits) * 64;
         (chunk, keys.div_ceil(chunk).max(1))
+    }
+
+    /// Shared memory of the decode kernels' four-warp merge at `head_dim`: o [4 × 16 rows]
+    /// [head_dim + 8] f32, then per row and warp m, l and a weight, and per row the max and
+    /// merged l (`merge_warps` in attention.cu).
+    fn sdpa_merge_bytes(head_dim: usize) -> usize {
+        (4 * 16 * (head_dim + 8) + 3 * 64 + 2 * 16) * 4
     }
 
     /// The decode attention kernel: splits × KV heads × batch blocks; shared memory for a ring
@@ -818,9 +830,7 @@ pub mod launch {
         smem_per_sm: usize,
         smem_optin: usize,
     ) -> Result<(LaunchConfig, u32)> {
-        // The four warps' merge: o [4 × 16 rows][head_dim + 8] f32, then per row and warp m, l
-        // and a weight, and per row the max and merged l.
-        let merge = (4 * 16 * (head_dim + 8) + 3 * 64 + 2 * 16) * 4;
+        let merge = sdpa_merge_bytes(head_dim);
         let bytes = |stages: usize| (stages * 2 * 64 * (head_dim + 8) * 2).max(merge);
         // Per block the driver reserves 1 KiB of shared memory beside the kernel's own.
         let stages = (1..=3usize)
@@ -862,10 +872,7 @@ pub mod launch {
     /// (batch × KV heads): `(keys per split, splits)`, a multiple of 64 keys per split and
     /// about [`SDPA_RING_UNITS`] units in all (whole heads per unit from 132 heads up).
     pub fn sdpa_decode_ring_splits(keys: usize, batch_kv_heads: usize) -> (usize, usize) {
-        let tiles = keys.div_ceil(64).max(1);
-        let splits = (SDPA_RING_UNITS / batch_kv_heads.max(1)).clamp(1, tiles);
-        let chunk = tiles.div_ceil(splits) * 64;
-        (chunk, keys.div_ceil(chunk).max(1))
+        split_keys(keys, SDPA_RING_UNITS / batch_kv_heads.max(1))
     }
 
     /// The Hopper decode ring ([`Kernel::SdpaDecodeRing`]) for `splits` splits of each of
@@ -888,7 +895,7 @@ pub mod launch {
         }
         let stage = 2 * 64 * head_dim * 2;
         let stages = (SDPA_RING_BYTES / stage).min(SDPA_RING_MAX_STAGES);
-        let merge = (4 * 16 * (head_dim + 8) + 3 * 64 + 2 * 16) * 4;
+        let merge = sdpa_merge_bytes(head_dim);
         // The kernel aligns the ring to 1024 bytes (the swizzle's) within the dynamic part,
         // which follows 144 bytes of barriers: up to 1024 bytes go to that.
         let smem = stages * stage + merge + 1024;

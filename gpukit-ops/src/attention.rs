@@ -633,7 +633,8 @@ struct DecodeRing {
 
 /// The decode ring for this call where it applies: the sm_90a image, head_dim 64 or 128, at
 /// least [`launch::SDPA_RING_MIN_KEYS`] keys to read per head, the portable kernels not forced,
-/// a ring that fits the device, and K/V views the tensor memory accelerator can address (4-d maps `[head_dim, kv_len, kv_heads, batch]` over their strides).
+/// a ring that fits the device, and K/V views the tensor memory accelerator can address (4-d
+/// maps `[head_dim, kv_len, kv_heads, batch]` over their strides).
 /// `None` sends the call to the portable decode kernel.
 fn decode_ring(
     c: &CudaDevice,
