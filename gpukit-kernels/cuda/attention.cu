@@ -956,17 +956,19 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
             }
         });
         if (whole) continue;
-        // Publish the partial, then count it (as cooperative groups' grid barrier does: the
-        // block's barrier, then one thread's fence — cumulative over the writes the barrier
-        // ordered before it — and atomic; the last also fences before the block reads).
+        // Publish the partial, then count it (as CUTLASS's generic barrier does: the block's
+        // barrier, then one thread's release — cumulative over the writes the barrier ordered
+        // before it — here an acquire-release add, so the last split's reads after the next
+        // barrier see every partial). Session 22: 0.2–0.3 µs less than a fence and an atomic.
         sync();
         if (threadIdx.x == 0) {
-            __threadfence();
-            last = atomicAdd(&counters[un.bh], 1u) == a.splits - 1;
-            if (last) {
-                __threadfence();
-                counters[un.bh] = 0;
-            }
+            unsigned old;
+            asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], 1;"
+                         : "=r"(old)
+                         : "l"(&counters[un.bh])
+                         : "memory");
+            last = old == a.splits - 1;
+            if (last) counters[un.bh] = 0;
         }
         sync();
         if (!last) continue;
