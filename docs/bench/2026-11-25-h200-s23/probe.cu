@@ -1,0 +1,71 @@
+// Session 23: gemv_ring_bf16 (gemv.cu, or a copy patched by variants.py: -DGEMV_SRC=...) timed in
+// session 19's harness at explicit launch parameters, every output checked against a host
+// reference. Usage: probe VARIANT K,N,R,S,NST [K,N,R,S,NST ...]
+//
+// Build: nvcc -O3 -std=c++17 -arch=sm_90a -I gpukit-kernels/cuda -DGEMV_SRC='"path/gemv.cu"'
+//        probe.cu -o probe
+#include <cmath>
+#include <cstring>
+
+#include "../2026-11-24-h200-s19/harness.cuh"
+#include GEMV_SRC
+
+static double bf16_value(unsigned short b) {
+    unsigned u = unsigned(b) << 16;
+    float v;
+    memcpy(&v, &u, 4);
+    return v;
+}
+
+int main(int argc, char** argv) {
+    const char* variant = argc > 1 ? argv[1] : "main";
+    CK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
+    const double copy_gbs = copy_ceiling_gbs();
+    const unsigned sms = 132;
+    for (int a = 2; a < argc; ++a) {
+        unsigned K, N, R, S, nst;
+        if (sscanf(argv[a], "%u,%u,%u,%u,%u", &K, &N, &R, &S, &nst) != 5) return 2;
+        const unsigned row = K * 2;
+        const size_t bytes = size_t(N) * K * 2, copies = rotation(bytes);
+        const size_t smem = size_t(nst) * R * row + row;
+        unsigned char* w;
+        CK(cudaMalloc(&w, copies * bytes));
+        fill<<<1024, 256, 0, g_stream>>>(reinterpret_cast<unsigned*>(w), copies * bytes / 4);
+        bf16 *x, *out;
+        CK(cudaMalloc(&x, row));
+        fill<<<1, 256, 0, g_stream>>>(reinterpret_cast<unsigned*>(x), K / 2);
+        CK(cudaMalloc(&out, N * 2));
+        CK(cudaFuncSetAttribute(gemv_ring_bf16, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        const unsigned grid = std::min(sms, (N + R - 1) / R);
+        auto call = [&](const unsigned char* wi) {
+            launch(gemv_ring_bf16, grid, (GEMV_RING_WARPS + 1) * 32, smem, true, (const bf16*)x,
+                   (const bf16*)wi, (const bf16*)nullptr, out, N, K, S, R, nst);
+        };
+        const double us = time_us([&](int i) { call(w + (i % copies) * bytes); });
+        CK(cudaMemset(out, 0xff, N * 2));
+        call(w);
+        std::vector<unsigned short> hw(size_t(N) * K), hx(K), ho(N);
+        CK(cudaMemcpy(hw.data(), w, bytes, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(hx.data(), x, row, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(ho.data(), out, N * 2, cudaMemcpyDeviceToHost));
+        double worst = 0;
+        for (unsigned n = 0; n < N; ++n) {
+            double ref = 0, mag = 0;
+            for (unsigned k = 0; k < K; ++k) {
+                const double p = bf16_value(hx[k]) * bf16_value(hw[size_t(n) * K + k]);
+                ref += p;
+                mag += fabs(p);
+            }
+            const double e = fabs(bf16_value(ho[n]) - ref) / (mag + 1e-30);
+            worst = e == e ? std::max(worst, e) : INFINITY;
+        }
+        printf("%-8s R=%u S=%u nst=%-2u k=%-6u n=%-6u %7.2f us  %5.1f%% of copy (%.0f GB/s)  "
+               "max |out - ref| / sum|x w| %.1e\n", variant, R, S, nst, K, N, us,
+               100.0 * bytes / (copy_gbs * 1e3) / us, copy_gbs, worst);
+        fflush(stdout);
+        CK(cudaFree(w));
+        CK(cudaFree(x));
+        CK(cudaFree(out));
+    }
+    return 0;
+}
