@@ -11,6 +11,7 @@ regrel1   as warp1, and a consumer loads its whole share of a stage into registe
 regrel8   regrel1 with at most 8 packs a lane (K · R <= 2048 · S; no spills)
 readonly  the consumers only read their shares of each stage (XOR, no arithmetic)
 fmaonly   the consumers' arithmetic with x for every weight row (no weight reads; wrong sums)
+half      the consumers read and sum only the first R / 2 rows of each stage (wrong sums)
 rpw       rows per warp: every consumer warp takes every stage, whole rows (or 8 / R pieces of
           one), x in registers, no cross-warp sums where R = 8 (S is ignored)
 
@@ -221,6 +222,10 @@ fma_head = fma_head.replace("""                const Pack<T> wv = load16(wr + (s
                             """                const Pack<T> wv = load16(xs + p * V);""")
 assert fma_head != head
 variants["fmaonly"] = (fma_head, ring)
+# Half the reads: the consumers read and sum only the first R / 2 rows of each stage (R > 1;
+# wrong sums): does the reads' cost scale with the bytes read?
+variants["half"] = (head, sub(ring, rows_call, """                ring_rows<T, R, false>(xs, buf, R > 1 ? R / 2 : nr, K, seg * 32 + lane, S * 32, acc + b * R);
+"""))
 for name, (h, r) in variants.items():
     open(f"{outdir}/gemv_{name}.cu", "w").write(h + r + tail)
     print(name)
