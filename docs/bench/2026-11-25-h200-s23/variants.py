@@ -11,6 +11,8 @@ regrel1   as warp1, and a consumer loads its whole share of a stage into registe
 regrel8   regrel1 with at most 8 packs a lane (K · R <= 2048 · S; no spills)
 readonly  the consumers only read their shares of each stage (XOR, no arithmetic)
 fmaonly   the consumers' arithmetic with x for every weight row (no weight reads; wrong sums)
+hybrid1/2 each block's last 1 / 2 stages go straight into the consumers' registers (global
+          loads after the PDL wait), the ring carries the rest
 half      the consumers read and sum only the first R / 2 rows of each stage (wrong sums)
 rpw       rows per warp: every consumer warp takes every stage, whole rows (or 8 / R pieces of
           one), x in registers, no cross-warp sums where R = 8 (S is ignored)
@@ -226,6 +228,102 @@ variants["fmaonly"] = (fma_head, ring)
 # wrong sums): does the reads' cost scale with the bytes read?
 variants["half"] = (head, sub(ring, rows_call, """                ring_rows<T, R, false>(xs, buf, R > 1 ? R / 2 : nr, K, seg * 32 + lane, S * 32, acc + b * R);
 """))
+
+
+# Hybrid: each block's last HYB stages (where it has more) skip the ring: the consumer threads
+# load them straight into registers from global memory right after the PDL wait (8 packs a
+# thread; the producer only asks L2 for them), and sum them after their ring stages (one
+# cross-warp sum through shared memory). Fewer bytes pass through shared memory.
+def hybrid(n):
+    r = sub(ring, "    T* xs = reinterpret_cast<T*>(ring + nst * stage_bytes);\n",
+            "    T* xs = reinterpret_cast<T*>(ring + nst * stage_bytes);\n"
+            "    const unsigned int hyb = mine > HYB ? HYB : 0u, rmine = mine - hyb;\n")
+    r = sub(r, "for (unsigned int t = 0; t < mine; ++t) {", "for (unsigned int t = 0; t < rmine; ++t) {")
+    r = sub(r, "for (unsigned int t = 0; t < mine && t < nst; ++t) {",
+            "for (unsigned int t = 0; t < mine; ++t) {\n                if (t >= nst && t < rmine) continue;")
+    r = sub(r, "for (unsigned int t = grp; t < mine; t += NB * G, ++it) {", "for (unsigned int t = grp; t < rmine; t += NB * G, ++it) {")
+    r = sub(r, "            if (tb < mine) {", "            if (tb < rmine) {")
+    r = sub(r, "    pdl_wait();\n    mbar_wait(&sh.x_full, 0);\n", """    pdl_wait();
+    const unsigned int ppr = K / Vec16<T>::N;
+    uint4 hreg[HYB][8];
+#pragma unroll
+    for (int h = 0; h < HYB; ++h) {
+        if (h < (int)hyb) {
+            const unsigned long long r0 = (unsigned long long)(blockIdx.x + (rmine + h) * gridDim.x) * R;
+            const unsigned int nr = (unsigned int)min((unsigned long long)R, N - r0);
+#pragma unroll
+            for (int k = 0; k < 8; ++k) {
+                const unsigned int q = threadIdx.x + 256 * k;
+                if (q < nr * ppr) {
+                    // A volatile load, so the compiler issues it here (it may otherwise sink a
+                    // load of __restrict__ data to its use, after the ring stages).
+                    uint4 v;
+                    asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+                                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                                 : "l"(w + r0 * K + (size_t)q * Vec16<T>::N));
+                    hreg[h][k] = v;
+                }
+            }
+        }
+    }
+    mbar_wait(&sh.x_full, 0);
+""")
+    tail_old = """        if (tb < mine && n < N) out[n] = from_f32<T>(bias ? a + to_f32(bias[n]) : a);
+    }
+}
+"""
+    r = sub(r, tail_old, """        if (tb < rmine && n < N) out[n] = from_f32<T>(bias ? a + to_f32(bias[n]) : a);
+    }
+    if (hyb) {
+        __shared__ float hpart[HYB][GEMV_RING_WARPS][8];
+#pragma unroll
+        for (int h = 0; h < HYB; ++h) {
+            const unsigned long long r0 = (unsigned long long)(blockIdx.x + (rmine + h) * gridDim.x) * R;
+            const unsigned int nr = (unsigned int)min((unsigned long long)R, N - r0);
+            float acc[8];
+#pragma unroll
+            for (int j = 0; j < 8; ++j) acc[j] = 0.0f;
+#pragma unroll
+            for (int k = 0; k < 8; ++k) {
+                const unsigned int q = threadIdx.x + 256 * k;
+                if (q < nr * ppr) {
+                    const unsigned int row = q / ppr, p = q % ppr;
+                    const Pack<T> xv = load16(xs + p * Vec16<T>::N);
+                    // Opaque moves: the compiler cannot unpack the loaded words before here
+                    // (it did, right after the loads, stalling on them before the ring).
+                    uint4 u = hreg[h][k];
+                    asm volatile("mov.b32 %0, %0;" : "+r"(u.x));
+                    asm volatile("mov.b32 %0, %0;" : "+r"(u.y));
+                    asm volatile("mov.b32 %0, %0;" : "+r"(u.z));
+                    asm volatile("mov.b32 %0, %0;" : "+r"(u.w));
+                    const Pack<T> wv = *reinterpret_cast<const Pack<T>*>(&u);
+                    float d = 0.0f;
+#pragma unroll
+                    for (int e = 0; e < Vec16<T>::N; ++e) d = fmaf(to_f32(xv.v[e]), to_f32(wv.v[e]), d);
+#pragma unroll
+                    for (int j = 0; j < 8; ++j)
+                        if (row == (unsigned int)j) acc[j] += d;
+                }
+            }
+            const float a = warp_sum_rows<8>(acc, lane);
+            if (lane % 4 == 0) hpart[h][warp][lane / 4] = a;
+        }
+        named_barrier(15, GEMV_RING_WARPS * 32);
+        if (threadIdx.x < hyb * R) {
+            const unsigned int h = threadIdx.x / R, j = threadIdx.x % R;
+            float a = 0.0f;
+            for (unsigned int v = 0; v < GEMV_RING_WARPS; ++v) a += hpart[h][v][j];
+            const unsigned long long n = (unsigned long long)(blockIdx.x + (rmine + h) * gridDim.x) * R + j;
+            if (n < N) out[n] = from_f32<T>(bias ? a + to_f32(bias[n]) : a);
+        }
+    }
+}
+""")
+    return (head.replace("#define GEMV_RING_BATCH 8", "#define GEMV_RING_BATCH 8\n#define HYB " + str(n)), r)
+
+
+variants["hybrid1"] = hybrid(1)
+variants["hybrid2"] = hybrid(2)
 for name, (h, r) in variants.items():
     open(f"{outdir}/gemv_{name}.cu", "w").write(h + r + tail)
     print(name)
