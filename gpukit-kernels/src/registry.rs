@@ -614,26 +614,20 @@ pub mod launch {
     /// ([`gemv_persistent`]): on an H200 the ring lost at (896, 4864), 8.7 MB (docs/RESULTS.md,
     /// session 16).
     pub const GEMV_RING_MIN_BYTES: usize = 16 << 20;
-    /// Weight matrices from this many bytes take [`gemv_ring`]'s 32 KiB stages and 128 KiB
-    /// ring; smaller ones 16 KiB stages and a 64 KiB ring (docs/RESULTS.md, session 23).
-    pub const GEMV_RING_LARGE_BYTES: usize = 64 << 20;
 
     /// The Hopper bulk-copy ring GEMV ([`Kernel::GemvRing`]) for one row of x against a
     /// `[n, k]` weight of `elem_bytes`-byte elements (k a multiple of 16 bytes): a block of 9
     /// warps per multiprocessor (`sms`), stages of R whole rows (the largest power of two ≤ 8
-    /// whose rows fit the stage size, at least one row), a ring of them (at least 4, a
-    /// multiple of the consumer groups: 4 of 2 warps for 8-row stages, else 2 of 4), and x
-    /// after the ring (the producer copies it too). From [`GEMV_RING_LARGE_BYTES`] the stages
-    /// are 32 KiB and the ring about 128 KiB; below, 16 KiB and about 64 KiB. Returns the
-    /// launch and the kernel's (warps per group, rows per stage, stages), or `None` where the
-    /// matrix is below [`GEMV_RING_MIN_BYTES`], a row exceeds 32 KiB or the ring does not fit
-    /// `smem_optin` (the caller then uses [`gemv_persistent`]). On an H200: for 117 MB weights
-    /// (docs/RESULTS.md, session 16) the alternatives — 8 or 16 KiB stages, a 192 KiB ring, two
-    /// blocks per SM — were each slower by up to 30%, and faster by at most 1%; for 32 MiB ones
-    /// (session 23) the 64 KiB ring of 16 KiB stages was 0.26–0.66 µs faster (9.2–9.3 µs,
-    /// 85–86% of copy, against 9.5–9.9), while at 117 MB a 64 KiB ring (of two 32 KiB stages)
-    /// was 1.7–4.6 µs slower. Sizes between were not measured. The sums depend on the shape only (not the device's multiprocessor
-    /// count), so results are deterministic.
+    /// whose rows fit 32 KiB), a ring of about 128 KiB of them (a multiple of the consumer
+    /// groups: 4 of 2 warps for 8-row stages, else 2 of 4), and x after the ring (the producer
+    /// copies it too). Returns the launch and the kernel's (warps per
+    /// group, rows per stage, stages), or `None` where the matrix is below
+    /// [`GEMV_RING_MIN_BYTES`], a row exceeds 32 KiB or the ring does not fit `smem_optin`
+    /// (the caller then uses [`gemv_persistent`]). On an H200 (docs/RESULTS.md, session 16)
+    /// the ops bench's alternatives — 8 or 16 KiB stages, a 192 KiB ring, two blocks per SM,
+    /// the ring from 4 MiB up — were each slower at one or more of the five GEMV shapes, by up
+    /// to 30%, and faster by at most 1%. The sums depend on the shape only (not the device's
+    /// multiprocessor count), so results are deterministic.
     pub fn gemv_ring(
         n: usize,
         k: usize,
@@ -641,26 +635,20 @@ pub mod launch {
         sms: usize,
         smem_optin: usize,
     ) -> Result<Option<(LaunchConfig, [u32; 3])>> {
-        const ROW_MAX: usize = 32 << 10;
+        const STAGE_MAX: usize = 32 << 10;
+        const RING: usize = 128 << 10;
         let row = k * elem_bytes;
-        if n * row < GEMV_RING_MIN_BYTES || row > ROW_MAX || !row.is_multiple_of(16) {
+        if n * row < GEMV_RING_MIN_BYTES || row > STAGE_MAX || !row.is_multiple_of(16) {
             return Ok(None);
         }
-        // (stage size, ring size): a smaller burst of stages lands at the end of a smaller
-        // matrix, where the consumers' reads of the last stages are most of the tail.
-        let (stage_max, ring) = if n * row >= GEMV_RING_LARGE_BYTES {
-            (32 << 10, 128 << 10)
-        } else {
-            (16 << 10, 64 << 10)
-        };
-        let rows = 1usize << (stage_max / row).clamp(1, 8).ilog2();
+        let rows = 1usize << (STAGE_MAX / row).min(8).ilog2();
         // Warps per group: 2 (4 groups) for 8-row stages, else 4 (2 groups). H200, session 19
         // (docs/RESULTS.md): (k, n) = (2048, 8192) 10.2 → 9.6 µs with 2 (14% slower with 8);
         // the 1-, 2- and 4-row shapes were 1.5–7% slower with 2, and with 8 4–7% slower at 2
         // and 4 rows, no faster at 1.
         let s: u32 = if rows == 8 { 2 } else { 4 };
         let groups = (GEMV_RING_WARPS / s) as usize;
-        let stages = (ring / (rows * row)).clamp(4, GEMV_RING_MAX_STAGES) / groups * groups;
+        let stages = (RING / (rows * row)).min(GEMV_RING_MAX_STAGES) / groups * groups;
         let smem = stages * rows * row + row;
         if smem + GEMV_RING_STATIC_SMEM > smem_optin {
             return Ok(None);
@@ -1154,7 +1142,7 @@ mod tests {
                 .unwrap()
                 .map(|(cfg, p)| (cfg.grid.x, cfg.block.x, cfg.shared_mem_bytes, p))
         };
-        // The bench's 117 MB shapes (k, n) in bf16: 32 KiB stages of whole rows, a 128 KiB ring.
+        // The bench's large shapes (k, n) in bf16: 32 KiB stages of whole rows, a 128 KiB ring.
         let row = |k: u32, rows: u32, stages: u32| stages * rows * 2 * k + 2 * k;
         assert_eq!(
             plan(14336, 4096, 2),
@@ -1164,39 +1152,24 @@ mod tests {
             plan(4096, 14336, 2),
             Some((132, 288, row(14336, 1, 4), [4, 1, 4]))
         );
-        // The 32 MiB ones: 16 KiB stages, a 64 KiB ring.
         assert_eq!(
             plan(8192, 2048, 2),
-            Some((132, 288, row(2048, 4, 4), [4, 4, 4]))
+            Some((132, 288, row(2048, 8, 4), [2, 8, 4]))
         );
         assert_eq!(
             plan(2048, 8192, 2),
-            Some((132, 288, row(8192, 1, 4), [4, 1, 4]))
+            Some((132, 288, row(8192, 2, 4), [4, 2, 4]))
         );
-        assert_eq!(
-            plan(4096, 4096, 2),
-            Some((132, 288, row(4096, 2, 4), [4, 2, 4]))
-        );
-        // 8-row stages of 16 KiB: 4 of them below 64 MiB, 8 from there (a multiple of the 4
-        // groups of 2 warps).
+        // 8-row stages of 16 KiB: 8 of them, a multiple of the 4 groups of 2 warps.
         assert_eq!(
             plan(16384, 1024, 2),
-            Some((132, 288, row(1024, 8, 4), [2, 8, 4]))
-        );
-        assert_eq!(
-            plan(32768, 1024, 2),
             Some((132, 288, row(1024, 8, 8), [2, 8, 8]))
         );
         // 8-row stages of 20 KiB: 6 fit the ring, rounded down to 4 for the 4 groups (6 would
         // leave the groups waiting on aliased phases).
         assert_eq!(
-            plan(32768, 1280, 2),
+            plan(8192, 1280, 2),
             Some((132, 288, row(1280, 8, 4), [2, 8, 4]))
-        );
-        // Rows above 16 KiB in a small matrix: one a stage, still at least 4 stages.
-        assert_eq!(
-            plan(1024, 14336, 2),
-            Some((132, 288, row(14336, 1, 4), [4, 1, 4]))
         );
         // Below 16 MiB, rows above 32 KiB, or a ring beyond the opt-in: the persistent kernel.
         assert_eq!(plan(4864, 896, 2), None);
