@@ -427,7 +427,7 @@ __device__ __forceinline__ void gemv_units_impl(const T* __restrict__ pending,
 // releases a stage as soon as it has read it, and keeps its sums in registers for a batch of
 // GEMV_RING_BATCH rows, which it then reduces at once: across the warp with a transposing
 // butterfly, across the group through shared memory. Before the PDL wait the producer only asks
-// L2 for its first ring's worth of stages (bulk L2 prefetch: overlaps the previous kernel's tail,
+// L2 for its first npre stages (bulk L2 prefetch: overlaps the previous kernel's tail,
 // and never reads data that kernel may still write, as copying into shared memory would); after
 // the wait it copies x (one bulk copy, its own barrier: 0.9 µs faster at (K, N) = (14336,
 // 4096) than the consumers loading it, docs/RESULTS.md session 19), then the stages. Sums combine in a fixed
@@ -530,7 +530,7 @@ struct GemvRingShared {
 template <typename T, int R>
 __device__ __forceinline__ void gemv_ring_impl(const T* __restrict__ x, const T* __restrict__ w,
         const T* __restrict__ bias, T* __restrict__ out, unsigned int N, unsigned int K,
-        unsigned int S, unsigned int nst, GemvRingShared& sh) {
+        unsigned int S, unsigned int nst, unsigned int npre, GemvRingShared& sh) {
     extern __shared__ __align__(128) unsigned char ring[];
     unsigned long long* full = sh.full;
     unsigned long long* empty = sh.empty;
@@ -554,10 +554,10 @@ __device__ __forceinline__ void gemv_ring_impl(const T* __restrict__ x, const T*
     if (warp == GEMV_RING_WARPS) {
         // The producer: stage t into slot t mod nst once its previous use was released.
         if (lane == 0) {
-            // Before the PDL wait only L2 prefetches of the first ring's worth of stages: they
-            // overlap the previous kernel's tail, and cannot read data that kernel may still be
-            // writing (L2 is where its writes land). The copies after the wait then hit L2.
-            for (unsigned int t = 0; t < mine && t < nst; ++t) {
+            // Before the PDL wait only L2 prefetches of the first npre stages: they overlap the
+            // previous kernel's tail, and cannot read data that kernel may still be writing (L2
+            // is where its writes land). The copies after the wait then hit L2.
+            for (unsigned int t = 0; t < mine && t < npre; ++t) {
                 const unsigned long long r0 = (unsigned long long)(blockIdx.x + t * gridDim.x) * R;
                 const unsigned int nr = (unsigned int)min((unsigned long long)R, N - r0);
                 bulk_prefetch_l2(w + r0 * K, nr * row_bytes);
@@ -635,10 +635,10 @@ __device__ __forceinline__ void gemv_ring_impl(const T* __restrict__ x, const T*
 #define GEMV_RING_BODY(T)                                                                          \
     __shared__ __align__(8) GemvRingShared sh;                                                     \
     switch (R) {                                                                                   \
-    case 1: gemv_ring_impl<T, 1>(x, w, bias, out, N, K, S, nst, sh); break;                        \
-    case 2: gemv_ring_impl<T, 2>(x, w, bias, out, N, K, S, nst, sh); break;                        \
-    case 4: gemv_ring_impl<T, 4>(x, w, bias, out, N, K, S, nst, sh); break;                        \
-    default: gemv_ring_impl<T, 8>(x, w, bias, out, N, K, S, nst, sh); break;                       \
+    case 1: gemv_ring_impl<T, 1>(x, w, bias, out, N, K, S, nst, npre, sh); break;                  \
+    case 2: gemv_ring_impl<T, 2>(x, w, bias, out, N, K, S, nst, npre, sh); break;                  \
+    case 4: gemv_ring_impl<T, 4>(x, w, bias, out, N, K, S, nst, npre, sh); break;                  \
+    default: gemv_ring_impl<T, 8>(x, w, bias, out, N, K, S, nst, npre, sh); break;                 \
     }
 #else
 // Entry points exist in every image; only sm_90+ ones have a body (the launcher picks them only
@@ -665,11 +665,12 @@ extern "C" __global__ void __launch_bounds__(256, 4) gemv_##NAME##_vec_m1(const 
                                                bias, out, N, K, S, nullptr, RopeKvArgs<T>{});     \
 }                                                                                                  \
 /* M = 1 on sm_90+: the bulk-copy ring (…, N, K, S warps per group, R rows per stage (1, 2, 4  */ \
-/* or 8), ring stages). Dynamic shared memory: stages · R · K + K elements.                    */ \
+/* or 8), ring stages, stages prefetched into L2 before the PDL wait). Dynamic shared memory:  */ \
+/* stages · R · K + K elements.                                                                */ \
 extern "C" __global__ void __launch_bounds__(GEMV_RING_THREADS, 1) gemv_ring_##NAME(               \
         const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,              \
         T* __restrict__ out, unsigned int N, unsigned int K, unsigned int S, unsigned int R,       \
-        unsigned int nst) {                                                                        \
+        unsigned int nst, unsigned int npre) {                                                     \
     GEMV_RING_BODY(T)                                                                              \
 }                                                                                                  \
 /* x [1, K] (16-byte aligned, K a multiple of 16 bytes), w [2N, K]: out [1, N].   */             \

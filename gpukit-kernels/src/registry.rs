@@ -620,8 +620,9 @@ pub mod launch {
     /// warps per multiprocessor (`sms`), stages of R whole rows (the largest power of two ≤ 8
     /// whose rows fit 32 KiB), a ring of about 128 KiB of them (a multiple of the consumer
     /// groups: 4 of 2 warps for 8-row stages, else 2 of 4), and x after the ring (the producer
-    /// copies it too). Returns the launch and the kernel's (warps per
-    /// group, rows per stage, stages), or `None` where the matrix is below
+    /// copies it too); before the PDL wait the producer asks L2 for its first 64 KiB of stages
+    /// (at least one). Returns the launch and the kernel's (warps per group, rows per stage,
+    /// stages, stages prefetched), or `None` where the matrix is below
     /// [`GEMV_RING_MIN_BYTES`], a row exceeds 32 KiB or the ring does not fit `smem_optin`
     /// (the caller then uses [`gemv_persistent`]). On an H200 (docs/RESULTS.md, session 16)
     /// the ops bench's alternatives — 8 or 16 KiB stages, a 192 KiB ring, two blocks per SM,
@@ -634,9 +635,14 @@ pub mod launch {
         elem_bytes: usize,
         sms: usize,
         smem_optin: usize,
-    ) -> Result<Option<(LaunchConfig, [u32; 3])>> {
+    ) -> Result<Option<(LaunchConfig, [u32; 4])>> {
         const STAGE_MAX: usize = 32 << 10;
         const RING: usize = 128 << 10;
+        // L2 prefetch before the PDL wait: H200, session 24 (docs/RESULTS.md), 0, 64, 128, 256
+        // and 512 KiB. 64 KiB was the fastest at the 32 MiB shapes (9.1 / 9.3 µs against 9.7 /
+        // 10.0 with 128) and in Llama-3.1-8B's decode step (1.4–1.7% faster than 128); 128
+        // was 1% faster at the 117 MB shapes alone; 256 and more were slower everywhere.
+        const PREFETCH: usize = 64 << 10;
         let row = k * elem_bytes;
         if n * row < GEMV_RING_MIN_BYTES || row > STAGE_MAX || !row.is_multiple_of(16) {
             return Ok(None);
@@ -649,6 +655,7 @@ pub mod launch {
         let s: u32 = if rows == 8 { 2 } else { 4 };
         let groups = (GEMV_RING_WARPS / s) as usize;
         let stages = (RING / (rows * row)).min(GEMV_RING_MAX_STAGES) / groups * groups;
+        let prefetch = (PREFETCH / (rows * row)).max(1);
         let smem = stages * rows * row + row;
         if smem + GEMV_RING_STATIC_SMEM > smem_optin {
             return Ok(None);
@@ -656,7 +663,10 @@ pub mod launch {
         let grid = u32::try_from(n.div_ceil(rows).min(sms.max(1)))
             .map_err(|_| Error::InvalidArgument(format!("{n} GEMV outputs exceed the grid")))?;
         let cfg = LaunchConfig::new(grid, (GEMV_RING_WARPS + 1) * 32).shared_mem(smem as u32);
-        Ok(Some((cfg, [s, rows as u32, stages as u32])))
+        Ok(Some((
+            cfg,
+            [s, rows as u32, stages as u32, prefetch as u32],
+        )))
     }
 
     /// Splits each group of the decode combine kernel takes at once (`COMBINE_UNROLL` in
@@ -1142,34 +1152,35 @@ mod tests {
                 .unwrap()
                 .map(|(cfg, p)| (cfg.grid.x, cfg.block.x, cfg.shared_mem_bytes, p))
         };
-        // The bench's large shapes (k, n) in bf16: 32 KiB stages of whole rows, a 128 KiB ring.
+        // The bench's large shapes (k, n) in bf16: 32 KiB stages of whole rows, a 128 KiB ring,
+        // 64 KiB of it (two stages; one 28 KiB row a stage: two) asked of L2 before the PDL wait.
         let row = |k: u32, rows: u32, stages: u32| stages * rows * 2 * k + 2 * k;
         assert_eq!(
             plan(14336, 4096, 2),
-            Some((132, 288, row(4096, 4, 4), [4, 4, 4]))
+            Some((132, 288, row(4096, 4, 4), [4, 4, 4, 2]))
         );
         assert_eq!(
             plan(4096, 14336, 2),
-            Some((132, 288, row(14336, 1, 4), [4, 1, 4]))
+            Some((132, 288, row(14336, 1, 4), [4, 1, 4, 2]))
         );
         assert_eq!(
             plan(8192, 2048, 2),
-            Some((132, 288, row(2048, 8, 4), [2, 8, 4]))
+            Some((132, 288, row(2048, 8, 4), [2, 8, 4, 2]))
         );
         assert_eq!(
             plan(2048, 8192, 2),
-            Some((132, 288, row(8192, 2, 4), [4, 2, 4]))
+            Some((132, 288, row(8192, 2, 4), [4, 2, 4, 2]))
         );
-        // 8-row stages of 16 KiB: 8 of them, a multiple of the 4 groups of 2 warps.
+        // 8-row stages of 16 KiB: 8 of them, a multiple of the 4 groups of 2 warps; 4 prefetched.
         assert_eq!(
             plan(16384, 1024, 2),
-            Some((132, 288, row(1024, 8, 8), [2, 8, 8]))
+            Some((132, 288, row(1024, 8, 8), [2, 8, 8, 4]))
         );
         // 8-row stages of 20 KiB: 6 fit the ring, rounded down to 4 for the 4 groups (6 would
-        // leave the groups waiting on aliased phases).
+        // leave the groups waiting on aliased phases); 3 (60 KiB) prefetched.
         assert_eq!(
             plan(8192, 1280, 2),
-            Some((132, 288, row(1280, 8, 4), [2, 8, 4]))
+            Some((132, 288, row(1280, 8, 4), [2, 8, 4, 3]))
         );
         // Below 16 MiB, rows above 32 KiB, or a ring beyond the opt-in: the persistent kernel.
         assert_eq!(plan(4864, 896, 2), None);

@@ -353,13 +353,14 @@ pub fn linear_into(
                 } else {
                     None
                 };
-                if let Some((cfg, [split, rows, stages])) = ring {
+                if let Some((cfg, [split, rows, stages, prefetch])) = ring {
                     let args = args
                         .arg(u32_dim("linear", n)?)
                         .arg(u32_dim("linear", k)?)
                         .arg(split)
                         .arg(rows)
-                        .arg(stages);
+                        .arg(stages)
+                        .arg(prefetch);
                     // SAFETY: as below; the ring's rows, stages and shared memory come from
                     // launch::gemv_ring for this shape.
                     return unsafe { c.launch(Kernel::GemvRing(dt), &cfg, &args) };
