@@ -641,7 +641,7 @@ pub mod launch {
         // L2 prefetch before the PDL wait: H200, session 24 (docs/RESULTS.md), 0, 64, 128, 256
         // and 512 KiB. 64 KiB was the fastest at the 32 MiB shapes (9.1 / 9.3 µs against 9.7 /
         // 10.0 with 128) and in Llama-3.1-8B's decode step (1–2% faster than 128); 128
-        // was 1% faster at the 117 MB shapes alone; 256 and more were slower everywhere.
+        // was 1–1.5% faster at the 117 MB shapes alone; 256 and more were slower everywhere.
         const PREFETCH: usize = 64 << 10;
         let row = k * elem_bytes;
         if n * row < GEMV_RING_MIN_BYTES || row > STAGE_MAX || !row.is_multiple_of(16) {
