@@ -654,9 +654,10 @@ pub mod launch {
         // and 4 rows, no faster at 1.
         let s: u32 = if rows == 8 { 2 } else { 4 };
         let groups = (GEMV_RING_WARPS / s) as usize;
-        let stages = (RING / (rows * row)).min(GEMV_RING_MAX_STAGES) / groups * groups;
-        let prefetch = (PREFETCH / (rows * row)).max(1);
-        let smem = stages * rows * row + row;
+        let stage = rows * row;
+        let stages = (RING / stage).min(GEMV_RING_MAX_STAGES) / groups * groups;
+        let prefetch = (PREFETCH / stage).max(1);
+        let smem = stages * stage + row;
         if smem + GEMV_RING_STATIC_SMEM > smem_optin {
             return Ok(None);
         }

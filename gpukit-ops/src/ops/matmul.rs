@@ -361,8 +361,8 @@ pub fn linear_into(
                         .arg(rows)
                         .arg(stages)
                         .arg(prefetch);
-                    // SAFETY: as below; the ring's rows, stages and shared memory come from
-                    // launch::gemv_ring for this shape.
+                    // SAFETY: as below; the ring's rows, stages, prefetched stages and shared
+                    // memory come from launch::gemv_ring for this shape.
                     return unsafe { c.launch(Kernel::GemvRing(dt), &cfg, &args) };
                 }
                 let cfg = if m == 1 && vectorized {
