@@ -545,7 +545,7 @@ impl Linear {
         if self.b.is_none() && act == Activation::None {
             return qgemv_into(x, q, &mut out);
         }
-        let mut tmp = scratch.narrow(0, 0, q.rows)?.reshape(&[1, q.rows])?;
+        let mut tmp = scratch.narrow(0, 0, q.rows())?.reshape(&[1, q.rows()])?;
         qgemv_into(x, q, &mut tmp)?;
         let unary = match act {
             Activation::None => None,

@@ -46,19 +46,19 @@ impl Linear {
         match &self.w {
             Weight::Dense(w) => ops::linear(x, w, self.b.as_ref(), act),
             Weight::Quant(q) => {
-                let rows = x.numel() / q.cols.max(1);
+                let rows = x.numel() / q.cols().max(1);
                 let mut shape = x.shape().to_vec();
                 if let Some(last) = shape.last_mut() {
-                    *last = q.rows;
+                    *last = q.rows();
                 }
                 let y = if rows == 1 {
-                    let out = Tensor::empty(&[1, q.rows], x.dtype(), &x.device())?;
-                    let scratch = Tensor::empty(&[q.rows], x.dtype(), &x.device())?;
-                    self.forward_into(&x.reshape(&[1, q.cols])?, act, &out, &scratch)?;
+                    let out = Tensor::empty(&[1, q.rows()], x.dtype(), &x.device())?;
+                    let scratch = Tensor::empty(&[q.rows()], x.dtype(), &x.device())?;
+                    self.forward_into(&x.reshape(&[1, q.cols()])?, act, &out, &scratch)?;
                     out.reshape(&shape)?
                 } else {
-                    let w = dequantize_tensor(&q.data, q.format, x.dtype())?
-                        .reshape(&[q.rows, q.cols])?;
+                    let w = dequantize_tensor(q.data(), q.format(), x.dtype())?
+                        .reshape(&[q.rows(), q.cols()])?;
                     ops::linear(x, &w, self.b.as_ref(), act)?
                 };
                 Ok(y)
@@ -140,7 +140,7 @@ impl Linear {
     fn move_to(&mut self, device: &Device) -> gpukit_ops::Result<()> {
         match &mut self.w {
             Weight::Dense(w) => *w = w.to_device(device)?,
-            Weight::Quant(q) => q.data = q.data.to_device(device)?,
+            Weight::Quant(q) => *q = q.to_device(device)?,
         }
         if let Some(b) = &mut self.b {
             *b = b.to_device(device)?;
@@ -748,7 +748,7 @@ impl Model {
         let lin = |l: &Linear| {
             let w = match &l.w {
                 Weight::Dense(w) => t(w),
-                Weight::Quant(q) => t(&q.data),
+                Weight::Quant(q) => t(q.data()),
             };
             w + l.b.as_ref().map_or(0, t)
         };

@@ -155,9 +155,14 @@ pub fn sdpa_reference(
             let mut acc = vec![0f64; d];
             for (i, orow) in out_head.chunks_exact_mut(d).enumerate() {
                 let qrow = &q[(bh * q_len + i) * d..][..d];
-                let pos = kv_len - q_len + i;
+                // The query's position among the keys: kv_len − q_len + i (below 0 only without
+                // a causal mask, where it serves ALiBi alone).
+                let pos = (kv_len + i).checked_sub(q_len);
                 let visible = |j: usize| {
-                    !mask.causal || (j <= pos && mask.sliding_window.is_none_or(|w| j + w > pos))
+                    !mask.causal
+                        || pos.is_some_and(|p| {
+                            j <= p && mask.sliding_window.is_none_or(|w| p - j < w)
+                        })
                 };
                 let mut max = f64::NEG_INFINITY;
                 for (j, (s, krow)) in p.iter_mut().zip(keys.chunks_exact(d)).enumerate() {
@@ -168,7 +173,7 @@ pub fn sdpa_reference(
                             .map(|(a, b)| f64::from(*a) * f64::from(*b))
                             .sum();
                         let bias = if mask.alibi {
-                            f64::from(slopes[h]) * (j as f64 - pos as f64)
+                            f64::from(slopes[h]) * ((j + q_len) as f64 - (kv_len + i) as f64)
                         } else {
                             0.0
                         };
@@ -243,7 +248,9 @@ fn decode_plan(s: &AttentionShape, mask: &AttentionMask) -> Option<(usize, usize
     }
     // Keys before the earliest query's window are never read.
     let first = match (mask.causal, mask.sliding_window) {
-        (true, Some(w)) => ((s.kv_len - s.q_len + 1).saturating_sub(w) / 64) * 64,
+        (true, Some(w)) => {
+            (((s.kv_len + 1).saturating_sub(s.q_len).saturating_sub(w) / 64) * 64).min(s.kv_len)
+        }
         _ => 0,
     };
     let (chunk, splits) = launch::sdpa_decode_splits(s.kv_len - first, s.batch * s.kv_heads);
@@ -496,7 +503,8 @@ fn sdpa_cuda(
         kv_len: u(s.kv_len)?,
         scale_log2: scale * std::f32::consts::LOG2_E,
         causal: u32::from(mask.causal),
-        window: u(mask.sliding_window.unwrap_or(0))?,
+        // A window past every key is no window; clamped so any usize window fits the u32.
+        window: u(mask.sliding_window.map_or(0, |w| w.min(s.kv_len)))?,
         alibi: u32::from(mask.alibi),
         position: position.map(dptr).transpose()?.unwrap_or_default(),
         ..AttentionArgs::default()

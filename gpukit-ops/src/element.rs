@@ -4,6 +4,8 @@ use gpukit_driver::DeviceCopy;
 use gpukit_kernels::DType;
 use half::{bf16, f16};
 
+use crate::{Error, Result};
+
 /// A Rust type that is the element of a tensor of dtype [`Element::DTYPE`].
 pub trait Element: DeviceCopy + PartialEq + std::fmt::Debug {
     /// The tensor dtype.
@@ -81,18 +83,28 @@ macro_rules! with_data {
 
 impl HostData {
     /// `n` zeros of `dtype`.
-    pub fn zeros(dtype: DType, n: usize) -> Self {
-        match dtype {
-            DType::F32 => HostData::F32(vec![0.0; n]),
-            DType::F16 => HostData::F16(vec![f16::ZERO; n]),
-            DType::BF16 => HostData::BF16(vec![bf16::ZERO; n]),
-            DType::I32 => HostData::I32(vec![0; n]),
-            DType::I64 => HostData::I64(vec![0; n]),
-            DType::U8 => HostData::U8(vec![0; n]),
+    ///
+    /// # Errors
+    /// [`Error::HostOutOfMemory`] when the allocation fails (instead of aborting the process).
+    pub fn zeros(dtype: DType, n: usize) -> Result<Self> {
+        // Zeroed by the allocator (calloc: untouched pages cost nothing until written, as a
+        // CPU KV cache for a long context needs), failing as an error.
+        fn zeroed<T: bytemuck::Zeroable>(n: usize) -> Result<Vec<T>> {
+            bytemuck::allocation::try_zeroed_vec(n).map_err(|()| Error::HostOutOfMemory {
+                bytes: n.saturating_mul(std::mem::size_of::<T>()),
+            })
+        }
+        Ok(match dtype {
+            DType::F32 => HostData::F32(zeroed(n)?),
+            DType::F16 => HostData::F16(zeroed(n)?),
+            DType::BF16 => HostData::BF16(zeroed(n)?),
+            DType::I32 => HostData::I32(zeroed(n)?),
+            DType::I64 => HostData::I64(zeroed(n)?),
+            DType::U8 => HostData::U8(zeroed(n)?),
             // `DType` is non-exhaustive for future types; none of them has host storage yet.
             #[allow(unreachable_patterns)]
-            _ => HostData::U8(vec![0; n * dtype.size_in_bytes()]),
-        }
+            _ => HostData::U8(zeroed(n.saturating_mul(dtype.size_in_bytes()))?),
+        })
     }
 
     /// The dtype.

@@ -40,6 +40,12 @@ pub enum Error {
         /// What was out of range.
         detail: String,
     },
+    /// Host memory for a CPU tensor could not be allocated.
+    #[error("host out of memory: {bytes} bytes for a tensor could not be allocated")]
+    HostOutOfMemory {
+        /// The bytes asked for (saturated at `usize::MAX`).
+        bytes: usize,
+    },
     /// A kernel-layer error.
     #[error(transparent)]
     Kernels(#[from] gpukit_kernels::Error),

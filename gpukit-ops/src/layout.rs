@@ -22,6 +22,19 @@ pub fn contiguous_strides(shape: &[usize]) -> Vec<isize> {
     strides
 }
 
+/// The element count of `shape`, checked: at most `isize::MAX / 16` elements (so element and
+/// byte offsets of any dtype, and the signed strides, fit).
+///
+/// # Errors
+/// [`Error::Shape`] naming `op` and the shape when the product overflows that bound.
+pub fn checked_numel(op: &'static str, shape: &[usize]) -> Result<usize> {
+    shape
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .filter(|&n| n <= isize::MAX as usize / 16)
+        .ok_or_else(|| Error::shape(op, format!("{shape:?} has too many elements")))
+}
+
 /// The shape both operands broadcast to (numpy rules: align right; sizes equal or 1).
 pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
     let n = a.len().max(b.len());
@@ -49,6 +62,7 @@ pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Ve
             }
         };
     }
+    checked_numel(op, &out)?;
     Ok(out)
 }
 
@@ -127,12 +141,14 @@ impl Layout {
     /// [`Error::Shape`] if the range is outside the dimension.
     pub fn narrow(&self, dim: usize, start: usize, len: usize) -> Result<Self> {
         self.check_dim("narrow", dim)?;
-        if start + len > self.shape[dim] {
+        if start
+            .checked_add(len)
+            .is_none_or(|end| end > self.shape[dim])
+        {
             return Err(Error::shape(
                 "narrow",
                 format!(
-                    "{start}..{} of dimension {dim} of {:?}",
-                    start + len,
+                    "{start}..{start}+{len} of dimension {dim} of {:?}",
                     self.shape
                 ),
             ));
@@ -208,7 +224,7 @@ impl Layout {
     /// [`Error::Shape`] if the element counts differ or the layout is not contiguous (call
     /// `contiguous()` on the tensor first).
     pub fn reshape(&self, shape: &[usize]) -> Result<Self> {
-        let n: usize = shape.iter().product();
+        let n = checked_numel("reshape", shape)?;
         if n != self.numel() {
             return Err(Error::shape(
                 "reshape",
@@ -240,6 +256,7 @@ impl Layout {
     /// # Errors
     /// [`Error::Shape`] if the shape is not a broadcast of this one.
     pub fn broadcast_to(&self, shape: &[usize]) -> Result<Self> {
+        checked_numel("broadcast", shape)?;
         if shape.len() < self.shape.len() {
             return Err(Error::shape(
                 "broadcast",

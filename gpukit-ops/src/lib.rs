@@ -28,5 +28,5 @@ pub use element::{Element, HostData};
 pub use error::{Error, Result};
 pub use gpukit_kernels::ops::{BinaryOp, ReduceOp, ScalarOp, UnaryOp};
 pub use gpukit_kernels::{DType, F32Precision};
-pub use layout::{Layout, broadcast_shapes, contiguous_strides};
+pub use layout::{Layout, broadcast_shapes, checked_numel, contiguous_strides};
 pub use tensor::Tensor;

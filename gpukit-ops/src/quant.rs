@@ -382,17 +382,15 @@ pub fn dequantize_tensor(
 }
 
 /// A weight matrix `[rows, cols]` kept in a block format: `rows` rows of `cols / block_values` blocks,
-/// as GGUF stores a linear layer's weight (`y = x · Wᵀ`).
+/// as GGUF stores a linear layer's weight (`y = x · Wᵀ`). Built only through
+/// [`QuantMatrix::new`], which checks that the blocks cover the matrix exactly, so the GEMVs never
+/// read past them.
 #[derive(Clone, Debug)]
 pub struct QuantMatrix {
-    /// The raw blocks (u8, 1-D), on the device that computes with them.
-    pub data: crate::Tensor,
-    /// The block format.
-    pub format: QuantFormat,
-    /// Output features (n).
-    pub rows: usize,
-    /// Input features (k, a whole number of blocks).
-    pub cols: usize,
+    data: crate::Tensor,
+    format: QuantFormat,
+    rows: usize,
+    cols: usize,
 }
 
 /// `ys[r] = Σ_c W[r, c]·x[c]` for consecutive rows of blocks (the CPU quantized GEMV), with the
@@ -516,19 +514,27 @@ fn nibbles_dot(acc: &mut [f32; BLOCK], d: f32, bias: f32, qs: &[u8], xb: &[f32])
 }
 
 impl QuantMatrix {
-    /// Wraps raw blocks.
+    /// Wraps raw blocks: `data` is a contiguous 1-D u8 tensor of exactly `rows × cols` values'
+    /// blocks in `format` (`cols` a whole number of blocks).
     ///
     /// # Errors
-    /// [`Error::Shape`] if the byte count does not match `rows × cols` in `format`.
+    /// [`Error::Shape`] if the byte count does not match `rows × cols` in `format` (or overflows),
+    /// or `data` is not a contiguous 1-D u8 tensor.
     pub fn new(data: crate::Tensor, format: QuantFormat, rows: usize, cols: usize) -> Result<Self> {
-        let want = rows * format.bytes_for(cols)?;
-        if data.dtype() != gpukit_kernels::DType::U8 || data.rank() != 1 || data.numel() != want {
+        let want = rows.checked_mul(format.bytes_for(cols)?);
+        if data.dtype() != gpukit_kernels::DType::U8
+            || data.rank() != 1
+            || !data.is_contiguous()
+            || Some(data.numel()) != want
+        {
+            let need = want.map_or_else(|| "more than usize::MAX".into(), |w| w.to_string());
             return Err(Error::shape(
                 "quantized matrix",
                 format!(
-                    "{:?} {} for {rows}×{cols} {} (needs {want} u8)",
+                    "{:?} {}{} for {rows}×{cols} {} (needs {need} contiguous u8)",
                     data.shape(),
                     data.dtype(),
+                    if data.is_contiguous() { "" } else { " view" },
                     format.name()
                 ),
             ));
@@ -538,6 +544,40 @@ impl QuantMatrix {
             format,
             rows,
             cols,
+        })
+    }
+
+    /// The raw blocks (u8, 1-D, contiguous), on the device that computes with them.
+    pub fn data(&self) -> &crate::Tensor {
+        &self.data
+    }
+
+    /// The block format.
+    pub fn format(&self) -> QuantFormat {
+        self.format
+    }
+
+    /// Output features (n).
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Input features (k, a whole number of blocks).
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// The same matrix with its blocks on `device` (a copy through the transfer engine; this one
+    /// when they are there already).
+    ///
+    /// # Errors
+    /// Device and transfer errors of [`crate::Tensor::to_device`].
+    pub fn to_device(&self, device: &crate::Device) -> Result<QuantMatrix> {
+        Ok(QuantMatrix {
+            data: self.data.to_device(device)?,
+            format: self.format,
+            rows: self.rows,
+            cols: self.cols,
         })
     }
 }

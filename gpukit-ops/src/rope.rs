@@ -211,9 +211,14 @@ impl RopeConfig {
 }
 
 impl RopeTable {
-    /// `(cos, sin)` of pair `i` at position `pos`, scaled.
-    pub fn cos_sin(&self, pos: usize, i: usize) -> (f32, f32) {
-        let angle = f64::from(pos as f32 * self.inv_freq[i]);
+    /// `(cos, sin)` of pair `i` at position `pos`, scaled; `None` past the table's pairs.
+    pub fn cos_sin(&self, pos: usize, i: usize) -> Option<(f32, f32)> {
+        self.inv_freq.get(i).map(|&f| self.rotation(pos, f))
+    }
+
+    /// `(cos, sin)` of the angle `pos · inv_freq`, scaled.
+    fn rotation(&self, pos: usize, inv_freq: f32) -> (f32, f32) {
+        let angle = f64::from(pos as f32 * inv_freq);
         let s = f64::from(self.attention_scale);
         ((angle.cos() * s) as f32, (angle.sin() * s) as f32)
     }
@@ -253,12 +258,12 @@ impl RopeTable {
             ));
         }
         for (row, &pos) in x.chunks_exact_mut(head_dim).zip(positions) {
-            for i in 0..half {
+            for (i, &f) in self.inv_freq.iter().enumerate() {
                 let (a, b) = match layout {
                     RopeLayout::RotateHalf => (i, i + half),
                     RopeLayout::AdjacentPairs => (2 * i, 2 * i + 1),
                 };
-                let (c, s) = self.cos_sin(pos, i);
+                let (c, s) = self.rotation(pos, f);
                 let (x0, x1) = (row[a], row[b]);
                 row[a] = x0 * c - x1 * s;
                 row[b] = x1 * c + x0 * s;

@@ -74,7 +74,7 @@ pub fn uniform_at(seed: u64, step: u64, row: u32) -> f32 {
 /// `e^x` for the sampler (x ≤ 0), computed the same way on the CPU and the device: x·log2(e)
 /// split into integer and fraction, 2^fraction by its degree-7 Taylor polynomial in fused
 /// multiply-adds, scaled by 2^integer (relative error < 1e-5 down to 2^-126, mostly from
-/// rounding x·log2(e)); 0 below 2^-126.
+/// rounding x·log2(e)); 0 below 2^-126, +∞ above f32's range.
 pub fn exp_det(x: f32) -> f32 {
     const C: [u32; 8] = [
         0x3f80_0000,
@@ -89,6 +89,10 @@ pub fn exp_det(x: f32) -> f32 {
     let t = x * f32::from_bits(0x3fb8_aa3b);
     if t.is_nan() || t < -126.0 {
         return 0.0;
+    }
+    if t >= 128.0 {
+        // Past f32's range (x > 88.7; the sampler never passes x > 0).
+        return f32::INFINITY;
     }
     let n = t.floor();
     let f = t - n;
@@ -500,11 +504,13 @@ pub fn advance_decode_state(
     }
     match &dev {
         Device::Cpu => {
+            // Wrapping, as the kernel's increments are.
             let p = position.to_vec::<i32>()?[0];
-            crate::ops::write_host(position, [f64::from(p + 1)])?;
+            crate::ops::write_host(position, [f64::from(p.wrapping_add(1))])?;
             let st = step.to_vec::<i64>()?[0];
-            crate::ops::write_host(step, [(st + 1) as f64])?;
-            if let Some(r) = recent {
+            crate::ops::write_host(step, [st.wrapping_add(1) as f64])?;
+            // An empty window keeps nothing (as on the device).
+            if let Some(r) = recent.filter(|_| window > 0) {
                 let ids = token.to_vec::<i32>()?;
                 let mut w = r.to_vec::<i32>()?;
                 for (row, &id) in w.chunks_exact_mut(window).zip(&ids) {

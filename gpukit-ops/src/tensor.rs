@@ -9,7 +9,7 @@ use rand::{Rng, SeedableRng};
 
 use crate::device::{CudaDevice, Device};
 use crate::element::{Element, HostData};
-use crate::layout::Layout;
+use crate::layout::{Layout, checked_numel};
 use crate::{Error, Result};
 
 #[derive(Clone)]
@@ -52,7 +52,7 @@ fn lock_write(l: &RwLock<HostData>) -> RwLockWriteGuard<'_, HostData> {
 
 impl Tensor {
     pub(crate) fn from_host(data: HostData, shape: &[usize], device: &Device) -> Result<Tensor> {
-        let n: usize = shape.iter().product();
+        let n = checked_numel("from_slice", shape)?;
         if data.len() != n {
             return Err(Error::shape(
                 "from_slice",
@@ -82,11 +82,11 @@ impl Tensor {
     /// An uninitialised (on CUDA) or zeroed (on CPU) contiguous tensor, for `_into` outputs.
     ///
     /// # Errors
-    /// Memory errors.
+    /// [`Error::Shape`] for a shape of too many elements; memory errors.
     pub fn empty(shape: &[usize], dtype: DType, device: &Device) -> Result<Tensor> {
-        let n: usize = shape.iter().product();
+        let n = checked_numel("empty", shape)?;
         let storage = match device {
-            Device::Cpu => Storage::Cpu(Arc::new(RwLock::new(HostData::zeros(dtype, n)))),
+            Device::Cpu => Storage::Cpu(Arc::new(RwLock::new(HostData::zeros(dtype, n)?))),
             Device::Cuda(c) => {
                 Storage::Cuda(Arc::new(c.alloc(n * dtype.size_in_bytes())?), c.clone())
             }
@@ -101,10 +101,10 @@ impl Tensor {
     /// Every element `value` (rounded to `dtype`).
     ///
     /// # Errors
-    /// Memory errors.
+    /// [`Error::Shape`] for a shape of too many elements; memory errors.
     pub fn full(shape: &[usize], value: f64, dtype: DType, device: &Device) -> Result<Tensor> {
-        let n: usize = shape.iter().product();
-        let mut data = HostData::zeros(dtype, n);
+        let n = checked_numel("full", shape)?;
+        let mut data = HostData::zeros(dtype, n)?;
         for i in 0..n {
             data.set(i, value);
         }
@@ -114,7 +114,7 @@ impl Tensor {
     /// Zeros.
     ///
     /// # Errors
-    /// Memory errors.
+    /// As [`Tensor::full`].
     pub fn zeros(shape: &[usize], dtype: DType, device: &Device) -> Result<Tensor> {
         Self::full(shape, 0.0, dtype, device)
     }
@@ -122,7 +122,7 @@ impl Tensor {
     /// Ones.
     ///
     /// # Errors
-    /// Memory errors.
+    /// As [`Tensor::full`].
     pub fn ones(shape: &[usize], dtype: DType, device: &Device) -> Result<Tensor> {
         Self::full(shape, 1.0, dtype, device)
     }
@@ -131,7 +131,8 @@ impl Tensor {
     /// (ChaCha-based `StdRng`, generated on the host).
     ///
     /// # Errors
-    /// Memory errors.
+    /// [`Error::Shape`] for a shape of too many elements or a range that is empty or not
+    /// finite (`lo < hi`, `hi − lo` finite); memory errors.
     pub fn rand(
         shape: &[usize],
         lo: f64,
@@ -140,9 +141,15 @@ impl Tensor {
         seed: u64,
         device: &Device,
     ) -> Result<Tensor> {
-        let n: usize = shape.iter().product();
+        let n = checked_numel("rand", shape)?;
+        if !(lo < hi && (hi - lo).is_finite()) {
+            return Err(Error::shape(
+                "rand",
+                format!("the range [{lo}, {hi}) must be non-empty and finite"),
+            ));
+        }
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-        let mut data = HostData::zeros(dtype, n);
+        let mut data = HostData::zeros(dtype, n)?;
         for i in 0..n {
             data.set(i, rng.random_range(lo..hi));
         }
@@ -325,6 +332,10 @@ impl Tensor {
     /// # Errors
     /// As [`Tensor::to_vec`].
     pub fn to_vec_f32(&self) -> Result<Vec<f32>> {
+        if self.numel() == 0 {
+            // An empty view's offset may lie past its storage: nothing to read.
+            return Ok(Vec::new());
+        }
         let host = self.to_device(&Device::Cpu)?;
         let data = host
             .host()

@@ -2240,3 +2240,161 @@ op_test!(pre_norm_rope_kv, |dev: &Device| {
         }
     }
 });
+
+// Degenerate but valid inputs, and inputs that must be refused, on each device: an error or the
+// defined result, never a panic (which would fail the test).
+op_test!(degenerate_and_bad_inputs, |dev: &Device| {
+    use gpukit_ops::attention::{AttentionMask, sdpa};
+    use gpukit_ops::quant::{QuantFormat, QuantMatrix};
+    use gpukit_ops::sampling::advance_decode_state;
+
+    // Shapes whose element count overflows are refused before anything is allocated.
+    let huge = [1usize << 32, 1 << 32];
+    assert!(Tensor::empty(&huge, DType::F32, dev).is_err());
+    assert!(Tensor::zeros(&huge, DType::BF16, dev).is_err());
+    assert!(Tensor::rand(&huge, 0.0, 1.0, DType::F32, 1, dev).is_err());
+    let e = Tensor::zeros(&[0], DType::F32, dev).unwrap();
+    assert!(e.reshape(&huge).is_err());
+    let one = Tensor::zeros(&[1], DType::F32, dev).unwrap();
+    assert!(one.broadcast_to(&huge).is_err());
+    // An empty or non-finite random range.
+    for (lo, hi) in [
+        (1.0, 1.0),
+        (2.0, 1.0),
+        (0.0, f64::INFINITY),
+        (f64::NAN, 1.0),
+    ] {
+        assert!(Tensor::rand(&[3], lo, hi, DType::F32, 1, dev).is_err());
+    }
+
+    // narrow: a range whose end overflows is refused, not wrapped into range.
+    let x = Tensor::from_slice(&[0f32, 1.0, 2.0, 3.0], &[4], dev).unwrap();
+    let tail = x.narrow(0, 2, 2).unwrap();
+    assert!(tail.narrow(0, usize::MAX, 1).is_err());
+    assert!(x.narrow(0, 1, usize::MAX).is_err());
+    // An empty view whose offset is past its storage reads as empty.
+    let m = Tensor::zeros(&[2, 2], DType::F32, dev).unwrap();
+    let empty = m.narrow(0, 2, 0).unwrap().transpose(0, 1).unwrap();
+    assert_eq!(empty.shape(), &[2, 0]);
+    assert!(empty.to_vec_f32().unwrap().is_empty());
+
+    // Quantized matrices: a broadcast (non-contiguous) view of too few bytes, and a size that
+    // overflows, are refused.
+    let byte = Tensor::from_slice(&[0u8], &[1], dev).unwrap();
+    let view = byte.broadcast_to(&[34]).unwrap();
+    let err = QuantMatrix::new(view, QuantFormat::Q8_0, 1, 32).unwrap_err();
+    assert!(err.to_string().contains("contiguous"), "{err}");
+    let block = Tensor::from_slice(&[0u8; 34], &[34], dev).unwrap();
+    assert!(QuantMatrix::new(block.clone(), QuantFormat::Q8_0, usize::MAX, 32).is_err());
+    assert!(QuantMatrix::new(block.clone(), QuantFormat::Q8_0, 2, 32).is_err());
+    let qm = QuantMatrix::new(block, QuantFormat::Q8_0, 1, 32).unwrap();
+    assert_eq!(
+        (qm.rows(), qm.cols(), qm.format()),
+        (1, 32, QuantFormat::Q8_0)
+    );
+    assert_eq!(qm.to_device(&Device::Cpu).unwrap().data().numel(), 34);
+
+    for dt in [DType::F16, DType::BF16] {
+        // Non-causal attention with more queries than keys (cross-attention), ALiBi on and
+        // off: over one key every query's output is that key's value row, exactly.
+        let q = input(&[1, 2, 3, 64], dt, -1.0, 1.0, 11, dev).0;
+        let k = input(&[1, 1, 1, 64], dt, -1.0, 1.0, 12, dev).0;
+        let v = input(&[1, 1, 1, 64], dt, -1.0, 1.0, 13, dev).0;
+        let vv = v.to_vec_f64().unwrap();
+        for alibi in [false, true] {
+            let mask = AttentionMask {
+                causal: false,
+                sliding_window: None,
+                alibi,
+            };
+            let o = sdpa(&q, &k, &v, 0.125, mask).unwrap().to_vec_f64().unwrap();
+            for (i, row) in o.chunks_exact(64).enumerate() {
+                assert_eq!(row, &vv[..], "{dt} alibi={alibi} row {i}");
+            }
+        }
+        // A window wider than any sequence is no window.
+        let (q, k, v) = (
+            input(&[1, 4, 5, 64], dt, -1.0, 1.0, 14, dev).0,
+            input(&[1, 2, 37, 64], dt, -1.0, 1.0, 15, dev).0,
+            input(&[1, 2, 37, 64], dt, -1.0, 1.0, 16, dev).0,
+        );
+        let causal = AttentionMask {
+            causal: true,
+            sliding_window: None,
+            alibi: false,
+        };
+        let wide = AttentionMask {
+            sliding_window: Some(usize::MAX),
+            ..causal
+        };
+        let want = sdpa(&q, &k, &v, 0.125, causal)
+            .unwrap()
+            .to_vec_f64()
+            .unwrap();
+        let got = sdpa(&q, &k, &v, 0.125, wide).unwrap().to_vec_f64().unwrap();
+        assert_eq!(got, want, "{dt}: a usize::MAX window");
+        // A causal window with more queries than keys is an error, not an underflow.
+        let short = input(&[1, 2, 2, 64], dt, -1.0, 1.0, 17, dev).0;
+        let narrow = AttentionMask {
+            sliding_window: Some(2),
+            ..causal
+        };
+        assert!(sdpa(&q, &short, &short, 0.125, narrow).is_err());
+    }
+
+    // linear over k = 0 inputs: the empty sum, then the bias and activation.
+    for dt in FLOATS {
+        let x = Tensor::zeros(&[3, 0], dt, dev).unwrap();
+        let w = Tensor::zeros(&[4, 0], dt, dev).unwrap();
+        let b = Tensor::from_slice(&[-1.5f32, 0.5, 2.0, -0.25], &[4], dev).unwrap();
+        let b = ops::to_dtype(&b, dt).unwrap();
+        for (bias, act, row) in [
+            (None, Activation::None, [0.0, 0.0, 0.0, 0.0]),
+            (Some(&b), Activation::None, [-1.5, 0.5, 2.0, -0.25]),
+            (Some(&b), Activation::Relu, [0.0, 0.5, 2.0, 0.0]),
+        ] {
+            let mut out = poisoned(&[3, 4], dt, dev);
+            ops::linear_into(&x, &w, bias, act, &mut out).unwrap();
+            let want: Vec<f64> = row.iter().copied().cycle().take(12).collect();
+            assert_eq!(out.to_vec_f64().unwrap(), want, "{dt} {act:?}");
+        }
+    }
+
+    // The decode state with an empty recent-ids window moves only the position and step.
+    let position = Tensor::from_slice(&[5i32], &[1], dev).unwrap();
+    let step = Tensor::from_slice(&[9i64], &[1], dev).unwrap();
+    let recent = Tensor::zeros(&[1, 0], DType::I32, dev).unwrap();
+    let token = Tensor::from_slice(&[7i32], &[1], dev).unwrap();
+    advance_decode_state(&position, &step, Some(&recent), &token).unwrap();
+    assert_eq!(position.to_vec::<i32>().unwrap(), [6]);
+    assert_eq!(step.to_vec::<i64>().unwrap(), [10]);
+});
+
+// Host helpers given out-of-range input, and a host allocation that cannot succeed.
+#[test]
+fn host_helpers_out_of_range() {
+    use gpukit_ops::rope::RopeTable;
+    use gpukit_ops::sampling::exp_det;
+    assert_eq!(exp_det(f32::INFINITY), f32::INFINITY);
+    assert_eq!(exp_det(100.0), f32::INFINITY);
+    assert_eq!(exp_det(f32::NEG_INFINITY), 0.0);
+    assert!((exp_det(-1.0) - (-1f32).exp()).abs() < 1e-6);
+    let empty = RopeTable {
+        inv_freq: vec![],
+        attention_scale: 1.0,
+    };
+    assert_eq!(empty.cos_sin(0, 0), None);
+    let t = RopeTable {
+        inv_freq: vec![0.5],
+        attention_scale: 1.0,
+    };
+    let (c, s) = t.cos_sin(2, 0).unwrap();
+    assert!((c - 1f32.cos()).abs() < 1e-6 && (s - 1f32.sin()).abs() < 1e-6);
+    assert_eq!(t.cos_sin(2, 1), None);
+    // 2^58 bytes (past any address space) is an error, not an abort.
+    let r = Tensor::zeros(&[1 << 58], DType::U8, &Device::Cpu);
+    assert!(
+        matches!(r, Err(gpukit_ops::Error::HostOutOfMemory { .. })),
+        "{r:?}"
+    );
+}

@@ -248,7 +248,8 @@ fn linear_shape(
     if let Some(last) = out.last_mut() {
         *last = n;
     }
-    Ok((out, x.numel() / k.max(1), k, n))
+    let m = x.shape()[..x.rank() - 1].iter().product();
+    Ok((out, m, k, n))
 }
 
 /// `out = act(x · Wᵀ + bias)`: `x [.., k]`, `w [n, k]` (a linear layer's weight), `bias [n]`.
@@ -275,6 +276,16 @@ pub fn linear_into(
     check_out("linear", out, &shape, x.dtype(), &dev, &inputs)?;
     if out.numel() == 0 {
         return Ok(());
+    }
+    if k == 0 {
+        // An empty sum is one zero term: the same bias and activation paths give act(bias).
+        let mut ones_k = x.shape().to_vec();
+        if let Some(last) = ones_k.last_mut() {
+            *last = 1;
+        }
+        let xz = Tensor::zeros(&ones_k, x.dtype(), &dev)?;
+        let wz = Tensor::zeros(&[n, 1], x.dtype(), &dev)?;
+        return linear_into(&xz, &wz, bias, act, out);
     }
     match &dev {
         Device::Cpu => {

@@ -150,7 +150,7 @@ pub fn add_rms_norm_into(
             let (v, rv, wv) = (host_values(x)?, host_values(residual)?, host_values(w)?);
             // h rounded to the dtype first, exactly as stored.
             let dtype = x.dtype();
-            let mut h = crate::element::HostData::zeros(dtype, v.len());
+            let mut h = crate::element::HostData::zeros(dtype, v.len())?;
             for i in 0..v.len() {
                 h.set(i, f64::from((v[i] as f32) + (rv[i] as f32)));
             }
