@@ -186,8 +186,15 @@ pub fn chat(args: &ModelArgs) -> Result<()> {
             _ => {}
         }
         messages.push(Message::new("user", line));
-        let answer = stream(&loaded, Prompt::Chat(&messages), args)?;
-        messages.push(Message::new("assistant", answer.trim().to_string()));
+        match stream(&loaded, Prompt::Chat(&messages), args) {
+            Ok(answer) => messages.push(Message::new("assistant", answer.trim().to_string())),
+            // A turn that fails (a prompt past the context, a template error) is dropped; the
+            // conversation before it stays.
+            Err(e) => {
+                messages.pop();
+                eprintln!("error: {e:#}\n(this turn was dropped; /reset starts over)");
+            }
+        }
     }
     Ok(())
 }

@@ -47,6 +47,32 @@ impl std::fmt::Debug for ChatTemplate {
     }
 }
 
+/// Instructions one render of a chat template may execute: real templates take a few hundred
+/// per message, so this is far past any conversation, yet it stops a template that loops
+/// without end (in well under a second).
+const TEMPLATE_FUEL: u64 = 5_000_000;
+
+/// Bytes a rendered chat prompt may have (64 MiB, far past any model's context).
+const MAX_RENDERED_BYTES: usize = 64 << 20;
+
+/// A render's output that refuses to grow past [`MAX_RENDERED_BYTES`].
+struct CappedOutput(Vec<u8>);
+
+impl std::io::Write for CappedOutput {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if self.0.len() + bytes.len() > MAX_RENDERED_BYTES {
+            // minijinja reports this as a write failure without the cause; `render` names it.
+            return Err(std::io::ErrorKind::FileTooLarge.into());
+        }
+        self.0.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 fn template_err(detail: impl std::fmt::Display) -> Error {
     Error::Format {
         file: "chat template".into(),
@@ -63,6 +89,7 @@ impl ChatTemplate {
         let mut env = Environment::new();
         env.set_trim_blocks(true);
         env.set_lstrip_blocks(true);
+        env.set_fuel(Some(TEMPLATE_FUEL));
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         env.add_function(
             "raise_exception",
@@ -146,16 +173,31 @@ impl ChatTemplate {
     ///
     /// # Errors
     /// [`Error::Format`] with minijinja's message (a `raise_exception` in the template, an
-    /// undefined method, …).
+    /// undefined method, …), also when the template runs out of its [`TEMPLATE_FUEL`]
+    /// instructions or its output passes [`MAX_RENDERED_BYTES`].
     pub fn render(&self, messages: &[Message], add_generation_prompt: bool) -> Result<String> {
         let t = self.env.get_template("chat").map_err(template_err)?;
-        t.render(context! {
-            messages => messages,
-            add_generation_prompt => add_generation_prompt,
-            bos_token => &self.bos_token,
-            eos_token => &self.eos_token,
-        })
-        .map_err(template_err)
+        let mut out = CappedOutput(Vec::new());
+        t.render_captured_to(
+            context! {
+                messages => messages,
+                add_generation_prompt => add_generation_prompt,
+                bos_token => &self.bos_token,
+                eos_token => &self.eos_token,
+            },
+            &mut out,
+        )
+        .map_err(|e| {
+            if e.kind() == ErrorKind::WriteFailure {
+                template_err(format!(
+                    "the rendered prompt exceeds {} MiB",
+                    MAX_RENDERED_BYTES >> 20
+                ))
+            } else {
+                template_err(e)
+            }
+        })?;
+        String::from_utf8(out.0).map_err(template_err)
     }
 }
 
@@ -188,5 +230,35 @@ mod tests {
         let e = strict.render(&msgs, false).unwrap_err().to_string();
         assert!(e.contains("user first"), "{e}");
         assert!(ChatTemplate::new("{% if %}", "", "").is_err());
+    }
+
+    /// A template that would loop for ever or render without bound stops with an error.
+    #[test]
+    fn runaway_templates_are_errors() {
+        let msgs = [Message::new("user", "hi")];
+        let endless = ChatTemplate::new(
+            "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}",
+            "",
+            "",
+        )
+        .unwrap();
+        let e = endless.render(&msgs, true).unwrap_err().to_string();
+        assert!(e.contains("fuel"), "{e}");
+        let huge = ChatTemplate::new(
+            "{% for a in range(100) %}{{ 'x' * 1000000 }}{% endfor %}",
+            "",
+            "",
+        )
+        .unwrap();
+        let e = huge.render(&msgs, true).unwrap_err().to_string();
+        assert!(e.contains("64 MiB"), "{e}");
+        // Below the cap the same template renders.
+        let big = ChatTemplate::new(
+            "{% for a in range(3) %}{{ 'x' * 1000000 }}{% endfor %}",
+            "",
+            "",
+        )
+        .unwrap();
+        assert_eq!(big.render(&msgs, true).unwrap().len(), 3_000_000);
     }
 }

@@ -70,6 +70,37 @@ fn format(path: &Path, detail: impl Into<String>) -> Error {
     }
 }
 
+/// Refuses a header whose tensors' data ends past the file. The safetensors crate sums the
+/// offsets with the header length unchecked, which panics where overflow checks are on (test
+/// and debug builds); a header that does not parse is left to its clear error.
+fn offsets_within_file(map: &[u8], path: &Path) -> Result<()> {
+    let header = map
+        .first_chunk::<8>()
+        .and_then(|n| usize::try_from(u64::from_le_bytes(*n)).ok())
+        .and_then(|n| map.get(8..n.checked_add(8)?));
+    let Some(Ok(serde_json::Value::Object(entries))) =
+        header.map(serde_json::from_slice::<serde_json::Value>)
+    else {
+        return Ok(());
+    };
+    for (name, entry) in &entries {
+        let end = entry
+            .get("data_offsets")
+            .and_then(|o| o.get(1))
+            .and_then(serde_json::Value::as_u64);
+        if end.is_some_and(|e| e > map.len() as u64) {
+            return Err(format(
+                path,
+                format!(
+                    "tensor `{name}`'s data ends past the file's {} bytes",
+                    map.len()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl Shard {
     fn open(path: &Path) -> Result<Shard> {
         let file = std::fs::File::open(path).map_err(io(path))?;
@@ -77,6 +108,7 @@ impl Shard {
         // another process is outside what an mmap-based loader can defend against (the same
         // contract as the safetensors crate's own loaders).
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io(path))?;
+        offsets_within_file(&map, path)?;
         let (n, meta) = SafeTensors::read_metadata(&map)
             .map_err(|e| format(path, format!("not a valid safetensors file: {e}")))?;
         Ok(Shard {
@@ -425,6 +457,24 @@ mod tests {
                 .to_string()
                 .contains("absent")
         );
+        // Offsets whose sum with the header length overflows: an error, not a panic.
+        let end = |i: u64| i * 2_305_843_009_213_693_951;
+        let entries: Vec<String> = (0..8)
+            .map(|i| {
+                format!(
+                    r#""t{i}":{{"dtype":"U8","shape":[2305843009213693951],"data_offsets":[{},{}]}}"#,
+                    end(i),
+                    end(i + 1)
+                )
+            })
+            .collect();
+        let header = format!("{{{}}}", entries.join(","));
+        let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+        bytes.extend(header.as_bytes());
+        let p = dir.path().join("huge.safetensors");
+        std::fs::write(&p, &bytes).unwrap();
+        let e = Checkpoint::open(&p).unwrap_err().to_string();
+        assert!(e.contains("ends past the file"), "{e}");
     }
 
     proptest::proptest! {

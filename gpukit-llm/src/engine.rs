@@ -251,12 +251,24 @@ impl<'a> TextStream<'a> {
     fn push(&mut self, id: u32) -> Result<Option<String>> {
         self.ids.push(id);
         let text = self.text()?;
-        if text.ends_with('\u{FFFD}') || text.len() <= self.emitted {
+        let piece = self.unseen(&text);
+        if text.ends_with('\u{FFFD}') || piece.is_empty() {
             return Ok(None);
         }
-        let piece = text[self.emitted..].to_string();
+        let piece = piece.to_string();
         self.emitted = text.len();
         Ok(Some(piece))
+    }
+
+    /// The part of `text` (a decode of all the ids) after what was emitted. A decoder whose
+    /// text for more ids is not an extension of its text for fewer (a replacement across
+    /// tokens) can leave the emitted length inside a character: the part starts at the next
+    /// character boundary.
+    fn unseen<'t>(&self, text: &'t str) -> &'t str {
+        let start = (self.emitted..=text.len())
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(text.len());
+        &text[start..]
     }
 }
 
@@ -421,7 +433,7 @@ impl Engine {
                 detail: format!(
                     "{} tokens; a prompt needs 1 to {} (the model's context)",
                     ids.len(),
-                    ctx - 1
+                    ctx.saturating_sub(1)
                 ),
             });
         }
@@ -494,7 +506,7 @@ impl Engine {
         }
         if stop != StopReason::StopString {
             let rest = stream.text()?;
-            held.push_str(&rest[stream.emitted.min(rest.len())..]);
+            held.push_str(stream.unseen(&rest));
             on_text(&held);
         }
         Ok(GenerateStats {
@@ -561,5 +573,33 @@ impl<'a> Sampler<'a> {
         .map_err(sampling_err)?;
         let id = self.out.to_vec::<i32>().map_err(sampling_err)?;
         Ok(id.first().map_or(0, |&i| i.max(0) as u32))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// A decoder whose text for more ids is not an extension of its text for fewer ("a", then
+    /// "ab" → "é") must not make the stream cut inside a character.
+    #[test]
+    fn text_stream_survives_a_decoder_that_rewrites_earlier_text() {
+        let dir = std::env::temp_dir().join(format!("gpukit-text-stream-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let json = r#"{"version":"1.0","truncation":null,"padding":null,"added_tokens":[],
+            "normalizer":null,"pre_tokenizer":null,"post_processor":null,
+            "decoder":{"type":"Sequence","decoders":[{"type":"Fuse"},
+                {"type":"Replace","pattern":{"String":"ab"},"content":"é"}]},
+            "model":{"type":"WordLevel","vocab":{"a":0,"b":1},"unk_token":"a"}}"#;
+        std::fs::write(dir.join("tokenizer.json"), json).unwrap();
+        let tokenizer = Tokenizer::from_hf_dir(&dir).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let mut stream = TextStream::new(&tokenizer);
+        assert_eq!(stream.push(0).unwrap().as_deref(), Some("a"));
+        // "é" is two bytes; one was emitted (as "a"): nothing new at a character boundary.
+        assert_eq!(stream.push(1).unwrap(), None);
+        assert_eq!(stream.push(0).unwrap().as_deref(), Some("a"));
+        assert_eq!(stream.unseen(&stream.text().unwrap()), "");
     }
 }

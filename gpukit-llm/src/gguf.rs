@@ -276,6 +276,7 @@ impl GgufHeader {
             bytes,
             pos: 0,
             file,
+            elements: 0,
         };
         let magic = r.take(4, "the magic")?;
         if magic != b"GGUF" {
@@ -473,10 +474,17 @@ struct Reader<'a> {
     bytes: &'a [u8],
     pos: usize,
     file: &'a Path,
+    /// Metadata array elements read so far (all arrays).
+    elements: u64,
 }
 
 /// Arrays nest at most this deep (GGUF writers produce depth 1).
 const MAX_ARRAY_DEPTH: usize = 4;
+
+/// Metadata array elements a header may hold in all (2^24; a tokenizer's vocabulary, scores,
+/// types and merges come to a few million at most). Each element becomes a [`Value`] several
+/// times its size in the file, so this bounds the memory a header can ask for.
+const MAX_METADATA_ELEMENTS: u64 = 1 << 24;
 
 impl<'a> Reader<'a> {
     fn err(&self, detail: impl Into<String>) -> Error {
@@ -568,6 +576,13 @@ impl<'a> Reader<'a> {
                     }
                 };
                 self.fits(count, min, "array elements")?;
+                self.elements = self.elements.saturating_add(count);
+                if self.elements > MAX_METADATA_ELEMENTS {
+                    return Err(self.err(format!(
+                        "`{key}`: metadata arrays of more than {MAX_METADATA_ELEMENTS} elements \
+                         in all"
+                    )));
+                }
                 let mut v = Vec::with_capacity(count as usize);
                 for _ in 0..count {
                     v.push(self.value(elem, key, depth + 1)?);
@@ -803,6 +818,16 @@ mod tests {
         let mut w = GgufWriter::default();
         w.kv("general.alignment", 4, &24u32.to_le_bytes());
         check(&w.bytes(), "not a power of two");
+        // Arrays whose elements would take many times their bytes in memory, in all.
+        let n = (MAX_METADATA_ELEMENTS / 2 + 1) as usize;
+        let mut array = 0u32.to_le_bytes().to_vec();
+        array.extend((n as u64).to_le_bytes());
+        array.resize(array.len() + n, 0);
+        let mut w = GgufWriter::default();
+        w.kv("a", 9, &array);
+        GgufHeader::parse(&w.bytes(), Path::new("ok.gguf")).unwrap();
+        w.kv("b", 9, &array);
+        check(&w.bytes(), "metadata arrays of more than");
     }
 
     proptest::proptest! {

@@ -142,6 +142,25 @@ pub struct ModelSpec {
     pub tied_embeddings: bool,
 }
 
+/// The most transformer layers a model may declare (published models have well under 200):
+/// per-layer tables are sized from the count before anything else is read.
+const MAX_LAYERS: usize = 1024;
+
+/// The most parameters a model's sizes may imply (2^44, about 17.6 trillion): beyond it the
+/// configuration is malformed, and size arithmetic stays far from overflowing.
+const MAX_PARAMETERS: usize = 1 << 44;
+
+/// `n`, the declared layer count, if it is at most [`MAX_LAYERS`].
+fn layer_count(n: usize, file: &Path) -> Result<usize> {
+    if n > MAX_LAYERS {
+        return Err(format_err(
+            file,
+            format!("{n} layers (at most {MAX_LAYERS} are accepted)"),
+        ));
+    }
+    Ok(n)
+}
+
 fn format_err(file: &Path, detail: impl Into<String>) -> Error {
     Error::Format {
         file: file.to_path_buf(),
@@ -304,12 +323,18 @@ impl ModelSpec {
                 "scale_attn_weights = false is not supported",
             ));
         }
-        let n_layers = f.usize("n_layer")?;
+        let n_layers = layer_count(f.usize("n_layer")?, f.file)?;
+        let ffn = match f.opt_usize("n_inner")? {
+            Some(n) => n,
+            None => hidden
+                .checked_mul(4)
+                .ok_or_else(|| format_err(f.file, format!("n_embd {hidden} is too large")))?,
+        };
         Ok(ModelSpec {
             arch: Arch::Gpt2,
             n_layers,
             hidden,
-            ffn: f.opt_usize("n_inner")?.unwrap_or(4 * hidden),
+            ffn,
             n_heads,
             n_kv_heads: n_heads,
             head_dim: hidden / n_heads.max(1),
@@ -341,7 +366,7 @@ impl ModelSpec {
         }
         let hidden = f.usize("hidden_size")?;
         let n_heads = f.usize("num_attention_heads")?;
-        let n_layers = f.usize("num_hidden_layers")?;
+        let n_layers = layer_count(f.usize("num_hidden_layers")?, f.file)?;
         let head_dim = f.opt_usize("head_dim")?.unwrap_or(hidden / n_heads.max(1));
         let max_positions = f.opt_usize("max_position_embeddings")?.unwrap_or(2048);
         // transformers 5 keeps every RoPE setting in `rope_parameters`; older configs have
@@ -478,7 +503,7 @@ impl ModelSpec {
         let n_heads = int("attention.head_count")?;
         let hidden = int("embedding_length")?;
         let head_dim = int("attention.key_length").unwrap_or(hidden / n_heads.max(1));
-        let n_layers = int("block_count")?;
+        let n_layers = layer_count(int("block_count")?, file)?;
         let vocab = h
             .get("tokenizer.ggml.tokens")
             .and_then(|v| v.as_array())
@@ -583,35 +608,71 @@ impl ModelSpec {
         if self.sliding_window.contains(&Some(0)) {
             return bad("a sliding window of 0 positions".into());
         }
+        // Positions are i32 on the device; a prompt needs one and generation another.
+        if !(2..=i32::MAX as usize).contains(&self.max_positions) {
+            return bad(format!(
+                "a context of {} positions (2 to {} are accepted)",
+                self.max_positions,
+                i32::MAX
+            ));
+        }
+        if self
+            .checked_parameter_count()
+            .is_none_or(|n| n > MAX_PARAMETERS)
+        {
+            return bad(format!(
+                "sizes (layers {}, hidden {}, ffn {}, {} heads of {}, vocab {}) imply more than \
+                 2^44 parameters",
+                self.n_layers, self.hidden, self.ffn, self.n_heads, self.head_dim, self.vocab
+            ));
+        }
         Ok(())
     }
 
     /// Parameters (weights and biases, the LM head counted once when tied).
     pub fn parameter_count(&self) -> usize {
+        // A checked spec's count fits (at most 2^44).
+        self.checked_parameter_count().unwrap_or(usize::MAX)
+    }
+
+    /// [`ModelSpec::parameter_count`], `None` where the sizes overflow.
+    fn checked_parameter_count(&self) -> Option<usize> {
         let (h, q, kv) = (
             self.hidden,
-            self.n_heads * self.head_dim,
-            self.n_kv_heads * self.head_dim,
+            self.n_heads.checked_mul(self.head_dim)?,
+            self.n_kv_heads.checked_mul(self.head_dim)?,
         );
-        let norm = if self.norm == NormKind::Layer {
-            2 * h
-        } else {
-            h
-        };
-        let attn = h * (q + 2 * kv)
-            + q * h
-            + usize::from(self.qkv_bias) * (q + 2 * kv)
-            + usize::from(self.o_bias) * h
-            + usize::from(self.qk_norm) * 2 * self.head_dim;
-        let mlp = match self.mlp {
-            MlpKind::SwiGlu => 3 * h * self.ffn,
-            MlpKind::GeluTanh => 2 * h * self.ffn,
-        } + usize::from(self.mlp_bias) * (self.ffn + h);
-        let layer = 2 * norm + attn + mlp;
-        let embed = self.vocab * h
-            + usize::from(self.positions == Positions::Learned) * self.max_positions * h;
-        let head = usize::from(!self.tied_embeddings) * self.vocab * h;
-        self.n_layers * layer + embed + norm + head
+        let sum =
+            |xs: &[Option<usize>]| xs.iter().try_fold(0usize, |acc, x| acc.checked_add((*x)?));
+        let mul = |a: usize, b: usize| a.checked_mul(b);
+        let flag = |on: bool, x: Option<usize>| if on { x } else { Some(0) };
+        let norm = mul(h, if self.norm == NormKind::Layer { 2 } else { 1 })?;
+        let qkv = sum(&[Some(q), mul(kv, 2)])?;
+        let attn = sum(&[
+            mul(h, qkv),
+            mul(q, h),
+            flag(self.qkv_bias, Some(qkv)),
+            flag(self.o_bias, Some(h)),
+            flag(self.qk_norm, mul(self.head_dim, 2)),
+        ])?;
+        let mlp = sum(&[
+            mul(h, self.ffn)?.checked_mul(match self.mlp {
+                MlpKind::SwiGlu => 3,
+                MlpKind::GeluTanh => 2,
+            }),
+            flag(self.mlp_bias, self.ffn.checked_add(h)),
+        ])?;
+        let layer = sum(&[mul(norm, 2), Some(attn), Some(mlp)])?;
+        sum(&[
+            mul(self.n_layers, layer),
+            mul(self.vocab, h),
+            flag(
+                self.positions == Positions::Learned,
+                mul(self.max_positions, h),
+            ),
+            Some(norm),
+            flag(!self.tied_embeddings, mul(self.vocab, h)),
+        ])
     }
 }
 
@@ -750,5 +811,42 @@ mod tests {
         .to_string();
         assert!(e.contains("longrope"), "{e}");
         assert!(spec("{not json").unwrap_err().to_string().contains("JSON"));
+    }
+
+    /// Sizes that would overflow or exhaust memory are refused before anything is sized from
+    /// them.
+    #[test]
+    fn absurd_sizes_are_errors() {
+        let llama = |extra: &str| {
+            spec(&format!(
+                r#"{{"model_type":"llama","hidden_size":64,"intermediate_size":128,
+                "num_hidden_layers":2,"num_attention_heads":4,"vocab_size":10{extra}}}"#
+            ))
+        };
+        llama("").unwrap();
+        let e = |extra: &str| llama(extra).unwrap_err().to_string();
+        // The layer count is checked before per-layer tables are built from it.
+        let msg = e(r#","num_hidden_layers":18446744073709551615"#);
+        assert!(msg.contains("at most 1024"), "{msg}");
+        let msg = e(r#","num_hidden_layers":1000000000000,"model_type":"mistral""#);
+        assert!(msg.contains("at most 1024"), "{msg}");
+        for ctx in ["0", "1", "1000000000000"] {
+            let msg = e(&format!(r#","max_position_embeddings":{ctx}"#));
+            assert!(msg.contains("context"), "{ctx}: {msg}");
+        }
+        let msg = e(
+            r#","num_attention_heads":4294967296,"num_key_value_heads":4294967296,
+            "head_dim":4294967296"#,
+        );
+        assert!(msg.contains("parameters"), "{msg}");
+        let msg = e(r#","vocab_size":1000000000000000"#);
+        assert!(msg.contains("parameters"), "{msg}");
+        let gpt2 = spec(
+            r#"{"model_type":"gpt2","n_embd":4611686018427387904,"n_head":1,"n_layer":1,
+            "vocab_size":10,"n_positions":16}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(gpt2.contains("n_embd"), "{gpt2}");
     }
 }
