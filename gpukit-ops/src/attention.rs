@@ -97,10 +97,10 @@ impl AttentionShape {
                 s.q_heads, s.kv_heads
             ));
         }
-        let (nq, nk) = (
-            s.batch * s.q_heads * s.q_len * s.head_dim,
-            s.batch * s.kv_heads * s.kv_len * s.head_dim,
-        );
+        let size = |heads: usize, len: usize| {
+            crate::checked_numel("sdpa", &[s.batch, heads, len, s.head_dim])
+        };
+        let (nq, nk) = (size(s.q_heads, s.q_len)?, size(s.kv_heads, s.kv_len)?);
         if q != nq || k != nk || v != nk {
             return bad(format!(
                 "{q}, {k}, {v} values for q, k, v of {s:?} (need {nq}, {nk}, {nk})"

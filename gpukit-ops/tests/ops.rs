@@ -2391,6 +2391,17 @@ fn host_helpers_out_of_range() {
     let (c, s) = t.cos_sin(2, 0).unwrap();
     assert!((c - 1f32.cos()).abs() < 1e-6 && (s - 1f32.sin()).abs() < 1e-6);
     assert_eq!(t.cos_sin(2, 1), None);
+    // A reference attention shape whose sizes overflow.
+    use gpukit_ops::attention::{AttentionMask, AttentionShape, sdpa_reference};
+    let shape = AttentionShape {
+        batch: 1 << 40,
+        q_heads: 1 << 40,
+        kv_heads: 1,
+        q_len: 1,
+        kv_len: 1,
+        head_dim: 64,
+    };
+    assert!(sdpa_reference(&[], &[], &[], shape, 1.0, AttentionMask::default()).is_err());
     // 2^58 bytes (past any address space) is an error, not an abort.
     let r = Tensor::zeros(&[1 << 58], DType::U8, &Device::Cpu);
     assert!(
