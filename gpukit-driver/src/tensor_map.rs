@@ -36,7 +36,8 @@ impl TensorMap {
     /// # Errors
     /// [`Error::InvalidArgument`] for a rank outside 1..=5, mismatched lengths, a base not
     /// 16-byte aligned, strides that are not multiples of 16 bytes or a box wider than the
-    /// swizzle; driver errors where `cuTensorMapEncodeTiled` rejects the description.
+    /// swizzle, or a driver older than CUDA 12.0; the driver-missing error without one; driver
+    /// errors where `cuTensorMapEncodeTiled` rejects the description.
     pub fn tiled_sw128(
         element: TensorMapElement,
         base: DevicePtr,
@@ -58,6 +59,13 @@ impl TensorMap {
         }
         if boxes[0] as u64 * 2 > 128 || boxes.iter().any(|&b| b == 0 || b > 256) {
             return bad("boxes of 1 to 256 elements, the innermost at most 128 bytes");
+        }
+        // Without a driver, or one before CUDA 12.0 (no tensor maps), cudarc would panic
+        // looking the symbol up.
+        if crate::device::driver_version()? < (12, 0) {
+            return Err(Error::InvalidArgument(
+                "tensor maps need a CUDA 12.0 or newer driver".into(),
+            ));
         }
         let mut map = sys::CUtensorMap { opaque: [0; 16] };
         let elem_strides = [1u32; 5];

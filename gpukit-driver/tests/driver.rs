@@ -10,8 +10,9 @@
 
 use gpukit_driver::half::bf16;
 use gpukit_driver::{
-    Arch, Cache, CompileOptions, Device, DeviceAllocation, Error, Event, KernelArgs, LaunchConfig,
-    ModuleImage, Nvrtc, Output, Stream, device_count, driver_available, driver_version,
+    Arch, Cache, CompileOptions, Device, DeviceAllocation, DevicePtr, Error, Event, KernelArgs,
+    LaunchConfig, ModuleImage, Nvrtc, Output, Stream, TensorMap, TensorMapElement, device_count,
+    driver_available, driver_version,
 };
 use rand::Rng;
 
@@ -98,6 +99,15 @@ fn without_a_driver_every_entry_point_says_so() {
     let msg = Device::new(0).unwrap_err().to_string();
     assert!(msg.contains("libcuda.so.1"), "{msg}");
     assert!(Device::new(0).unwrap_err().is_no_gpu());
+    // A valid tensor-map description needs the driver to encode it.
+    let map = TensorMap::tiled_sw128(
+        TensorMapElement::F16,
+        DevicePtr(0),
+        &[64, 8],
+        &[128],
+        &[64, 8],
+    );
+    assert!(matches!(map, Err(Error::NoDriver)), "{map:?}");
 }
 
 #[test]

@@ -252,6 +252,17 @@ fn float(op: &'static str, dt: DType) -> Result<&'static str> {
 /// Head dimensions the attention kernels are built for.
 pub const SDPA_HEAD_DIMS: [u32; 5] = [64, 80, 96, 128, 256];
 
+/// `head_dim` is one the attention kernels are built for ([`SDPA_HEAD_DIMS`]).
+fn check_sdpa_head_dim(head_dim: usize) -> Result<()> {
+    if u32::try_from(head_dim).is_ok_and(|d| SDPA_HEAD_DIMS.contains(&d)) {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument(format!(
+            "sdpa kernels exist for head_dim {SDPA_HEAD_DIMS:?}, not {head_dim}"
+        )))
+    }
+}
+
 /// Head dimensions of the Hopper prefill kernel ([`Kernel::SdpaPrefillWgmma`]); both beat the
 /// portable kernel and torch's FlashAttention-2 on an H200 (docs/RESULTS.md, session 12).
 pub const SDPA_WGMMA_HEAD_DIMS: [u32; 2] = [64, 128];
@@ -407,11 +418,7 @@ impl Kernel {
                 head_dim,
                 decode,
             } => {
-                if !SDPA_HEAD_DIMS.contains(&head_dim) {
-                    return Err(Error::InvalidArgument(format!(
-                        "sdpa kernels exist for head_dim {SDPA_HEAD_DIMS:?}, not {head_dim}"
-                    )));
-                }
+                check_sdpa_head_dim(head_dim as usize)?;
                 format!(
                     "sdpa_{}_{}_d{head_dim}",
                     if decode { "decode" } else { "prefill" },
@@ -534,8 +541,16 @@ pub mod launch {
     /// session 13): two vectors per lane at 32 registers (full occupancy) streamed 80-99% of
     /// copy at hidden 1024-8192, against 54-70% for the earlier block per row with up to four.
     /// Returns the launch and `group`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an element size outside 1..=16 bytes or too many rows.
     pub fn norm_rows(rows: usize, hidden: usize, elem_bytes: usize) -> Result<(LaunchConfig, u32)> {
-        let nvec = hidden.div_ceil(16 / elem_bytes.max(1));
+        if !(1..=16).contains(&elem_bytes) {
+            return Err(Error::InvalidArgument(format!(
+                "rms_norm rows of {elem_bytes}-byte elements"
+            )));
+        }
+        let nvec = hidden.div_ceil(16 / elem_bytes);
         let group = nvec.div_ceil(NORM_VEC).next_power_of_two().clamp(32, 1024);
         let block = group.max(128);
         let per_block = block / group;
@@ -580,7 +595,12 @@ pub mod launch {
         smem_bytes: usize,
         resident: usize,
     ) -> Result<LaunchConfig> {
-        let groups = (BLOCK / 32 / split.max(1)) as usize;
+        if !matches!(split, 1 | 2 | 4 | 8) {
+            return Err(Error::InvalidArgument(format!(
+                "{split} warps per GEMV row (1, 2, 4 or 8)"
+            )));
+        }
+        let groups = (BLOCK / 32 / split) as usize;
         let blocks = units.div_ceil(groups).clamp(1, resident.max(1));
         let grid = u32::try_from(blocks)
             .map_err(|_| Error::InvalidArgument(format!("{units} GEMV outputs exceed the grid")))?;
@@ -643,8 +663,9 @@ pub mod launch {
         // 10.0 with 128) and in Llama-3.1-8B's decode step (1–2% faster than 128); 128
         // was 1–1.5% faster at the 117 MB shapes alone; 256 and more were slower everywhere.
         const PREFETCH: usize = 64 << 10;
-        let row = k * elem_bytes;
-        if n * row < GEMV_RING_MIN_BYTES || row > STAGE_MAX || !row.is_multiple_of(16) {
+        let row = k.saturating_mul(elem_bytes);
+        if n.saturating_mul(row) < GEMV_RING_MIN_BYTES || row > STAGE_MAX || !row.is_multiple_of(16)
+        {
             return Ok(None);
         }
         let rows = 1usize << (STAGE_MAX / row).min(8).ilog2();
@@ -708,7 +729,7 @@ pub mod launch {
     /// Warps splitting one weight row of `k` elements: the largest power of two ≤ row bytes /
     /// 2 KiB, between 1 and `max`.
     fn gemv_warps_per_row(k: usize, elem_bytes: usize, max: usize) -> u32 {
-        1u32 << (k * elem_bytes / 2048).clamp(1, max).ilog2()
+        1u32 << (k.saturating_mul(elem_bytes) / 2048).clamp(1, max).ilog2()
     }
 
     /// 256-thread blocks of `per_block` outputs covering `n`; returns the launch and `per_block`.
@@ -723,9 +744,12 @@ pub mod launch {
 
     /// `rope_kv_append`: one block per (token, query or key/value head).
     pub fn rope_kv_append(tokens: usize, heads: usize) -> Result<LaunchConfig> {
-        let grid = u32::try_from((tokens * heads).max(1)).map_err(|_| {
-            Error::InvalidArgument(format!("{tokens}×{heads} heads exceed the grid"))
-        })?;
+        let grid = tokens
+            .checked_mul(heads)
+            .and_then(|n| u32::try_from(n.max(1)).ok())
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!("{tokens}×{heads} heads exceed the grid"))
+            })?;
         Ok(LaunchConfig::new(grid, ROPE_KV_THREADS))
     }
 
@@ -759,6 +783,7 @@ pub mod launch {
         head_dim: usize,
         smem_optin: usize,
     ) -> Result<(LaunchConfig, u32)> {
+        check_sdpa_head_dim(head_dim)?;
         let (mut bn, warps, mt) = if head_dim > 128 {
             (32, 4, 1)
         } else {
@@ -841,6 +866,7 @@ pub mod launch {
         smem_per_sm: usize,
         smem_optin: usize,
     ) -> Result<(LaunchConfig, u32)> {
+        check_sdpa_head_dim(head_dim)?;
         let merge = sdpa_merge_bytes(head_dim);
         let bytes = |stages: usize| (stages * 2 * 64 * (head_dim + 8) * 2).max(merge);
         // Per block the driver reserves 1 KiB of shared memory beside the kernel's own.
@@ -901,7 +927,7 @@ pub mod launch {
         sms: usize,
         smem_optin: usize,
     ) -> Result<Option<(LaunchConfig, u32)>> {
-        if !SDPA_RING_HEAD_DIMS.contains(&(head_dim as u32)) {
+        if !u32::try_from(head_dim).is_ok_and(|d| SDPA_RING_HEAD_DIMS.contains(&d)) {
             return Ok(None);
         }
         let stage = 2 * 64 * head_dim * 2;
@@ -913,7 +939,12 @@ pub mod launch {
         if smem + SDPA_RING_STATIC_SMEM > smem_optin {
             return Ok(None);
         }
-        let units = batch * kv_heads * splits;
+        let units = batch
+            .checked_mul(kv_heads)
+            .and_then(|n| n.checked_mul(splits))
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!("{batch}×{kv_heads}×{splits} decode units"))
+            })?;
         let grid = u32::try_from(units.min(sms.max(1)))
             .map_err(|_| Error::InvalidArgument(format!("{units} decode units")))?;
         Ok(Some((
@@ -1143,6 +1174,36 @@ mod tests {
             Kernel::RmsNorm(DType::I32).entry_point(),
             Err(Error::Unsupported { .. })
         ));
+    }
+
+    /// Arguments no kernel is built for are errors, and sizes that overflow are refused
+    /// rather than wrapped into small launches.
+    #[test]
+    fn launch_helpers_refuse_bad_arguments() {
+        assert!(launch::norm_rows(4, 4096, 32).is_err());
+        assert!(launch::norm_rows(4, 4096, 0).is_err());
+        assert!(launch::norm_rows(4, 4096, 2).is_ok());
+        for split in [0, 3, 16] {
+            assert!(
+                launch::gemv_persistent(10, split, 0, 132).is_err(),
+                "{split}"
+            );
+        }
+        assert!(launch::gemv_persistent(10, 8, 0, 132).is_ok());
+        assert!(launch::rope_kv_append(1 << 32, 1 << 32).is_err());
+        assert!(launch::rope_kv_append(7, 40).is_ok());
+        let huge_dim = (1 << 24) - 8;
+        assert!(launch::sdpa_prefill(1, 1, 1, huge_dim, 227 << 10).is_err());
+        assert!(launch::sdpa_decode(1, 1, 1, huge_dim, 228 << 10, 227 << 10).is_err());
+        assert!(launch::sdpa_decode(1, 1, 1, 100, 228 << 10, 227 << 10).is_err());
+        assert!(launch::sdpa_decode_ring(usize::MAX, 2, 2, 128, 132, 227 << 10).is_err());
+        // Rows too wide for the ring's stages, even where k × element size overflows.
+        assert!(
+            launch::gemv_ring(8, usize::MAX, 2, 132, 227 << 10)
+                .unwrap()
+                .is_none()
+        );
+        assert!(launch::gemv(8, usize::MAX, 2).is_ok());
     }
 
     #[test]

@@ -119,6 +119,9 @@ impl<E> From<E> for AllocError<E> {
 pub struct Allocation {
     /// Slab index of the block (the handle for [`Allocator::free`]).
     pub block: usize,
+    /// The allocation's serial number (its place in [`Stats::allocations`]): a copy of a handle
+    /// freed already, whose block may since hold another allocation, no longer matches it.
+    pub serial: u64,
     /// Device address.
     pub addr: u64,
     /// Size of the block (≥ the rounded request).
@@ -194,6 +197,8 @@ struct Block {
     prev: Option<usize>,
     next: Option<usize>,
     state: State,
+    /// The serial of the allocation that holds it while live (see [`Allocation::serial`]).
+    serial: u64,
 }
 
 struct Segment<S> {
@@ -232,9 +237,12 @@ pub struct Allocator<B: Backend> {
     stats: Stats,
 }
 
-/// The size a request is rounded to.
-pub fn round_size(bytes: usize) -> usize {
-    bytes.max(1).next_multiple_of(MIN_BLOCK)
+/// The size a request is rounded to; `None` past `isize::MAX` bytes, which no device holds.
+pub fn round_size(bytes: usize) -> Option<usize> {
+    bytes
+        .max(1)
+        .checked_next_multiple_of(MIN_BLOCK)
+        .filter(|&size| size <= isize::MAX as usize)
 }
 
 fn kind_of(size: usize) -> Kind {
@@ -327,7 +335,12 @@ impl<B: Backend> Allocator<B> {
         stream: &B::Stream,
         quotas: &[&Quota],
     ) -> Result<Allocation, AllocError<B::Error>> {
-        let size = round_size(bytes);
+        let Some(size) = round_size(bytes) else {
+            return Err(AllocError::OutOfMemory {
+                requested: bytes,
+                reserved: self.stats.reserved_bytes,
+            });
+        };
         for q in quotas {
             let in_use = q.in_use();
             if in_use.saturating_add(size) > q.limit {
@@ -375,6 +388,7 @@ impl<B: Backend> Allocator<B> {
             q.in_use.fetch_add(size, Ordering::Relaxed);
         }
         self.stats.allocations += 1;
+        self.blocks[b].serial = self.stats.allocations;
         self.stats.live_blocks += 1;
         self.stats.allocated_bytes += self.blocks[b].size;
         self.stats.peak_allocated_bytes = self
@@ -383,6 +397,7 @@ impl<B: Backend> Allocator<B> {
             .max(self.stats.allocated_bytes);
         Ok(Allocation {
             block: b,
+            serial: self.blocks[b].serial,
             addr: self.blocks[b].addr,
             size: self.blocks[b].size,
             charged: size,
@@ -390,10 +405,16 @@ impl<B: Backend> Allocator<B> {
     }
 
     /// Returns a block whose last use was ordered on `stream`. It stays reserved for that
-    /// stream until a fence hands it to others.
-    pub fn free(&mut self, a: Allocation, stream: &B::Stream, quotas: &[&Quota]) {
+    /// stream until a fence hands it to others. Returns `false`, changing nothing, for a handle
+    /// that is not live here (freed already, or from another allocator).
+    pub fn free(&mut self, a: Allocation, stream: &B::Stream, quotas: &[&Quota]) -> bool {
         let b = a.block;
-        debug_assert_eq!(self.blocks[b].state, State::Live);
+        let live = self.blocks.get(b).is_some_and(|block| {
+            block.state == State::Live && block.serial == a.serial && block.addr == a.addr
+        });
+        if !live {
+            return false;
+        }
         for q in quotas {
             q.in_use.fetch_sub(a.charged, Ordering::Relaxed);
         }
@@ -410,6 +431,7 @@ impl<B: Backend> Allocator<B> {
         if let Some(s) = self.streams.get_mut(&stream) {
             s.unfenced.push(survivor);
         }
+        true
     }
 
     /// Waits for every fence and returns wholly free segments to the backend. Returns the bytes
@@ -520,6 +542,7 @@ impl<B: Backend> Allocator<B> {
                 owner: Owner::Ready,
                 fence: None,
             },
+            serial: 0,
         });
         let si = match self.segments.iter().position(Option::is_none) {
             Some(i) => i,
@@ -561,6 +584,7 @@ impl<B: Backend> Allocator<B> {
                 prev: Some(b),
                 next: self.blocks[b].next,
                 state,
+                serial: 0,
             });
             if let Some(n) = self.blocks[b].next {
                 self.blocks[n].prev = Some(rest);

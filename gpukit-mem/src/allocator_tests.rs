@@ -129,7 +129,7 @@ fn run(ops: Vec<Op>, capacity: usize, limit: usize) -> Result<(), TestCaseError>
                 *model.0.borrow_mut().pos.entry(stream).or_insert(0) += 1;
                 match alloc.alloc(bytes, &stream, &[&quota]) {
                     Ok(a) => {
-                        prop_assert!(a.size >= bytes && a.charged == round_size(bytes));
+                        prop_assert!(a.size >= bytes && Some(a.charged) == round_size(bytes));
                         let (lo, hi) = (a.addr, a.addr + a.size as u64);
                         for l in &live {
                             let (llo, lhi) = (l.a.addr, l.a.addr + l.a.size as u64);
@@ -269,8 +269,18 @@ fn same_stream_reuses_at_once_and_other_streams_wait_for_the_fence() {
 #[test]
 fn rounding_and_splitting() {
     let (_, mut a) = model(1 << 30);
-    assert_eq!(round_size(1), 512);
-    assert_eq!(round_size(513), 1024);
+    assert_eq!(round_size(1), Some(512));
+    assert_eq!(round_size(513), Some(1024));
+    assert_eq!(round_size(usize::MAX), None);
+    // A request no device could hold is out of memory, not a wrapped zero-size block.
+    let q = Quota::new(1 << 20);
+    for huge in [usize::MAX, usize::MAX - 100, isize::MAX as usize + 1] {
+        assert!(matches!(
+            a.alloc(huge, &0, &[&q]),
+            Err(AllocError::OutOfMemory { requested, .. }) if requested == huge
+        ));
+    }
+    assert_eq!(q.in_use(), 0);
     let s = a.alloc(3000, &0, &[]).unwrap();
     assert_eq!((s.size, s.charged), (3072, 3072));
     assert_eq!(a.stats().reserved_bytes, SMALL_SEGMENT);
@@ -306,9 +316,32 @@ fn quota_is_enforced_with_numbers() {
         }
         other => panic!("expected a quota error, got {other:?}"),
     }
-    a.free(x, &0, &[&q]);
+    assert!(a.free(x, &0, &[&q]));
     assert_eq!(q.in_use(), 0);
     a.alloc(4_000, &0, &[&q]).unwrap();
+}
+
+#[test]
+fn stale_and_forged_handles_change_nothing() {
+    let (m, mut a) = model(1 << 30);
+    let q = Quota::new(1 << 20);
+    let x = a.alloc(512, &0, &[&q]).unwrap();
+    assert!(a.free(x, &0, &[&q]));
+    // A second free of the same handle: nothing changes.
+    let stats = a.stats();
+    assert!(!a.free(x, &0, &[&q]));
+    assert_eq!((a.stats(), q.in_use()), (stats, 0));
+    // The block handed out again: the old handle still does not free it.
+    m.0.borrow_mut().done.insert(0, 100);
+    let y = a.alloc(512, &0, &[&q]).unwrap();
+    assert_eq!((y.block, y.addr), (x.block, x.addr));
+    assert!(!a.free(x, &0, &[&q]));
+    assert_eq!(q.in_use(), 512);
+    // A handle that names no block.
+    assert!(!a.free(Allocation { block: 99, ..y }, &0, &[&q]));
+    assert!(a.free(y, &0, &[&q]));
+    assert_eq!(q.in_use(), 0);
+    a.check_invariants().unwrap();
 }
 
 #[test]

@@ -58,8 +58,9 @@ impl std::fmt::Debug for PinnedBuffer {
     }
 }
 
-fn class_of(bytes: usize) -> usize {
-    bytes.max(MIN_CLASS).next_power_of_two()
+/// The power-of-two size class of a request; `None` past the largest power of two.
+fn class_of(bytes: usize) -> Option<usize> {
+    bytes.max(MIN_CLASS).checked_next_power_of_two()
 }
 
 impl PinnedPool {
@@ -77,15 +78,17 @@ impl PinnedPool {
     /// A buffer of `bytes` bytes (contents unspecified: earlier users' data may remain).
     ///
     /// # Errors
-    /// [`crate::Error::InvalidArgument`] for zero bytes; a driver error if the host cannot lock
-    /// more memory.
+    /// [`crate::Error::InvalidArgument`] for zero bytes or more than any size class holds
+    /// (2^63 on 64-bit hosts); a driver error if the host cannot lock more memory.
     pub fn alloc(&self, bytes: usize) -> Result<PinnedBuffer> {
         if bytes == 0 {
             return Err(crate::Error::InvalidArgument(
                 "a pinned buffer needs at least one byte".into(),
             ));
         }
-        let class = class_of(bytes);
+        let class = class_of(bytes).ok_or_else(|| {
+            crate::Error::InvalidArgument(format!("a pinned buffer of {bytes} bytes"))
+        })?;
         let cached = lock(&self.shared.free).get_mut(&class).and_then(Vec::pop);
         let alloc = match cached {
             Some(a) => {
@@ -166,5 +169,18 @@ impl Drop for PinnedBuffer {
             s.cached_bytes += class;
         }
         lock(&self.pool.free).entry(class).or_default().push(a);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_classes_are_powers_of_two_or_none() {
+        assert_eq!(class_of(1), Some(MIN_CLASS));
+        assert_eq!(class_of(MIN_CLASS + 1), Some(2 * MIN_CLASS));
+        assert_eq!(class_of(1 << 63), Some(1 << 63));
+        assert_eq!(class_of((1 << 63) + 1), None);
     }
 }

@@ -388,7 +388,8 @@ impl std::fmt::Debug for DeviceBuffer {
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
         let quotas: Vec<&Quota> = self.pool.quotas.iter().map(|q| &**q).collect();
-        lock(&self.pool.shared.allocator).free(self.alloc, &self.stream, &quotas);
+        // The buffer owns its allocation alone: it is live until this free.
+        let _ = lock(&self.pool.shared.allocator).free(self.alloc, &self.stream, &quotas);
     }
 }
 

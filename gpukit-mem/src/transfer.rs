@@ -62,11 +62,36 @@ impl HostSource {
         }
     }
 
+    /// Bytes to copy (0 for a reversed range, which [`HostSource::check`] refuses).
     fn len(&self) -> usize {
         match self {
-            HostSource::File { range, .. } => (range.end - range.start) as usize,
+            HostSource::File { range, .. } => range.end.saturating_sub(range.start) as usize,
             HostSource::Pageable { range, .. } => range.len(),
             HostSource::Pinned(p) => p.len(),
+        }
+    }
+
+    /// Refuses a reversed range, or a range past the end of pageable bytes (a file's end is
+    /// checked when it is read), before the copy is queued: a worker must never be handed a
+    /// source it cannot read.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the range.
+    fn check(&self) -> Result<()> {
+        let bad = |what: String| Err(Error::InvalidArgument(what));
+        match self {
+            HostSource::File { range, .. } if range.start > range.end => {
+                bad(format!("upload of file bytes {range:?}: a reversed range"))
+            }
+            HostSource::Pageable { data, range }
+                if range.start > range.end || range.end > (**data).as_ref().len() =>
+            {
+                bad(format!(
+                    "upload of bytes {range:?} of {} host bytes",
+                    (**data).as_ref().len()
+                ))
+            }
+            _ => Ok(()),
         }
     }
 }
@@ -344,8 +369,9 @@ impl TransferEngine {
     /// `dst`'s stream.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] if the bytes do not fit or `dst` is on another device; the
-    /// transfer's own errors come from the handle.
+    /// [`Error::InvalidArgument`] if the bytes do not fit, the source range is reversed or runs
+    /// past its bytes, or `dst` is on another device; the transfer's own errors come from the
+    /// handle.
     pub fn upload(
         &self,
         src: HostSource,
@@ -358,6 +384,7 @@ impl TransferEngine {
                 "upload to a buffer of another device".into(),
             ));
         }
+        src.check()?;
         let len = src.len();
         if offset.checked_add(len).is_none_or(|end| end > dst.len()) {
             return Err(Error::InvalidArgument(format!(
@@ -397,6 +424,7 @@ impl TransferEngine {
         stream: &Stream,
         priority: Priority,
     ) -> Result<Transfer<DeviceBuffer>> {
+        src.check()?;
         let dst = pool.alloc(src.len().max(1), stream)?;
         self.upload(src, dst, 0, priority)
     }
@@ -671,6 +699,36 @@ fn fill_staging(src: &HostSource, start: usize, dst: &mut [u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Sources a worker could not read are refused before anything is queued.
+    #[test]
+    fn unreadable_sources_are_refused() {
+        let ten = Arc::new(vec![0u8; 10]);
+        let pageable = |range: Range<usize>| HostSource::Pageable {
+            data: ten.clone(),
+            range,
+        };
+        pageable(0..10).check().unwrap();
+        pageable(10..10).check().unwrap();
+        #[allow(clippy::reversed_empty_ranges)]
+        for bad in [0..4096, 5..11, 7..3] {
+            let e = pageable(bad.clone()).check().unwrap_err().to_string();
+            assert!(e.contains("10 host bytes"), "{bad:?}: {e}");
+        }
+        #[allow(clippy::reversed_empty_ranges)]
+        let reversed = HostSource::File {
+            file: Arc::new(std::fs::File::open(std::env::current_exe().unwrap()).unwrap()),
+            range: 10..5,
+        };
+        assert_eq!(reversed.len(), 0);
+        assert!(
+            reversed
+                .check()
+                .unwrap_err()
+                .to_string()
+                .contains("reversed")
+        );
+    }
 
     #[test]
     fn queue_runs_higher_priority_first_then_fifo() {
