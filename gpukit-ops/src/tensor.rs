@@ -105,8 +105,11 @@ impl Tensor {
     pub fn full(shape: &[usize], value: f64, dtype: DType, device: &Device) -> Result<Tensor> {
         let n = checked_numel("full", shape)?;
         let mut data = HostData::zeros(dtype, n)?;
-        for i in 0..n {
-            data.set(i, value);
+        // Zeros come zeroed from the allocator: writing them again would touch every page.
+        if value.to_bits() != 0 {
+            for i in 0..n {
+                data.set(i, value);
+            }
         }
         Self::from_host(data, shape, device)
     }

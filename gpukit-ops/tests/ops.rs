@@ -2402,6 +2402,16 @@ fn host_helpers_out_of_range() {
         head_dim: 64,
     };
     assert!(sdpa_reference(&[], &[], &[], shape, 1.0, AttentionMask::default()).is_err());
+    // Zeros are left as the allocator zeroed them; any other value, -0.0 included, is written.
+    let z = Tensor::full(&[3], -0.0, DType::F32, &Device::Cpu).unwrap();
+    assert!(
+        z.to_vec::<f32>()
+            .unwrap()
+            .iter()
+            .all(|x| x.to_bits() == (-0f32).to_bits())
+    );
+    let z = Tensor::zeros(&[3], DType::BF16, &Device::Cpu).unwrap();
+    assert_eq!(z.to_vec_f64().unwrap(), [0.0; 3]);
     // 2^58 bytes (past any address space) is an error, not an abort.
     let r = Tensor::zeros(&[1 << 58], DType::U8, &Device::Cpu);
     assert!(
