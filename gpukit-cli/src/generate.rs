@@ -188,12 +188,19 @@ pub fn chat(args: &ModelArgs) -> Result<()> {
         messages.push(Message::new("user", line));
         match stream(&loaded, Prompt::Chat(&messages), args) {
             Ok(answer) => messages.push(Message::new("assistant", answer.trim().to_string())),
-            // A turn that fails (a prompt past the context, a template error) is dropped; the
-            // conversation before it stays.
-            Err(e) => {
+            // A turn the conversation cannot take (a prompt past the context, a template
+            // error: both `Format` errors) is dropped and the conversation before it stays;
+            // anything else (a device or I/O failure) ends the chat with the error.
+            Err(e)
+                if matches!(
+                    e.downcast_ref::<gpukit_llm::Error>(),
+                    Some(gpukit_llm::Error::Format { .. })
+                ) =>
+            {
                 messages.pop();
-                eprintln!("error: {e:#}\n(this turn was dropped; /reset starts over)");
+                eprintln!("error: {e}\n(this turn was dropped; /reset starts over)");
             }
+            Err(e) => return Err(e),
         }
     }
     Ok(())

@@ -72,12 +72,15 @@ fn format(path: &Path, detail: impl Into<String>) -> Error {
 
 /// Refuses a header whose tensors' data ends past the file. The safetensors crate sums the
 /// offsets with the header length unchecked, which panics where overflow checks are on (test
-/// and debug builds); a header that does not parse is left to its clear error.
+/// and debug builds); a header that does not parse, or is longer than the crate accepts
+/// (100 MB), is left to its clear error.
 fn offsets_within_file(map: &[u8], path: &Path) -> Result<()> {
+    const MAX_HEADER: usize = 100_000_000;
     let header = map
         .first_chunk::<8>()
         .and_then(|n| usize::try_from(u64::from_le_bytes(*n)).ok())
-        .and_then(|n| map.get(8..n.checked_add(8)?));
+        .filter(|&n| n <= MAX_HEADER)
+        .and_then(|n| map.get(8..n + 8));
     let Some(Ok(serde_json::Value::Object(entries))) =
         header.map(serde_json::from_slice::<serde_json::Value>)
     else {

@@ -818,15 +818,18 @@ mod tests {
         let mut w = GgufWriter::default();
         w.kv("general.alignment", 4, &24u32.to_le_bytes());
         check(&w.bytes(), "not a power of two");
-        // Arrays whose elements would take many times their bytes in memory, in all.
-        let n = (MAX_METADATA_ELEMENTS / 2 + 1) as usize;
-        let mut array = 0u32.to_le_bytes().to_vec();
-        array.extend((n as u64).to_le_bytes());
-        array.resize(array.len() + n, 0);
+        // Arrays whose elements would take many times their bytes in memory, in all (refused
+        // before the second array's elements are allocated).
+        let u8_array = |n: usize| {
+            let mut array = 0u32.to_le_bytes().to_vec();
+            array.extend((n as u64).to_le_bytes());
+            array.resize(array.len() + n, 0);
+            array
+        };
         let mut w = GgufWriter::default();
-        w.kv("a", 9, &array);
+        w.kv("a", 9, &u8_array(1000));
         GgufHeader::parse(&w.bytes(), Path::new("ok.gguf")).unwrap();
-        w.kv("b", 9, &array);
+        w.kv("b", 9, &u8_array(MAX_METADATA_ELEMENTS as usize - 999));
         check(&w.bytes(), "metadata arrays of more than");
     }
 

@@ -199,6 +199,9 @@ struct Block {
     state: State,
     /// The serial of the allocation that holds it while live (see [`Allocation::serial`]).
     serial: u64,
+    /// Bytes that allocation charged to the quotas (what its free gives back, whatever a
+    /// handle says).
+    charged: usize,
 }
 
 struct Segment<S> {
@@ -389,6 +392,7 @@ impl<B: Backend> Allocator<B> {
         }
         self.stats.allocations += 1;
         self.blocks[b].serial = self.stats.allocations;
+        self.blocks[b].charged = size;
         self.stats.live_blocks += 1;
         self.stats.allocated_bytes += self.blocks[b].size;
         self.stats.peak_allocated_bytes = self
@@ -416,7 +420,8 @@ impl<B: Backend> Allocator<B> {
             return false;
         }
         for q in quotas {
-            q.in_use.fetch_sub(a.charged, Ordering::Relaxed);
+            q.in_use
+                .fetch_sub(self.blocks[b].charged, Ordering::Relaxed);
         }
         self.stats.live_blocks -= 1;
         self.stats.allocated_bytes -= self.blocks[b].size;
@@ -543,6 +548,7 @@ impl<B: Backend> Allocator<B> {
                 fence: None,
             },
             serial: 0,
+            charged: 0,
         });
         let si = match self.segments.iter().position(Option::is_none) {
             Some(i) => i,
@@ -585,6 +591,7 @@ impl<B: Backend> Allocator<B> {
                 next: self.blocks[b].next,
                 state,
                 serial: 0,
+                charged: 0,
             });
             if let Some(n) = self.blocks[b].next {
                 self.blocks[n].prev = Some(rest);

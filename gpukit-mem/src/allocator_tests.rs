@@ -339,7 +339,15 @@ fn stale_and_forged_handles_change_nothing() {
     assert_eq!(q.in_use(), 512);
     // A handle that names no block.
     assert!(!a.free(Allocation { block: 99, ..y }, &0, &[&q]));
-    assert!(a.free(y, &0, &[&q]));
+    // A live handle with a wrong charge gives back what was charged.
+    assert!(a.free(
+        Allocation {
+            charged: 1 << 40,
+            ..y
+        },
+        &0,
+        &[&q]
+    ));
     assert_eq!(q.in_use(), 0);
     a.check_invariants().unwrap();
 }

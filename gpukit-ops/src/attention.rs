@@ -242,7 +242,7 @@ pub fn attention_shape(q: &Tensor, k: &Tensor, v: &Tensor) -> Result<AttentionSh
 /// How the CUDA kernels run a shape: `Some((first key, keys per split, splits))` for the
 /// split-K decode kernel, `None` for the prefill kernel.
 fn decode_plan(s: &AttentionShape, mask: &AttentionMask) -> Option<(usize, usize, usize)> {
-    let rows = (s.q_heads / s.kv_heads.max(1)) * s.q_len;
+    let rows = (s.q_heads / s.kv_heads.max(1)).saturating_mul(s.q_len);
     if rows > launch::SDPA_DECODE_ROWS {
         return None;
     }
@@ -253,7 +253,8 @@ fn decode_plan(s: &AttentionShape, mask: &AttentionMask) -> Option<(usize, usize
         }
         _ => 0,
     };
-    let (chunk, splits) = launch::sdpa_decode_splits(s.kv_len - first, s.batch * s.kv_heads);
+    let (chunk, splits) =
+        launch::sdpa_decode_splits(s.kv_len - first, s.batch.saturating_mul(s.kv_heads));
     Some((first, chunk, splits))
 }
 
@@ -265,11 +266,18 @@ pub fn sdpa_workspace_len(shape: &AttentionShape, mask: &AttentionMask) -> usize
         Some((first, _, splits)) => {
             // The Hopper ring's split count (never more than the cp.async kernel's, but the
             // workspace serves whichever runs).
-            let bkv = shape.batch * shape.kv_heads;
+            let bkv = shape.batch.saturating_mul(shape.kv_heads);
             let ring = launch::sdpa_decode_ring_splits(shape.kv_len - first, bkv).1;
             let splits = splits.max(ring);
             if splits > 1 {
-                bkv * splits * launch::SDPA_DECODE_ROWS * (shape.head_dim + 2)
+                // Saturating: a hand-made shape too large for any tensor asks for usize::MAX.
+                [
+                    splits,
+                    launch::SDPA_DECODE_ROWS,
+                    shape.head_dim.saturating_add(2),
+                ]
+                .iter()
+                .fold(bkv, |n, &f| n.saturating_mul(f))
             } else {
                 0
             }

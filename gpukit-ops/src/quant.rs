@@ -110,7 +110,7 @@ impl QuantFormat {
     /// Bytes holding `n` values.
     ///
     /// # Errors
-    /// [`Error::Shape`] unless `n` is a whole number of blocks.
+    /// [`Error::Shape`] unless `n` is a whole number of blocks whose bytes fit a `usize`.
     pub fn bytes_for(self, n: usize) -> Result<usize> {
         let bv = self.block_values();
         if !n.is_multiple_of(bv) {
@@ -122,7 +122,12 @@ impl QuantFormat {
                 ),
             ));
         }
-        Ok(n / bv * self.block_bytes())
+        (n / bv).checked_mul(self.block_bytes()).ok_or_else(|| {
+            Error::shape(
+                "quantized tensor",
+                format!("{n} {} values overflow a byte count", self.name()),
+            )
+        })
     }
 }
 

@@ -74,7 +74,8 @@ pub fn uniform_at(seed: u64, step: u64, row: u32) -> f32 {
 /// `e^x` for the sampler (x ≤ 0), computed the same way on the CPU and the device: x·log2(e)
 /// split into integer and fraction, 2^fraction by its degree-7 Taylor polynomial in fused
 /// multiply-adds, scaled by 2^integer (relative error < 1e-5 down to 2^-126, mostly from
-/// rounding x·log2(e)); 0 below 2^-126, +∞ above f32's range.
+/// rounding x·log2(e)); 0 below 2^-126. Above f32's range (x > 88.7, never given by the
+/// sampler) this CPU version returns +∞; the device's is only defined for x ≤ 0.
 pub fn exp_det(x: f32) -> f32 {
     const C: [u32; 8] = [
         0x3f80_0000,

@@ -335,11 +335,11 @@ impl Tensor {
     /// # Errors
     /// As [`Tensor::to_vec`].
     pub fn to_vec_f32(&self) -> Result<Vec<f32>> {
-        if self.numel() == 0 {
+        let host = self.to_device(&Device::Cpu)?;
+        if host.numel() == 0 {
             // An empty view's offset may lie past its storage: nothing to read.
             return Ok(Vec::new());
         }
-        let host = self.to_device(&Device::Cpu)?;
         let data = host
             .host()
             .ok_or_else(|| Error::dtype("to_vec", "not on the host"))?;

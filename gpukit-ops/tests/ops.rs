@@ -137,8 +137,20 @@ fn input(
 
 /// On CUDA, the same op on the CPU must agree too.
 fn also_cpu(dev: &Device, got: &[f64], cpu: impl FnOnce() -> Vec<f64>, tol: f64, what: &str) {
+    also_cpu_scaled(dev, got, cpu, &[], tol, what);
+}
+
+/// [`also_cpu`] with [`assert_close_scaled`]'s per-element scale.
+fn also_cpu_scaled(
+    dev: &Device,
+    got: &[f64],
+    cpu: impl FnOnce() -> Vec<f64>,
+    scale: &[f64],
+    tol: f64,
+    what: &str,
+) {
     if matches!(dev, Device::Cuda(_)) {
-        assert_close(&format!("{what} (CUDA vs CPU op)"), got, &cpu(), tol);
+        assert_close_scaled(&format!("{what} (CUDA vs CPU op)"), got, &cpu(), scale, tol);
     }
 }
 
@@ -1695,7 +1707,7 @@ op_test!(fused_decode_ops, |dev: &Device| {
             let got = out.to_vec_f64().unwrap();
             let what = format!("linear_swiglu {dt} m{m} k{k} n{n}");
             assert_close_scaled(&what, &got, &want, &scale, tol(dt));
-            also_cpu(
+            also_cpu_scaled(
                 dev,
                 &got,
                 || {
@@ -1707,6 +1719,7 @@ op_test!(fused_decode_ops, |dev: &Device| {
                     ops::linear_swiglu_into(&xc, &wc, &mut o).unwrap();
                     o.to_vec_f64().unwrap()
                 },
+                &scale,
                 tol(dt),
                 &what,
             );
@@ -2295,6 +2308,7 @@ op_test!(degenerate_and_bad_inputs, |dev: &Device| {
     assert!(err.to_string().contains("contiguous"), "{err}");
     let block = Tensor::from_slice(&[0u8; 34], &[34], dev).unwrap();
     assert!(QuantMatrix::new(block.clone(), QuantFormat::Q8_0, usize::MAX, 32).is_err());
+    assert!(QuantMatrix::new(block.clone(), QuantFormat::Q8_0, 1, usize::MAX - 31).is_err());
     assert!(QuantMatrix::new(block.clone(), QuantFormat::Q8_0, 2, 32).is_err());
     let qm = QuantMatrix::new(block, QuantFormat::Q8_0, 1, 32).unwrap();
     assert_eq!(
@@ -2321,6 +2335,45 @@ op_test!(degenerate_and_bad_inputs, |dev: &Device| {
                 assert_eq!(row, &vv[..], "{dt} alibi={alibi} row {i}");
             }
         }
+        // Over two keys the ALiBi bias moves the weights: key j gets slope·(j − position),
+        // query i at position kv_len − q_len + i = i − 1 (the position only adds a constant,
+        // which softmax ignores; the slope, 2^-4 and 2^-8 for 2 heads as in Press et al.,
+        // does not). The f64 reference is written out here.
+        let (q, qv) = input(&[1, 2, 3, 64], dt, -1.0, 1.0, 18, dev);
+        let (k, kv) = input(&[1, 1, 2, 64], dt, -1.0, 1.0, 19, dev);
+        let (v, vv) = input(&[1, 1, 2, 64], dt, -1.0, 1.0, 20, dev);
+        let mask = AttentionMask {
+            causal: false,
+            sliding_window: None,
+            alibi: true,
+        };
+        let got = sdpa(&q, &k, &v, 0.125, mask).unwrap().to_vec_f64().unwrap();
+        let mut want = Vec::new();
+        for (h, slope) in [(0usize, 0.0625f64), (1, 0.00390625)] {
+            for i in 0..3 {
+                let qrow = &qv[(h * 3 + i) * 64..][..64];
+                let s: Vec<f64> = (0..2)
+                    .map(|j| {
+                        let dot: f64 = qrow
+                            .iter()
+                            .zip(&kv[j * 64..][..64])
+                            .map(|(a, b)| a * b)
+                            .sum();
+                        0.125 * dot + slope * (j as f64 - (i as f64 - 1.0))
+                    })
+                    .collect();
+                let m = s[0].max(s[1]);
+                let p: Vec<f64> = s.iter().map(|x| (x - m).exp()).collect();
+                let z = p[0] + p[1];
+                want.extend((0..64).map(|c| (p[0] * vv[c] + p[1] * vv[64 + c]) / z));
+            }
+        }
+        assert_close(
+            &format!("{dt} non-causal ALiBi, 3 queries over 2 keys"),
+            &got,
+            &want,
+            tol(dt),
+        );
         // A window wider than any sequence is no window.
         let (q, k, v) = (
             input(&[1, 4, 5, 64], dt, -1.0, 1.0, 14, dev).0,
