@@ -415,15 +415,15 @@ impl GemmProvider {
                 set_desc(desc, D::CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &zero)?;
             }
             if batch > 1 {
-                let stride = |a: usize, b: usize| {
+                let elements = |a: usize, b: usize| {
                     a.checked_mul(b).ok_or_else(|| {
                         Error::InvalidArgument(format!("a batch stride of {a}×{b} elements"))
                     })
                 };
                 let strides = [
-                    (la, if shared_b { 0 } else { dim(stride(k, n)?)? }),
-                    (lb, dim(stride(m, k)?)?),
-                    (ld, dim(stride(m, n)?)?),
+                    (la, if shared_b { 0 } else { dim(elements(k, n)?)? }),
+                    (lb, dim(elements(m, k)?)?),
+                    (ld, dim(elements(m, n)?)?),
                 ];
                 for (l, stride) in strides {
                     set_layout(l, L::CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch_i)?;

@@ -235,30 +235,24 @@ mod tests {
     /// A template that would loop for ever or render without bound stops with an error.
     #[test]
     fn runaway_templates_are_errors() {
-        let msgs = [Message::new("user", "hi")];
-        let endless = ChatTemplate::new(
+        let render = |source: &str| {
+            let msgs = [Message::new("user", "hi")];
+            ChatTemplate::new(source, "", "")
+                .unwrap()
+                .render(&msgs, true)
+        };
+        let e = render(
             "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}",
-            "",
-            "",
         )
-        .unwrap();
-        let e = endless.render(&msgs, true).unwrap_err().to_string();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("fuel"), "{e}");
-        let huge = ChatTemplate::new(
-            "{% for a in range(100) %}{{ 'x' * 1000000 }}{% endfor %}",
-            "",
-            "",
-        )
-        .unwrap();
-        let e = huge.render(&msgs, true).unwrap_err().to_string();
+        let e = render("{% for a in range(100) %}{{ 'x' * 1000000 }}{% endfor %}")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("64 MiB"), "{e}");
         // Below the cap the same template renders.
-        let big = ChatTemplate::new(
-            "{% for a in range(3) %}{{ 'x' * 1000000 }}{% endfor %}",
-            "",
-            "",
-        )
-        .unwrap();
-        assert_eq!(big.render(&msgs, true).unwrap().len(), 3_000_000);
+        let big = render("{% for a in range(3) %}{{ 'x' * 1000000 }}{% endfor %}").unwrap();
+        assert_eq!(big.len(), 3_000_000);
     }
 }

@@ -271,13 +271,9 @@ pub fn sdpa_workspace_len(shape: &AttentionShape, mask: &AttentionMask) -> usize
             let splits = splits.max(ring);
             if splits > 1 {
                 // Saturating: a hand-made shape too large for any tensor asks for usize::MAX.
-                [
-                    splits,
-                    launch::SDPA_DECODE_ROWS,
-                    shape.head_dim.saturating_add(2),
-                ]
-                .iter()
-                .fold(bkv, |n, &f| n.saturating_mul(f))
+                bkv.saturating_mul(splits)
+                    .saturating_mul(launch::SDPA_DECODE_ROWS)
+                    .saturating_mul(shape.head_dim.saturating_add(2))
             } else {
                 0
             }
