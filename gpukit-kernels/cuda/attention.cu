@@ -1005,7 +1005,8 @@ SDPA_RING(f16, f16, 128)
 // ---- Hopper prefill on warpgroup MMA (sm_90a only) ----------------------------------------------
 //
 // sdpa_prefill_wgmma (head_dim 64 and 128): a block of 2 warpgroups owns 128 consecutive queries of
-// one head (64 per warpgroup) and walks 128-key tiles through a ring of 3 K/V stages in shared memory, copied with
+// one head (64 per warpgroup) and walks BN-key tiles (SDPA_WGMMA_BN: 64 at head_dim 64, where two
+// blocks then share an SM, else 128) through a ring of 3 K/V stages in shared memory, copied with
 // cp.async into the 128-byte-swizzled layout wgmma reads (Q and K K-major, V MN-major). Scores
 // S = Q·Kᵀ come from wgmma with both operands in shared memory; P (the softmax numerators, bf16/
 // f16 in registers, the accumulator layout reused as the A operand) times V from wgmma with A in
@@ -1040,6 +1041,17 @@ template <> __device__ __forceinline__ void wgmma_rs_t<T, 128>(float (&d)[64], c
 }
 WGMMA_N128(bf16, "bf16")
 WGMMA_N128(f16, "f16")
+// wgmma_ss at N = 64 (the scores of 64-key tiles at head_dim 64): 32 accumulator registers.
+#define WGMMA_SS_N64(T, TY)                                                                       \
+template <> __device__ __forceinline__ void wgmma_ss<T, 64>(float (&d)[32], unsigned long long da,         \
+                                                      unsigned long long db, int scale_d) {            \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                          \
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n" \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])                                                                          \
+                 : "l"(da), "l"(db), "r"(scale_d));                                               \
+}
+WGMMA_SS_N64(bf16, "bf16")
+WGMMA_SS_N64(f16, "f16")
 // wgmma_rs_t at N = 64 (P·V at head_dim 64): 32 accumulator registers.
 #define WGMMA_RS_N64(T, TY)                                                                       \
 template <> __device__ __forceinline__ void wgmma_rs_t<T, 64>(float (&d)[32], const unsigned (&a)[4],   \
@@ -1097,12 +1109,12 @@ __device__ __forceinline__ void load_tile_sw128(T* dst, const T* src, long long 
     }
 }
 
-template <typename T, int D>
+template <typename T, int D, int BN>
 __device__ __forceinline__ void sdpa_prefill_wgmma(const T* __restrict__ q, const T* __restrict__ k,
                                                    const T* __restrict__ v, T* __restrict__ out,
                                                    const AttnArgs& a) {
     extern __shared__ __align__(1024) unsigned char attn_smem[];
-    constexpr int BM = 128, BN = 128, THREADS = 256, STAGES = 3;
+    constexpr int BM = 128, THREADS = 256, STAGES = 3;
     T* qs = reinterpret_cast<T*>(attn_smem);
     T* kv = qs + BM * D;
     const int tid = threadIdx.x, wg = tid >> 7, wq = (tid >> 5) & 3, lane = tid & 31, g = lane >> 2, t = lane & 3;
@@ -1225,12 +1237,16 @@ __device__ __forceinline__ void sdpa_prefill_wgmma(const T* __restrict__ q, cons
 // The wgmma prefill's entry points exist in every image; only the sm_90a one has a body (the
 // launcher picks them only for that image).
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define SDPA_WGMMA_BODY(T, D) sdpa_prefill_wgmma<T, D>(q, k, v, out, a);
+#define SDPA_WGMMA_BODY(T, D) sdpa_prefill_wgmma<T, D, SDPA_WGMMA_BN(D)>(q, k, v, out, a);
 #else
 #define SDPA_WGMMA_BODY(T, D) __trap();
 #endif
+// Keys per tile and blocks per SM (launch::sdpa_prefill_wgmma_keys and its shared memory): at
+// head_dim 64, 64-key tiles keep a thread within 128 registers, so two blocks share an SM.
+#define SDPA_WGMMA_BN(D) ((D) == 64 ? 64 : 128)
+#define SDPA_WGMMA_BLOCKS(D) ((D) == 64 ? 2 : 1)
 #define SDPA_WGMMA(T, NAME, D)                                                                     \
-extern "C" __global__ void __launch_bounds__(256, 1) sdpa_prefill_wgmma_##NAME##_d##D(            \
+extern "C" __global__ void __launch_bounds__(256, SDPA_WGMMA_BLOCKS(D)) sdpa_prefill_wgmma_##NAME##_d##D(            \
         const T* q, const T* k, const T* v, T* out, AttnArgs a) {                                  \
     SDPA_WGMMA_BODY(T, D)                                                                          \
 }

@@ -809,8 +809,9 @@ pub mod launch {
 
     /// The Hopper prefill kernel ([`Kernel::SdpaPrefillWgmma`]): blocks of 2 warpgroups (256
     /// threads, 128 queries) × query heads × batch, with shared memory for the block's Q tile
-    /// and a ring of 3 K/V tiles of 128 keys (224 KiB at head_dim 128, 112 KiB at 64). `None`
-    /// where that exceeds `smem_optin` (the caller then uses [`sdpa_prefill`]).
+    /// and a ring of 3 K/V tiles of [`sdpa_prefill_wgmma_keys`] keys (224 KiB at head_dim 128;
+    /// 64 KiB at 64, where two blocks share an SM). `None` where that exceeds `smem_optin` (the
+    /// caller then uses [`sdpa_prefill`]).
     pub fn sdpa_prefill_wgmma(
         batch: usize,
         q_heads: usize,
@@ -818,7 +819,7 @@ pub mod launch {
         head_dim: usize,
         smem_optin: usize,
     ) -> Result<Option<LaunchConfig>> {
-        let bytes = (128 * head_dim + 3 * 2 * 128 * head_dim) * 2;
+        let bytes = (128 * head_dim + 3 * 2 * sdpa_prefill_wgmma_keys(head_dim) * head_dim) * 2;
         if bytes > smem_optin {
             return Ok(None);
         }
@@ -829,6 +830,13 @@ pub mod launch {
             grid_dim("sequences", batch)?,
         );
         Ok(Some(LaunchConfig::new(grid, 256).shared_mem(bytes as u32)))
+    }
+
+    /// Keys per K/V tile of the Hopper prefill kernel at `head_dim` (`SDPA_WGMMA_BN` in
+    /// attention.cu): 64 at head_dim 64, so that two blocks fit an SM's registers (126 per
+    /// thread) and shared memory; 128 otherwise.
+    pub fn sdpa_prefill_wgmma_keys(head_dim: usize) -> usize {
+        if head_dim == 64 { 64 } else { 128 }
     }
 
     /// How the decode kernel splits `keys` keys (a multiple of 64 per split):
@@ -1320,6 +1328,9 @@ mod tests {
             );
             if let Some(cfg) = cfg {
                 assert!(cfg.shared_mem_bytes as usize <= optin);
+                // 64-key tiles at head_dim 64: two blocks' 64 KiB fit an SM's shared memory.
+                let kib = if head_dim == 64 { 64 } else { 224 };
+                assert_eq!(cfg.shared_mem_bytes, kib << 10, "head_dim {head_dim}");
                 assert_eq!(
                     (cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x),
                     (8, 8, 2, 256)
