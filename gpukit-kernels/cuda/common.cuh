@@ -211,6 +211,30 @@ __device__ __forceinline__ void argmax_merge(float& best, unsigned int& at, floa
         at = i;
     }
 }
+__device__ __forceinline__ bool aligned16(const void* p) {
+    return ((unsigned long long)p & 15ull) == 0;
+}
+
+// Merges x[i] for i = first, first + stride, … < n into (best, at), in that order. Reads B values
+// before merging them, so B loads are in flight per thread: argmax_merge's branches otherwise
+// keep the compiler from overlapping the loads of consecutive iterations.
+template <int B, typename Load>
+__device__ __forceinline__ void argmax_scan(float& best, unsigned int& at, unsigned int first,
+                                            unsigned int stride, unsigned int n, Load load) {
+    for (unsigned long long i = first; i < n; i += (unsigned long long)B * stride) {
+        float v[B];
+#pragma unroll
+        for (int j = 0; j < B; ++j) {
+            const unsigned long long k = i + (unsigned long long)j * stride;
+            v[j] = k < n ? load((unsigned int)k) : 0.0f;
+        }
+#pragma unroll
+        for (int j = 0; j < B; ++j) {
+            const unsigned long long k = i + (unsigned long long)j * stride;
+            if (k < n) argmax_merge(best, at, v[j], (unsigned int)k);
+        }
+    }
+}
 // The warp's first maximum, in every lane (fixed butterfly).
 __device__ __forceinline__ void warp_argmax(float& best, unsigned int& at) {
     for (int o = 16; o > 0; o >>= 1) {

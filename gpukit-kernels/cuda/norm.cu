@@ -20,10 +20,6 @@
 #define NORM_VEC 2
 #endif
 
-__device__ __forceinline__ bool aligned16(const void* p) {
-    return ((unsigned long long)p & 15ull) == 0;
-}
-
 // The sum of v over each group of `group` threads (a power of two, 32 to blockDim.x, uniform
 // across the block), in every thread of the group: warp_sum, or warps_sum over the group's warps
 // (with group == blockDim.x exactly block_sum). Every thread of the block must call it.

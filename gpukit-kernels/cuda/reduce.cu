@@ -62,7 +62,7 @@ extern "C" __global__ void argmax_##NAME##_rows(const T* __restrict__ x, i64* __
     __shared__ unsigned int si[256];                                                               \
     const T* row = x + (unsigned long long)blockIdx.x * len;                                       \
     float best = -GPUKIT_INF; unsigned int bi = GPUKIT_NO_INDEX;                                     \
-    for (unsigned int i = threadIdx.x; i < len; i += blockDim.x) argmax_merge(best, bi, to_f32(row[i]), i); \
+    argmax_scan<8>(best, bi, threadIdx.x, blockDim.x, len, [&](unsigned int i) { return to_f32(row[i]); }); \
     sv[threadIdx.x] = best; si[threadIdx.x] = bi;                                                  \
     __syncthreads();                                                                               \
     for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {                                        \

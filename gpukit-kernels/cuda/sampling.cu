@@ -3,6 +3,8 @@
 // (gpukit-ops/src/sampling.rs, which documents the algorithm), so both pick the same id:
 // thread t owns ids t, t + 1024, t + 2048, … (so a warp's loads coalesce); sums run
 // sequentially over a thread's ids, then over 32 groups of 32 threads, then over the groups.
+// (A greedy pick has no sums: any split of the ids gives the same first maximum, so it reads the
+// row as 16-byte vectors, `greedy_scan`.)
 // The draw is Philox-4x32-10 (Salmon et al. 2011) at counter (step, row), key seed; the step is
 // read from device memory so a captured decode step replays with the next one.
 //
@@ -105,11 +107,50 @@ __device__ __forceinline__ unsigned count_all(unsigned v, unsigned* sh) {
     return total;
 }
 
-template <typename T>
-__device__ __forceinline__ float logit(const T* row, const unsigned* pen, unsigned i, float penalty) {
-    float x = to_f32(row[i]);
+// Logit x of id i after the repetition penalty (ids set in the bitmap `pen`).
+__device__ __forceinline__ float penalised(float x, const unsigned* pen, unsigned i, float penalty) {
     if (penalty != 1.0f && (pen[i >> 5] >> (i & 31)) & 1u) x = x > 0.0f ? __fdiv_rn(x, penalty) : __fmul_rn(x, penalty);
     return x;
+}
+
+template <typename T>
+__device__ __forceinline__ float logit(const T* row, const unsigned* pen, unsigned i, float penalty) {
+    return penalised(to_f32(row[i]), pen, i, penalty);
+}
+
+// The thread's first maximum of the row's penalised logits for a greedy pick. Which ids a thread
+// takes does not change the block's answer (argmax_merge's order is total), so a 16-byte aligned
+// row is read as 16-byte vectors, GREEDY_BATCH of them in flight per thread (one block reads the
+// whole row); the ids past the last whole vector, or every id of an unaligned row, go one by one.
+#define GREEDY_BATCH 4
+template <typename T>
+__device__ __forceinline__ void greedy_scan(const T* row, const unsigned* pen, float penalty, unsigned V,
+                                            float& best, unsigned& bid) {
+    constexpr unsigned P = 16 / sizeof(T);
+    const unsigned tid = threadIdx.x;
+    unsigned rest = 0;
+    if (aligned16(row)) {
+        const unsigned nv = V / P;
+        const uint4* rv = reinterpret_cast<const uint4*>(row);
+        for (unsigned j0 = tid; j0 < nv; j0 += GREEDY_BATCH * SAMPLER_THREADS) {
+            uint4 w[GREEDY_BATCH];
+#pragma unroll
+            for (int k = 0; k < GREEDY_BATCH; ++k) {
+                const unsigned j = j0 + k * SAMPLER_THREADS;
+                w[k] = j < nv ? __ldg(rv + j) : make_uint4(0, 0, 0, 0);
+            }
+#pragma unroll
+            for (int k = 0; k < GREEDY_BATCH; ++k) {
+                const unsigned j = j0 + k * SAMPLER_THREADS;
+                if (j >= nv) continue;
+                const T* e = reinterpret_cast<const T*>(&w[k]);
+#pragma unroll
+                for (unsigned p = 0; p < P; ++p) argmax_merge(best, bid, penalised(to_f32(e[p]), pen, j * P + p, penalty), j * P + p);
+            }
+        }
+        rest = nv * P;
+    }
+    argmax_scan<8>(best, bid, rest + tid, SAMPLER_THREADS, V, [&](unsigned i) { return logit(row, pen, i, penalty); });
 }
 
 // The block's first maximum of the threads' (best, at) into *out (0 when there is none):
@@ -340,7 +381,7 @@ __device__ void sample_row(const T* __restrict__ logits, const int* __restrict__
         // Greedy: first maximum (NaN above numbers, then value, then the lower id).
         float best = -GPUKIT_INF;
         unsigned bid = GPUKIT_NO_INDEX;
-        for (unsigned i = tid; i < V; i += SAMPLER_THREADS) argmax_merge(best, bid, logit(row, pen, i, a.penalty), i);
+        greedy_scan(row, pen, a.penalty, V, best, bid);
         block_argmax_out(best, bid, shv, shi, out + row_i);
         return;
     }
