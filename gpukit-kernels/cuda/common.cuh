@@ -211,6 +211,7 @@ __device__ __forceinline__ void argmax_merge(float& best, unsigned int& at, floa
         at = i;
     }
 }
+// Whether p may be read as 16-byte vectors.
 __device__ __forceinline__ bool aligned16(const void* p) {
     return ((unsigned long long)p & 15ull) == 0;
 }
