@@ -7,14 +7,7 @@ b=target/gpu-bundle
 o="$OUT/call3"; mkdir -p "$o"
 for gz in $b/tests/*.gz $b/benches/*.gz; do gunzip -f "$gz"; done
 chmod +x $b/tests/* $b/benches/*
-gunzip -c target/ab/ops-main.gz > /tmp/ops-main && chmod +x /tmp/ops-main
-for r in 1 2; do
-  for v in main new; do
-    bin=/tmp/ops-main; [ $v = new ] && bin=$b/benches/gpukit-ops__ops
-    GPUKIT_BENCH_OUT="/tmp/$v-r$r" GPUKIT_BENCH_FILTER="sampling greedy" "$bin" --bench > "$o/greedy-$v-r$r.txt" 2>&1
-    echo "$v r$r: $(grep -E '^sampling greedy' "$o/greedy-$v-r$r.txt" | tr -s ' ' | tr '\n' ';')"
-  done
-done
+. "$(dirname "$0")/ab-greedy.sh"; ab_greedy "$o"
 t=$b/tests/gpukit_ops__ops
 $t sampling reductions --include-ignored --test-threads=1 > "$o/tests.txt" 2>&1
 echo "tests rc $?: $(grep -E '^test result' "$o/tests.txt")"
