@@ -1041,19 +1041,16 @@ template <> __device__ __forceinline__ void wgmma_rs_t<T, 128>(float (&d)[64], c
 }
 WGMMA_N128(bf16, "bf16")
 WGMMA_N128(f16, "f16")
-// wgmma_ss at N = 64 (the scores of 64-key tiles at head_dim 64): 32 accumulator registers.
-#define WGMMA_SS_N64(T, TY)                                                                       \
+// N = 64 (wgmma_ss: the scores of 64-key tiles at head_dim 64; wgmma_rs_t: P·V at head_dim 64):
+// 32 accumulator registers.
+#define WGMMA_N64(T, TY)                                                                          \
 template <> __device__ __forceinline__ void wgmma_ss<T, 64>(float (&d)[32], unsigned long long da,         \
                                                       unsigned long long db, int scale_d) {            \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                          \
                  "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n" \
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])                                                                          \
                  : "l"(da), "l"(db), "r"(scale_d));                                               \
-}
-WGMMA_SS_N64(bf16, "bf16")
-WGMMA_SS_N64(f16, "f16")
-// wgmma_rs_t at N = 64 (P·V at head_dim 64): 32 accumulator registers.
-#define WGMMA_RS_N64(T, TY)                                                                       \
+}                                                                                                 \
 template <> __device__ __forceinline__ void wgmma_rs_t<T, 64>(float (&d)[32], const unsigned (&a)[4],   \
                                                         unsigned long long db, int scale_d) {          \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                          \
@@ -1061,8 +1058,8 @@ template <> __device__ __forceinline__ void wgmma_rs_t<T, 64>(float (&d)[32], co
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])                                                                          \
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));           \
 }
-WGMMA_RS_N64(bf16, "bf16")
-WGMMA_RS_N64(f16, "f16")
+WGMMA_N64(bf16, "bf16")
+WGMMA_N64(f16, "f16")
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -1244,7 +1241,7 @@ __device__ __forceinline__ void sdpa_prefill_wgmma(const T* __restrict__ q, cons
 // Keys per tile and blocks per SM (launch::sdpa_prefill_wgmma_keys and its shared memory): at
 // head_dim 64, 64-key tiles keep a thread within 128 registers, so two blocks share an SM.
 #define SDPA_WGMMA_BN(D) ((D) == 64 ? 64 : 128)
-#define SDPA_WGMMA_BLOCKS(D) ((D) == 64 ? 2 : 1)
+#define SDPA_WGMMA_BLOCKS(D) (SDPA_WGMMA_BN(D) == 64 ? 2 : 1)
 #define SDPA_WGMMA(T, NAME, D)                                                                     \
 extern "C" __global__ void __launch_bounds__(256, SDPA_WGMMA_BLOCKS(D)) sdpa_prefill_wgmma_##NAME##_d##D(            \
         const T* q, const T* k, const T* v, T* out, AttnArgs a) {                                  \

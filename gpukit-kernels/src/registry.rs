@@ -809,9 +809,10 @@ pub mod launch {
 
     /// The Hopper prefill kernel ([`Kernel::SdpaPrefillWgmma`]): blocks of 2 warpgroups (256
     /// threads, 128 queries) × query heads × batch, with shared memory for the block's Q tile
-    /// and a ring of 3 K/V tiles of [`sdpa_prefill_wgmma_keys`] keys (224 KiB at head_dim 128;
-    /// 64 KiB at 64, where two blocks share an SM). `None` where that exceeds `smem_optin` (the
-    /// caller then uses [`sdpa_prefill`]).
+    /// and a ring of 3 K/V tiles of `sdpa_prefill_wgmma_keys` keys (224 KiB at head_dim 128;
+    /// 64 KiB at 64, where two blocks share an SM). `None` for head dims outside
+    /// [`SDPA_WGMMA_HEAD_DIMS`] or where the shared memory exceeds `smem_optin` (the caller then
+    /// uses [`sdpa_prefill`]).
     pub fn sdpa_prefill_wgmma(
         batch: usize,
         q_heads: usize,
@@ -819,6 +820,9 @@ pub mod launch {
         head_dim: usize,
         smem_optin: usize,
     ) -> Result<Option<LaunchConfig>> {
+        if !u32::try_from(head_dim).is_ok_and(|d| SDPA_WGMMA_HEAD_DIMS.contains(&d)) {
+            return Ok(None);
+        }
         let bytes = (128 * head_dim + 3 * 2 * sdpa_prefill_wgmma_keys(head_dim) * head_dim) * 2;
         if bytes > smem_optin {
             return Ok(None);
@@ -835,7 +839,7 @@ pub mod launch {
     /// Keys per K/V tile of the Hopper prefill kernel at `head_dim` (`SDPA_WGMMA_BN` in
     /// attention.cu): 64 at head_dim 64, so that two blocks fit an SM's registers (126 per
     /// thread) and shared memory; 128 otherwise.
-    pub fn sdpa_prefill_wgmma_keys(head_dim: usize) -> usize {
+    fn sdpa_prefill_wgmma_keys(head_dim: usize) -> usize {
         if head_dim == 64 { 64 } else { 128 }
     }
 
@@ -1314,11 +1318,12 @@ mod tests {
             );
         }
         // The Hopper kernel fits an H100/H200 block (224 KiB at head_dim 128), and
-        // declines where the opt-in is smaller.
+        // declines where the opt-in is smaller or it has no kernel for the head_dim.
         for (optin, head_dim, fits) in [
             (h200.1, 128, true),
             (h200.1, 64, true),
             (sm86.1, 128, false),
+            (h200.1, 80, false),
         ] {
             let cfg = launch::sdpa_prefill_wgmma(2, 8, 1000, head_dim, optin).unwrap();
             assert_eq!(
