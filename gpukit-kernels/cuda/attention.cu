@@ -738,9 +738,10 @@ __device__ __forceinline__ void sdpa_combine(T* __restrict__ out, const AttnArgs
 // accelerator (cp.async.bulk.tensor through the tensor maps tk and tv: 64 × 64 boxes in the
 // 128-byte swizzle, completion counted on an mbarrier per slot) into a ring of a.stages slots,
 // while the four consumer warps attend as in sdpa_decode, 16 keys of each tile apiece. The ring
-// runs on across units, so a block never waits for its next unit's first tile. Rows of a unit's
-// last tile past kv_len hold whatever the cache holds there: the mask hides their scores, and the
-// consumers zero those V rows (0 · NaN would not be 0).
+// runs on across units, so a block never waits for its next unit's first tile, and before the PDL
+// wait the producer asks L2 for its first unit's first tile. Rows of a unit's last tile past
+// kv_len hold whatever the cache holds there: the mask hides their scores, and the consumers zero
+// those V rows (0 · NaN would not be 0).
 //
 // The splits merge in the same kernel: each unit writes its partial (unnormalised O, then m and
 // l) to the workspace and counts itself on its (batch, KV head)'s counter; the unit that counts
@@ -774,6 +775,14 @@ __device__ __forceinline__ void tma_load_4d(void* dst, const TensorMap* map, int
                  " cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
                  ".L2::cache_hint [%0], [%1, {%2, %3, %4, %5}], [%6], pol;\n}"
                  ::"r"(smem_addr(dst)), "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_addr(b))
+                 : "memory");
+}
+
+// Asks L2 for the box at coordinates (c0, c1, c2, c3) of tensor map `map` (no shared memory, no
+// barrier, no wait).
+__device__ __forceinline__ void tma_prefetch_4d(const TensorMap* map, int c0, int c1, int c2, int c3) {
+    asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];"
+                 ::"l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
                  : "memory");
 }
 
@@ -855,22 +864,41 @@ __device__ __forceinline__ void ring_merge_splits(const float* po, const float* 
 }
 
 template <typename T, int D>
-__device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __restrict__ out, const AttnArgs& a,
+__device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __restrict__ out, AttnArgs a,
                                                  const TensorMap* tk, const TensorMap* tv,
                                                  unsigned* __restrict__ counters, unsigned batch) {
+    constexpr int BN = 64, TILE = BN * D;
+    const unsigned units = batch * a.kv_heads * a.splits;
+    // Before the PDL wait the producer only asks L2 for the first K and V tile of its first unit
+    // (and the tensor maps): the copies after the wait then start from L2. Only L2 prefetches
+    // may come first: they overlap the previous kernel's tail and cannot read data that kernel
+    // may still write (its writes land in L2). kv_len is still the launch's (the capacity when
+    // *position sets it): the tile may lie past the keys read, which costs only the prefetch.
+    // One tile: session 29 (docs/RESULTS.md, H200) measured 0.4–1.2 µs less than none in the
+    // four ring cases of the ops bench, and two or four tiles slower at 8k keys.
+    if (threadIdx.x == 32 * RING_CONSUMERS && blockIdx.x < units) {
+        asm volatile("prefetch.tensormap [%0];" ::"l"(tk) : "memory");
+        asm volatile("prefetch.tensormap [%0];" ::"l"(tv) : "memory");
+        const RingUnit un(blockIdx.x, a);
+#pragma unroll
+        for (int j = 0; j < D / 64; ++j) {
+            tma_prefetch_4d(tk, 64 * j, un.begin, un.kvh, un.b);
+            tma_prefetch_4d(tv, 64 * j, un.begin, un.kvh, un.b);
+        }
+    }
+    pdl_enter();
+    if (a.position) a.kv_len = min(a.kv_len, (unsigned)max(*a.position, 0) + a.q_len);
     // The dynamic part starts after the static barriers; the swizzled tiles need 1024-byte
     // alignment, which the launch leaves room for (1024 bytes more than the ring and merge).
     extern __shared__ __align__(16) unsigned char attn_smem[];
     __shared__ unsigned long long full[RING_MAX_STAGES], empty[RING_MAX_STAGES];
     __shared__ unsigned last;
-    constexpr int BN = 64, TILE = BN * D;
     constexpr unsigned STAGE_BYTES = 2 * TILE * sizeof(T);
     unsigned char* base = attn_smem + ((1024u - (smem_addr(attn_smem) & 1023u)) & 1023u);
     T* ring = reinterpret_cast<T*>(base);
     const unsigned nst = a.stages;
     float* red = reinterpret_cast<float*>(base + nst * STAGE_BYTES);
     const unsigned warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const unsigned units = batch * a.kv_heads * a.splits;
     if (threadIdx.x == 0) {
         for (unsigned i = 0; i < nst; ++i) {
             mbar_init(&full[i], 1);
@@ -883,8 +911,6 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
         // The producer: the block's tiles, in order, into slot n mod nst once its previous use
         // was released.
         if (lane == 0) {
-            asm volatile("prefetch.tensormap [%0];" ::"l"(tk) : "memory");
-            asm volatile("prefetch.tensormap [%0];" ::"l"(tv) : "memory");
             unsigned s = 0, phase = 0, n = 0;
             for (unsigned u = blockIdx.x; u < units; u += gridDim.x) {
                 const RingUnit un(u, a);
@@ -993,8 +1019,6 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
 extern "C" __global__ void __launch_bounds__(RING_THREADS, 1) sdpa_decode_ring_##NAME##_d##D(      \
         const T* q, T* out, AttnArgs a, const __grid_constant__ TensorMap tk,                      \
         const __grid_constant__ TensorMap tv, unsigned* counters, unsigned batch) {                \
-    pdl_enter();                                                                                   \
-    if (a.position) a.kv_len = min(a.kv_len, (unsigned)max(*a.position, 0) + a.q_len);            \
     SDPA_RING_BODY(T, D)                                                                           \
 }
 SDPA_RING(bf16, bf16, 64)

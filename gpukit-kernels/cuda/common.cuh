@@ -216,25 +216,33 @@ __device__ __forceinline__ bool aligned16(const void* p) {
     return ((unsigned long long)p & 15ull) == 0;
 }
 
-// Merges x[i] for i = first, first + stride, … < n into (best, at), in that order. Reads B values
-// before merging them, so B loads are in flight per thread: argmax_merge's branches otherwise
-// keep the compiler from overlapping the loads of consecutive iterations.
+// Calls use(load(k), k) for k = first, first + stride, … < n, in that order, B loads at a time:
+// every load of a batch is issued before the first use, so B loads are in flight per thread
+// (branches in `use` otherwise keep the compiler from overlapping consecutive iterations' loads).
+template <int B, typename Load, typename Use>
+__device__ __forceinline__ void batched_scan(unsigned int first, unsigned int stride, unsigned int n, Load load,
+                                             Use use) {
+    using V = decltype(load(0u));
+    for (unsigned long long i = first; i < n; i += (unsigned long long)B * stride) {
+        V v[B];
+#pragma unroll
+        for (int j = 0; j < B; ++j) {
+            const unsigned long long k = i + (unsigned long long)j * stride;
+            v[j] = k < n ? load((unsigned int)k) : V{};
+        }
+#pragma unroll
+        for (int j = 0; j < B; ++j) {
+            const unsigned long long k = i + (unsigned long long)j * stride;
+            if (k < n) use(v[j], (unsigned int)k);
+        }
+    }
+}
+// Merges x[i] = load(i) for i = first, first + stride, … < n into (best, at), in that order, B
+// loads in flight per thread (batched_scan).
 template <int B, typename Load>
 __device__ __forceinline__ void argmax_scan(float& best, unsigned int& at, unsigned int first,
                                             unsigned int stride, unsigned int n, Load load) {
-    for (unsigned long long i = first; i < n; i += (unsigned long long)B * stride) {
-        float v[B];
-#pragma unroll
-        for (int j = 0; j < B; ++j) {
-            const unsigned long long k = i + (unsigned long long)j * stride;
-            v[j] = k < n ? load((unsigned int)k) : 0.0f;
-        }
-#pragma unroll
-        for (int j = 0; j < B; ++j) {
-            const unsigned long long k = i + (unsigned long long)j * stride;
-            if (k < n) argmax_merge(best, at, v[j], (unsigned int)k);
-        }
-    }
+    batched_scan<B>(first, stride, n, load, [&](float v, unsigned int i) { argmax_merge(best, at, v, i); });
 }
 // The warp's first maximum, in every lane (fixed butterfly).
 __device__ __forceinline__ void warp_argmax(float& best, unsigned int& at) {

@@ -126,28 +126,18 @@ __device__ __forceinline__ float logit(const T* row, const unsigned* pen, unsign
 template <typename T>
 __device__ __forceinline__ void greedy_scan(const T* row, const unsigned* pen, float penalty, unsigned V,
                                             float& best, unsigned& bid) {
-    constexpr unsigned P = 16 / sizeof(T);
+    constexpr unsigned P = Vec16<T>::N;
     const unsigned tid = threadIdx.x;
     unsigned rest = 0;
     if (aligned16(row)) {
         const unsigned nv = V / P;
-        const uint4* rv = reinterpret_cast<const uint4*>(row);
-        for (unsigned j0 = tid; j0 < nv; j0 += GREEDY_BATCH * SAMPLER_THREADS) {
-            uint4 w[GREEDY_BATCH];
+        batched_scan<GREEDY_BATCH>(tid, SAMPLER_THREADS, nv, [&](unsigned j) { return load16(row + j * P); },
+                                   [&](const Pack<T>& w, unsigned j) {
 #pragma unroll
-            for (int k = 0; k < GREEDY_BATCH; ++k) {
-                const unsigned j = j0 + k * SAMPLER_THREADS;
-                w[k] = j < nv ? __ldg(rv + j) : make_uint4(0, 0, 0, 0);
-            }
-#pragma unroll
-            for (int k = 0; k < GREEDY_BATCH; ++k) {
-                const unsigned j = j0 + k * SAMPLER_THREADS;
-                if (j >= nv) continue;
-                const T* e = reinterpret_cast<const T*>(&w[k]);
-#pragma unroll
-                for (unsigned p = 0; p < P; ++p) argmax_merge(best, bid, penalised(to_f32(e[p]), pen, j * P + p, penalty), j * P + p);
-            }
-        }
+                                       for (unsigned p = 0; p < P; ++p)
+                                           argmax_merge(best, bid, penalised(to_f32(w.v[p]), pen, j * P + p, penalty),
+                                                        j * P + p);
+                                   });
         rest = nv * P;
     }
     argmax_scan<8>(best, bid, rest + tid, SAMPLER_THREADS, V, [&](unsigned i) { return logit(row, pen, i, penalty); });
