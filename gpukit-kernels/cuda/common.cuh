@@ -228,7 +228,7 @@ __device__ __forceinline__ void batched_scan(unsigned int first, unsigned int st
 #pragma unroll
         for (int j = 0; j < B; ++j) {
             const unsigned long long k = i + (unsigned long long)j * stride;
-            v[j] = k < n ? load((unsigned int)k) : V{};
+            if (k < n) v[j] = load((unsigned int)k);
         }
 #pragma unroll
         for (int j = 0; j < B; ++j) {

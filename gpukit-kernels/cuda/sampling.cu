@@ -131,11 +131,13 @@ __device__ __forceinline__ void greedy_scan(const T* row, const unsigned* pen, f
     unsigned rest = 0;
     if (aligned16(row)) {
         const unsigned nv = V / P;
-        batched_scan<GREEDY_BATCH>(tid, SAMPLER_THREADS, nv, [&](unsigned j) { return load16(row + j * P); },
-                                   [&](const Pack<T>& w, unsigned j) {
+        const uint4* rv = reinterpret_cast<const uint4*>(row);
+        batched_scan<GREEDY_BATCH>(tid, SAMPLER_THREADS, nv, [&](unsigned j) { return __ldg(rv + j); },
+                                   [&](const uint4& w, unsigned j) {
+                                       const T* e = reinterpret_cast<const T*>(&w);
 #pragma unroll
                                        for (unsigned p = 0; p < P; ++p)
-                                           argmax_merge(best, bid, penalised(to_f32(w.v[p]), pen, j * P + p, penalty),
+                                           argmax_merge(best, bid, penalised(to_f32(e[p]), pen, j * P + p, penalty),
                                                         j * P + p);
                                    });
         rest = nv * P;
