@@ -1,0 +1,23 @@
+#!/bin/bash
+# Session 29, call 2: the same temporary variant switch as call 1, plus bit 32 = a two-level
+# split merge (groups of 8 splits merged by their last split, then the groups by the last group)
+# for heads of more than 16 splits, or (with bit 64) of more than 8. The attention and
+# determinism tests under variants 97 and 33 first, then the decode bench, two rounds.
+set -u
+export GPUKIT_CACHE_DIR=/tmp/gpukit-cache
+B=target/gpu-bundle
+for gz in $B/tests/*.gz $B/benches/*.gz $B/bin/*.gz; do [ -f "$gz" ] && gunzip -f "$gz" && chmod +x "${gz%.gz}"; done
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+for v in 97 33; do
+  GPUKIT_RING_VARIANT=$v timeout 200 $B/tests/gpukit_ops__ops sdpa --include-ignored --test-threads=1 > /tmp/t$v.log 2>&1
+  echo "== tests ops sdpa variant $v: rc $?"; grep -E "^test |test result" /tmp/t$v.log | tail -5
+  GPUKIT_RING_VARIANT=$v timeout 200 $B/tests/gpukit_ops__determinism --include-ignored --test-threads=1 > /tmp/d$v.log 2>&1
+  echo "== tests determinism variant $v: rc $?"; grep -E "test result" /tmp/d$v.log | tail -2
+done
+for round in 1 2; do
+for v in 0 1 33 97 9; do
+  mkdir -p /tmp/v$v
+  GPUKIT_RING_VARIANT=$v GPUKIT_BENCH_OUT=/tmp/v$v GPUKIT_BENCH_FILTER="sdpa decode" timeout 100 $B/benches/gpukit-ops__ops --bench > /tmp/v$v/log 2>&1
+  echo "== variant $v round $round"; grep -E "sdpa decode" /tmp/v$v/log | grep -v "len=1024" | awk '{print $4, $5, $7}'
+done
+done
