@@ -137,6 +137,7 @@ fn gpu_every_op_is_bitwise_deterministic_and_graph_equals_eager() {
 fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
     use gpukit_ops::attention::{AttentionMask, attention_shape, sdpa_into, sdpa_workspace_len};
     use gpukit_ops::kv_cache::KvCache;
+    use gpukit_ops::quant::{QuantFormat, QuantMatrix, qgemv_into, quantize};
     use gpukit_ops::rope::{RopeLayout, rope_inplace, rope_kv_append};
     use gpukit_ops::sampling::{SamplingParams, sample_tokens_into};
     let (_rt, cuda) = cuda_device();
@@ -186,6 +187,32 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
         // Pre-norm QKV GEMV with RoPE and the KV append as its epilogue (cache row 12).
         let (w_qkv, b_qkv) = (r(&[(8 + 2 * 2) * 64, 2048], 20), r(&[(8 + 2 * 2) * 64], 21));
         let pos3 = Tensor::from_slice(&[12i32], &[1], &dev).unwrap();
+        // Quantized GEMV (GGUF blocks read directly): 300 rows of 2048 in each simple format.
+        let qmats: Vec<QuantMatrix> = [QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q4_1]
+            .iter()
+            .enumerate()
+            .map(|(i, &f)| {
+                let w = Tensor::rand(
+                    &[300 * 2048],
+                    -1.0,
+                    1.0,
+                    DType::F32,
+                    22 + i as u64,
+                    &Device::Cpu,
+                )
+                .unwrap()
+                .to_vec::<f32>()
+                .unwrap();
+                let q = quantize(f, &w).unwrap();
+                QuantMatrix::new(
+                    Tensor::from_slice(&q, &[q.len()], &dev).unwrap(),
+                    f,
+                    300,
+                    2048,
+                )
+                .unwrap()
+            })
+            .collect();
         let sampling = SamplingParams {
             temperature: 0.9,
             top_p: 0.9,
@@ -207,6 +234,9 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
             e(&[1, 49_159]),
             Tensor::empty(&[1], DType::I32, &dev).unwrap(),
             e(&[1, 8, 64]),
+            e(&[1, 300]),
+            e(&[1, 300]),
+            e(&[1, 300]),
         ];
         let mut cache = KvCache::new(2, 16, 64, dt, &dev).unwrap();
         let run = |o: &mut [Tensor], cache: &mut KvCache| -> gpukit_ops::Result<()> {
@@ -252,6 +282,9 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
                 &pos3,
                 rope,
             )?;
+            for (i, m) in qmats.iter().enumerate() {
+                qgemv_into(&x_glu, m, &mut o[12 + i])?;
+            }
             Ok(())
         };
         run(&mut outs, &mut cache).unwrap();
@@ -292,7 +325,8 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
         println!(
             "[gpu] determinism {dt}: sdpa prefill + split-K decode, rope, kv append, sampling, \
              swiglu gemv, rope_kv_append, pre-norm gemv / swiglu / greedy head / qkv + rope + \
-             kv append bitwise equal twice and under graph replay"
+             kv append, quantized gemv (Q8_0, Q4_0, Q4_1) bitwise equal twice and under graph \
+             replay"
         );
     }
 }

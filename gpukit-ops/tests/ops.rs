@@ -1012,8 +1012,13 @@ op_test!(kv_cache_and_quantized_gemv, |dev: &Device| {
         cache.reset();
         assert!(cache.is_empty());
     }
-    for f in [QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q4_1] {
-        let (n, k) = (257usize, 576usize);
+    // (257, 576): rows of 18 blocks, a row count the kernel's four rows per warp do not divide;
+    // (61, 1056): 33 blocks (odd, so Q8_0 and Q4_0 rows start at both word offsets, and lane 0
+    // takes two blocks per row).
+    for (f, (n, k)) in [QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q4_1]
+        .into_iter()
+        .flat_map(|f| [(257usize, 576usize), (61, 1056)].map(|nk| (f, nk)))
+    {
         let w: Vec<f32> = Tensor::rand(&[n * k], -1.0, 1.0, DType::F32, s, &Device::Cpu)
             .unwrap()
             .to_vec()

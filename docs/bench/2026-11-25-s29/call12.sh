@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Session 29, call 12: the quantized GEMV rewritten: four rows per warp, a lane per block, whole blocks in 4-byte words,
+# x converted once per lane for the four rows, quants made floats by a byte permute) against main's bench binary (target/ab/ops-main.gz, built
+# with c21f493's quant.cu), two alternated rounds; then the quantized tests, the GGUF model
+# test, the determinism tests, and memcheck on the quantized tests.
+set -u
+b=target/gpu-bundle
+o="$OUT/call12"; mkdir -p "$o"
+for gz in $b/tests/*.gz $b/benches/*.gz; do gunzip -f "$gz"; done
+chmod +x $b/tests/* $b/benches/*
+nvidia-smi --query-gpu=name --format=csv,noheader
+gunzip -c target/ab/ops-main.gz > /tmp/ops-main && chmod +x /tmp/ops-main
+for r in 1 2; do
+  for v in main new; do
+    bin=/tmp/ops-main; [ $v = new ] && bin=$b/benches/gpukit-ops__ops
+    mkdir -p "$o/$v-r$r"
+    GPUKIT_BENCH_OUT="$o/$v-r$r" GPUKIT_BENCH_FILTER="qgemv" "$bin" --bench > "$o/$v-r$r/log.txt" 2>&1
+    echo "$v r$r: $(grep -E '^qgemv' "$o/$v-r$r/log.txt" | tr -s ' ' | tr '\n' ';')"
+  done
+done
+t=$b/tests/gpukit_ops__ops
+$t quantized k_quants --include-ignored --test-threads=1 > "$o/tests.txt" 2>&1
+echo "tests rc $?: $(grep -E '^test result' "$o/tests.txt")"
+$b/tests/gpukit_llm__gguf_model --include-ignored --test-threads=1 > "$o/gguf.txt" 2>&1
+echo "gguf rc $?: $(grep -E '^test result' "$o/gguf.txt")"
+$b/tests/gpukit_ops__determinism --include-ignored --test-threads=1 > "$o/determinism.txt" 2>&1
+echo "determinism rc $?: $(grep -E '^test result' "$o/determinism.txt")"
+timeout $((585 - SECONDS)) compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+  $t quantized k_quants --include-ignored --test-threads=1 > "$o/memcheck.txt" 2>&1
+echo "memcheck rc $?: $(grep -E 'ERROR SUMMARY' "$o/memcheck.txt" | tail -1) $(grep -E '^test result' "$o/memcheck.txt")"
