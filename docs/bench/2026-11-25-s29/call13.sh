@@ -7,15 +7,7 @@ b=target/gpu-bundle
 o="$OUT/call13"; mkdir -p "$o"
 for gz in $b/tests/*.gz $b/benches/*.gz; do gunzip -f "$gz"; done
 chmod +x $b/tests/* $b/benches/*
-gunzip -c target/ab/ops-main.gz > /tmp/ops-main && chmod +x /tmp/ops-main
-for r in 1 2; do
-  for v in main new; do
-    bin=/tmp/ops-main; [ $v = new ] && bin=$b/benches/gpukit-ops__ops
-    mkdir -p "$o/$v-r$r"
-    GPUKIT_BENCH_OUT="$o/$v-r$r" GPUKIT_BENCH_FILTER="qgemv" "$bin" --bench > "$o/$v-r$r/log.txt" 2>&1
-    echo "$v r$r: $(grep -E '^qgemv' "$o/$v-r$r/log.txt" | tr -s ' ' | tr '\n' ';')"
-  done
-done
+. docs/bench/2026-11-25-s28/ab-greedy.sh; ab_bench qgemv "$o"
 OUT="$o" bash $b/run.sh test > "$o/run-test.txt" 2>&1
 echo "run.sh rc $?"; tail -1 "$o/run-test.txt"
 grep -E "FAILED|panicked" "$o/gpu-tests.log" | head -10

@@ -14,10 +14,4 @@ for v in 97 33; do
   GPUKIT_RING_VARIANT=$v timeout 200 $B/tests/gpukit_ops__determinism --include-ignored --test-threads=1 > /tmp/d$v.log 2>&1
   echo "== tests determinism variant $v: rc $?"; grep -E "test result" /tmp/d$v.log | tail -2
 done
-for round in 1 2; do
-for v in 0 1 33 97 9; do
-  mkdir -p /tmp/v$v
-  GPUKIT_RING_VARIANT=$v GPUKIT_BENCH_OUT=/tmp/v$v GPUKIT_BENCH_FILTER="sdpa decode" timeout 100 $B/benches/gpukit-ops__ops --bench > /tmp/v$v/log 2>&1
-  echo "== variant $v round $round"; grep -E "sdpa decode" /tmp/v$v/log | grep -v "len=1024" | awk '{print $4, $5, $7}'
-done
-done
+. "$(dirname "$0")/ring-variants.sh"; ring_variants "0 1 33 97 9"

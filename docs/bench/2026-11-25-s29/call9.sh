@@ -9,15 +9,7 @@ o="$OUT/call9"; mkdir -p "$o"
 for gz in $b/tests/*.gz $b/benches/*.gz; do gunzip -f "$gz"; done
 chmod +x $b/tests/* $b/benches/*
 nvidia-smi --query-gpu=name --format=csv,noheader
-gunzip -c target/ab/ops-main.gz > /tmp/ops-main && chmod +x /tmp/ops-main
-for r in 1 2; do
-  for v in main new; do
-    bin=/tmp/ops-main; [ $v = new ] && bin=$b/benches/gpukit-ops__ops
-    mkdir -p "$o/$v-r$r"
-    GPUKIT_BENCH_OUT="$o/$v-r$r" GPUKIT_BENCH_FILTER="qgemv" "$bin" --bench > "$o/$v-r$r/log.txt" 2>&1
-    echo "$v r$r: $(grep -E '^qgemv' "$o/$v-r$r/log.txt" | tr -s ' ' | tr '\n' ';')"
-  done
-done
+. docs/bench/2026-11-25-s28/ab-greedy.sh; ab_bench qgemv "$o"
 t=$b/tests/gpukit_ops__ops
 $t quantized k_quants --include-ignored --test-threads=1 > "$o/tests.txt" 2>&1
 echo "tests rc $?: $(grep -E '^test result' "$o/tests.txt")"
