@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Session 30: a copy of attention.cu whose decode ring records when each block reaches each
+step (SM clock and %globaltimer), for decode_probe.cu built with -DDECODE_TRACE.
+
+usage: trace_patch.py attention.cu out.cu
+
+Slots (per launch and block): 0 producer entry, 1 producer after the PDL wait, 2 first tensor
+copy issued, 3 last copy issued, 4 consumer (thread 0) entry, 5 after the wait, 6 first tile
+landed, 7 last tile landed, 8 last tile attended, 9 four-warp merge and partial written,
+10 split counted, 11 split merge done (last split only), 12 the last flag, 13 the SM id.
+"""
+import sys
+
+src = open(sys.argv[1]).read()
+
+
+def sub(text, anchor, new, count=1):
+    n = text.count(anchor)
+    if n != count:
+        sys.exit(f"anchor found {n} times, expected {count}: {anchor!r}")
+    return text.replace(anchor, new)
+
+
+HEAD = r"""
+__device__ long long g_trc[32][132][16];
+__device__ long long g_trg[32][132][16];
+__device__ unsigned g_it[132];
+__shared__ long long tr_c[16], tr_g[16];
+__device__ __forceinline__ long long gtimer() {
+    long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+#define TP(k) do { tr_c[k] = clock64(); tr_g[k] = gtimer(); } while (0)
+"""
+
+src = sub(src, "struct AttnArgs {", HEAD + "struct AttnArgs {")
+src = sub(
+    src,
+    "    const unsigned units = batch * a.kv_heads * a.splits;\n    // Before the PDL wait",
+    "    const unsigned units = batch * a.kv_heads * a.splits;\n"
+    "    if (threadIdx.x == 32 * RING_CONSUMERS) TP(0);\n"
+    "    if (threadIdx.x == 0) { TP(4); tr_c[11] = tr_g[11] = 0; }\n"
+    "    // Before the PDL wait",
+)
+src = sub(
+    src,
+    "    pdl_enter();\n    if (a.position) a.kv_len = min(a.kv_len, (unsigned)max(*a.position, 0) + a.q_len);\n"
+    "    // The dynamic part",
+    "    pdl_enter();\n"
+    "    if (threadIdx.x == 32 * RING_CONSUMERS) TP(1);\n"
+    "    if (threadIdx.x == 0) TP(5);\n"
+    "    if (a.position) a.kv_len = min(a.kv_len, (unsigned)max(*a.position, 0) + a.q_len);\n"
+    "    // The dynamic part",
+)
+src = sub(
+    src,
+    "            unsigned s = 0, phase = 0, n = 0;\n",
+    "            unsigned s = 0, phase = 0, n = 0;\n            bool tr_first = true;\n",
+)
+src = sub(
+    src,
+    "                        tma_load_4d(ks + TILE + j * BN * 64, tv, 64 * j, key0, un.kvh, un.b, &full[s]);\n"
+    "                    }\n",
+    "                        tma_load_4d(ks + TILE + j * BN * 64, tv, 64 * j, key0, un.kvh, un.b, &full[s]);\n"
+    "                    }\n"
+    "                    if (tr_first) TP(2);\n                    tr_first = false;\n                    TP(3);\n",
+)
+src = sub(
+    src,
+    "    unsigned s = 0, phase = 0;\n    for (unsigned u = blockIdx.x; u < units; u += gridDim.x) {\n"
+    "        const RingUnit un(u, a);\n        Rows rows;",
+    "    unsigned s = 0, phase = 0;\n    bool tr_first = true;\n"
+    "    for (unsigned u = blockIdx.x; u < units; u += gridDim.x) {\n"
+    "        const RingUnit un(u, a);\n        Rows rows;",
+)
+src = sub(
+    src,
+    "            mbar_wait(&full[s], phase);\n            T* ks = ring + s * 2 * TILE;\n            const bool tail",
+    "            mbar_wait(&full[s], phase);\n"
+    "            if (threadIdx.x == 0) { if (tr_first) TP(6); tr_first = false; TP(7); }\n"
+    "            T* ks = ring + s * 2 * TILE;\n            const bool tail",
+)
+src = sub(
+    src,
+    "            decode_attend<T, D, SwizzledKV>(qa, ks, ks + TILE, warp, key0, rows, a, st);\n",
+    "            decode_attend<T, D, SwizzledKV>(qa, ks, ks + TILE, warp, key0, rows, a, st);\n"
+    "            if (threadIdx.x == 0) TP(8);\n",
+)
+src = sub(src, "        if (whole) continue;\n", "        if (threadIdx.x == 0) TP(9);\n        if (whole) continue;\n")
+src = sub(
+    src,
+    "        sync();\n        if (!last) continue;\n",
+    "        sync();\n        if (threadIdx.x == 0) { TP(10); tr_c[12] = last; }\n        if (!last) continue;\n",
+)
+src = sub(
+    src,
+    "            ring_merge_splits<T, D, 8>(po_head, pml_head, a.splits, nrows, out, a, un.b, un.kvh);\n    }\n}\n",
+    "            ring_merge_splits<T, D, 8>(po_head, pml_head, a.splits, nrows, out, a, un.b, un.kvh);\n"
+    "        if (threadIdx.x == 0) TP(11);\n    }\n"
+    "    if (threadIdx.x == 0) {\n"
+    "        unsigned sm;\n        asm volatile(\"mov.u32 %0, %%smid;\" : \"=r\"(sm));\n"
+    "        tr_c[13] = sm;\n"
+    "        const unsigned it = g_it[blockIdx.x]++ % 32;\n"
+    "        for (int k = 0; k < 16; ++k) {\n"
+    "            g_trc[it][blockIdx.x][k] = ((volatile long long*)tr_c)[k];\n"
+    "            g_trg[it][blockIdx.x][k] = ((volatile long long*)tr_g)[k];\n"
+    "        }\n    }\n}\n",
+)
+open(sys.argv[2], "w").write(src)
