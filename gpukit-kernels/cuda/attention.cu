@@ -41,6 +41,7 @@ struct AttnArgs {
     unsigned int splits;    // decode: splits per (batch, KV head)
     unsigned int stages;    // decode: K/V tiles in flight (1, 2 or 3; the launch's shared memory)
     float* partial;         // decode with splits > 1: [batch, kv_heads, splits, 16, 2 + D] f32
+                            // (the ring: [batch, kv_heads, splits, rows, D + 4])
     const int* position;    // decode: if set, the queries start at *position and kv_len (then
                             // the cache capacity) becomes min(kv_len, *position + q_len)
 };
@@ -112,6 +113,13 @@ template <> __device__ __forceinline__ unsigned pack2<bf16>(float lo, float hi) 
 template <> __device__ __forceinline__ unsigned pack2<f16>(float lo, float hi) {
     __half2 r = __floats2half2_rn(lo, hi);
     return *reinterpret_cast<unsigned*>(&r);
+}
+
+// Four outputs o / l (0 where l is 0) at dst as T, in one 8-byte store (dst 8-byte aligned).
+template <typename T> __device__ __forceinline__ void store_out4(T* dst, float4 o, float l) {
+    const bool any = l > 0.0f;
+    *reinterpret_cast<uint2*>(dst) = make_uint2(pack2<T>(any ? o.x / l : 0.0f, any ? o.y / l : 0.0f),
+                                                pack2<T>(any ? o.z / l : 0.0f, any ? o.w / l : 0.0f));
 }
 
 // ALiBi slope of head h of n (Press et al. 2022; HF `build_alibi_tensor`).
@@ -561,24 +569,24 @@ __device__ __forceinline__ void decode_attend(const unsigned (&qa)[D / 16][4], c
 
 // Merges the four warps (threads 0–127) of a decode block in a fixed order through shared
 // memory at `red` (o as [warp][16 rows][D + 8] f32 — a row stride of 8 words mod 32 makes the
-// float2 stores conflict-free — then each row's m and l per warp, the weights exp2(m − max), and
-// each row's max and merged l; the launch sizes it). `sync()` synchronises the 128 threads; the
-// first call lets the caller's last reads of whatever `red` overlaps finish. Then
-// emit(r, c, o, m, l) runs once for every row r < nrows and column c, spread over the threads:
-// o unnormalised, m the row's max (log2 domain), l its sum.
+// float2 stores conflict-free — then each row's m and l per warp; the launch sizes it). Only the
+// rows below nrows are stored. `sync()` synchronises the 128 threads; the first call lets the
+// caller's last reads of whatever `red` overlaps finish. Then emit(r, c, o, m, l) runs once for
+// every row r < nrows and every fourth column c, spread over the threads: o the four
+// unnormalised outputs of columns c … c + 3, m the row's max (log2 domain), l its sum. Each
+// thread weighs the four warps of its row itself (the same few exp2 in every thread of the row,
+// so one barrier fewer than a pass that shares them).
 template <int D, class Sync, class Emit>
 __device__ __forceinline__ void merge_warps(State<D>& st, float* red, unsigned nrows, Sync sync, Emit emit) {
-    constexpr int OS = D + 8;
+    constexpr int OS = D + 8, CV = D / 4;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     float* red_o = red;
     float* red_m = red_o + 64 * OS;
     float* red_l = red_m + 64;
-    float* wgt = red_l + 64;
-    float* row_m = wgt + 64;
-    float* row_l = row_m + 16;
     sync();
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
+        if (g + 8 * r >= (int)nrows) continue;
         const int row = warp * 16 + g + 8 * r;
         if (t == 0) {
             red_m[row] = st.m[r];
@@ -589,26 +597,25 @@ __device__ __forceinline__ void merge_warps(State<D>& st, float* red, unsigned n
             *reinterpret_cast<float2*>(red_o + row * OS + 8 * n + 2 * t) = make_float2(st.o[n][2 * r], st.o[n][2 * r + 1]);
     }
     sync();
-    if (threadIdx.x < 16) {
-        const int r = threadIdx.x;
+    for (unsigned idx = threadIdx.x; idx < nrows * CV; idx += ATTN_THREADS) {
+        const unsigned r = idx / CV, c = (idx % CV) * 4;
         float mm = -GPUKIT_INF;
+#pragma unroll
         for (int w = 0; w < 4; ++w) mm = fmaxf(mm, red_m[w * 16 + r]);
         const float base = mm == -GPUKIT_INF ? 0.0f : mm;
         float l = 0.0f;
+        float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
         for (int w = 0; w < 4; ++w) {
             const float f = exp2f(red_m[w * 16 + r] - base);
-            wgt[w * 16 + r] = f;
             l += red_l[w * 16 + r] * f;
+            const float4 v = *reinterpret_cast<const float4*>(red_o + (w * 16 + r) * OS + c);
+            o.x += v.x * f;
+            o.y += v.y * f;
+            o.z += v.z * f;
+            o.w += v.w * f;
         }
-        row_m[r] = mm;
-        row_l[r] = l;
-    }
-    sync();
-    for (unsigned idx = threadIdx.x; idx < nrows * D; idx += ATTN_THREADS) {
-        const unsigned r = idx / D, c = idx % D;
-        float o = 0.0f;
-        for (int w = 0; w < 4; ++w) o += red_o[(w * 16 + r) * OS + c] * wgt[w * 16 + r];
-        emit(r, c, o, row_m[r], row_l[r]);
+        emit(r, c, o, mm, l);
     }
 }
 
@@ -658,18 +665,15 @@ __device__ __forceinline__ void sdpa_decode(const T* __restrict__ q, const T* __
     finish_sum<D>(st);
     float* p = a.partial + (((unsigned long long)b * a.kv_heads + kvh) * a.splits + split) * 16 * (2 + D);
     merge_warps<D>(st, reinterpret_cast<float*>(attn_smem), nrows, [] { __syncthreads(); },
-                   [&](unsigned r, unsigned c, float o, float m, float l) {
+                   [&](unsigned r, unsigned c, float4 o, float m, float l) {
                        if (a.splits == 1) {
                            const unsigned h = kvh * group + r / a.q_len, i = r % a.q_len;
-                           out[b * a.o_stride[0] + h * a.o_stride[1] + i * a.o_stride[2] + c] =
-                               from_f32<T>(l > 0.0f ? o / l : 0.0f);
+                           store_out4<T>(out + b * a.o_stride[0] + h * a.o_stride[1] + i * a.o_stride[2] + c, o, l);
                        } else {
                            float* pr = p + r * (2 + D);
-                           if (c == 0) {
-                               pr[0] = m;
-                               pr[1] = l;
-                           }
-                           pr[2 + c] = o;
+                           if (c == 0) *reinterpret_cast<float2*>(pr) = make_float2(m, l);
+                           *reinterpret_cast<float2*>(pr + 2 + c) = make_float2(o.x, o.y);
+                           *reinterpret_cast<float2*>(pr + 4 + c) = make_float2(o.z, o.w);
                        }
                    });
 }
@@ -759,12 +763,6 @@ struct __align__(64) TensorMap {
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 
-// Counts `bytes` more expected on barrier b (with the producer's one arrival).
-__device__ __forceinline__ void mbar_expect_tx(unsigned long long* b, unsigned bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(b)), "r"(bytes)
-                 : "memory");
-}
-
 // Copies the box at coordinates (c0, c1, c2, c3) of tensor map `map` into shared memory at dst
 // (1024-byte aligned for the swizzle), counting its bytes on barrier b; the lines are marked
 // evict-first in L2 (the cache is read once per step).
@@ -799,15 +797,16 @@ struct RingUnit {
     }
 };
 
-// The last split of (batch b, KV head kvh) merges them all: po [splits][16][D] and pml
-// [splits][16][2] are its partials. Threads 0–127 each take W (4 or 8) columns of a row and walk
-// the splits in order, RING_MERGE splits at a time with all their loads (m, l and the W O values)
-// issued before any is used — one round of L2 latency per group — and an online rescale between
-// groups, so no pass over the maxima comes first. (The caller picks W = 8 where four columns a
-// thread would leave rows for a second round.)
+// The last split of (batch b, KV head kvh) merges them all. Threads 0–127 each take W (4 or 8)
+// columns of a row and walk the splits in order, RING_MERGE splits at a time with all their
+// loads (m, l and the W O values) issued before any is used — one round of latency per group —
+// and an online rescale between groups, so no pass over the maxima comes first. (The caller
+// picks W = 8 where four columns a thread would leave rows for a second round.) src supplies the
+// partials: ready(s0) before the group from split s0 is read, ml(split, row) (m, l) and
+// o(split, row, column) (four O values).
 #define RING_MERGE 16
-template <typename T, int D, int W>
-__device__ __forceinline__ void ring_merge_splits(const float* po, const float* pml, unsigned splits, unsigned nrows,
+template <typename T, int D, int W, class Src>
+__device__ __forceinline__ void ring_merge_splits(const Src& src, unsigned splits, unsigned nrows,
                                                   T* __restrict__ out, const AttnArgs& a, unsigned b, unsigned kvh) {
     constexpr unsigned CW = D / W, V = W / 4;
     const unsigned group = a.q_heads / a.kv_heads;
@@ -818,15 +817,15 @@ __device__ __forceinline__ void ring_merge_splits(const float* po, const float* 
 #pragma unroll
         for (int j = 0; j < W; ++j) acc[j] = 0.0f;
         for (unsigned s0 = 0; s0 < splits; s0 += RING_MERGE) {
+            src.ready(s0);
             float2 ml[RING_MERGE];
             float4 o[RING_MERGE][V];
 #pragma unroll
             for (int k = 0; k < RING_MERGE; ++k) {
                 const unsigned sp = min(s0 + k, splits - 1);
-                ml[k] = __ldcg(reinterpret_cast<const float2*>(pml + (sp * 16 + r) * 2));
+                ml[k] = src.ml(sp, r);
 #pragma unroll
-                for (int v = 0; v < V; ++v)
-                    o[k][v] = __ldcg(reinterpret_cast<const float4*>(po + (sp * 16 + r) * D + c + 4 * v));
+                for (int v = 0; v < V; ++v) o[k][v] = src.o(sp, r, c + 4 * v);
             }
             float mn = m;
 #pragma unroll
@@ -863,6 +862,37 @@ __device__ __forceinline__ void ring_merge_splits(const float* po, const float* 
     }
 }
 
+// A row of a decode ring partial: D unnormalised O values, then m and l (and two unused floats,
+// so rows stay 16-byte aligned). The partials of a unit are its nrows rows, back to back, and
+// the units follow one another, so a head's partials are one contiguous block.
+template <int D> __device__ constexpr unsigned ring_row_floats() { return D + 4; }
+
+// A head's partials read from p (`ring_row_floats` floats a row, nrows rows a split): through
+// L2 from the workspace (STAGED false), or from the copy in shared memory, group g of
+// RING_MERGE splits counted on bars[g] (STAGED true).
+template <int D, bool STAGED> struct RingPartials {
+    const float* p;
+    unsigned nrows;
+    unsigned long long* bars;
+    __device__ __forceinline__ void ready(unsigned s0) const {
+        if (STAGED) mbar_wait(&bars[s0 / RING_MERGE], 0);
+    }
+    __device__ __forceinline__ float2 ml(unsigned sp, unsigned r) const {
+        const float2* x = reinterpret_cast<const float2*>(p + (sp * nrows + r) * ring_row_floats<D>() + D);
+        return STAGED ? *x : __ldcg(x);
+    }
+    __device__ __forceinline__ float4 o(unsigned sp, unsigned r, unsigned c) const {
+        const float4* x = reinterpret_cast<const float4*>(p + (sp * nrows + r) * ring_row_floats<D>() + c);
+        return STAGED ? *x : __ldcg(x);
+    }
+};
+
+// Most split groups the staged merge has barriers for (splits ≤ RING_MERGE · RING_MERGE_GROUPS).
+#define RING_MERGE_GROUPS 9
+// The four-warp merge's shared memory after the ring (merge_warps: o, then m and l per row and
+// warp); launch::sdpa_decode_ring sizes it the same way (sdpa_merge_bytes).
+#define RING_RED_BYTES(D) ((4 * 16 * ((D) + 8) + 2 * 64) * 4)
+
 template <typename T, int D>
 __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __restrict__ out, AttnArgs a,
                                                  const TensorMap* tk, const TensorMap* tv,
@@ -886,12 +916,12 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
             tma_prefetch_4d(tv, 64 * j, un.begin, un.kvh, un.b);
         }
     }
-    pdl_enter();
-    if (a.position) a.kv_len = min(a.kv_len, (unsigned)max(*a.position, 0) + a.q_len);
     // The dynamic part starts after the static barriers; the swizzled tiles need 1024-byte
     // alignment, which the launch leaves room for (1024 bytes more than the ring and merge).
+    // The barriers are set up before the PDL wait too (this block's shared memory only): after
+    // it, the producer's first copy goes out at once.
     extern __shared__ __align__(16) unsigned char attn_smem[];
-    __shared__ unsigned long long full[RING_MAX_STAGES], empty[RING_MAX_STAGES];
+    __shared__ unsigned long long full[RING_MAX_STAGES], empty[RING_MAX_STAGES], staged[RING_MERGE_GROUPS];
     __shared__ unsigned last;
     constexpr unsigned STAGE_BYTES = 2 * TILE * sizeof(T);
     unsigned char* base = attn_smem + ((1024u - (smem_addr(attn_smem) & 1023u)) & 1023u);
@@ -904,9 +934,12 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
             mbar_init(&full[i], 1);
             mbar_init(&empty[i], ATTN_THREADS);
         }
+        for (unsigned i = 0; i < RING_MERGE_GROUPS; ++i) mbar_init(&staged[i], 1);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
+    pdl_enter();
+    if (a.position) a.kv_len = min(a.kv_len, (unsigned)max(*a.position, 0) + a.q_len);
     if (warp == RING_CONSUMERS) {
         // The producer: the block's tiles, in order, into slot n mod nst once its previous use
         // was released.
@@ -934,8 +967,6 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
     }
     const unsigned group = a.q_heads / a.kv_heads, nrows = group * a.q_len;
     const auto sync = [] { named_barrier(1, ATTN_THREADS); };
-    float* const po_all = a.partial;
-    float* const pml_all = a.partial + (unsigned long long)units * 16 * D;
     unsigned s = 0, phase = 0;
     for (unsigned u = blockIdx.x; u < units; u += gridDim.x) {
         const RingUnit un(u, a);
@@ -968,17 +999,16 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
             }
         }
         finish_sum<D>(st);
-        float* po = po_all + (unsigned long long)u * 16 * D;
-        float* pml = pml_all + (unsigned long long)u * 16 * 2;
+        float* part = a.partial + (unsigned long long)u * nrows * ring_row_floats<D>();
         const bool whole = a.splits == 1;
-        merge_warps<D>(st, red, nrows, sync, [&](unsigned r, unsigned c, float o, float m, float l) {
+        merge_warps<D>(st, red, nrows, sync, [&](unsigned r, unsigned c, float4 o, float m, float l) {
             if (whole) {
                 const unsigned h = un.kvh * group + r / a.q_len, i = r % a.q_len;
-                out[un.b * a.o_stride[0] + h * a.o_stride[1] + i * a.o_stride[2] + c] =
-                    from_f32<T>(l > 0.0f ? o / l : 0.0f);
+                store_out4<T>(out + un.b * a.o_stride[0] + h * a.o_stride[1] + i * a.o_stride[2] + c, o, l);
             } else {
-                po[r * D + c] = o;
-                if (c == 0) *reinterpret_cast<float2*>(pml + 2 * r) = make_float2(m, l);
+                float* pr = part + r * ring_row_floats<D>();
+                *reinterpret_cast<float4*>(pr + c) = o;
+                if (c == 0) *reinterpret_cast<float2*>(pr + D) = make_float2(m, l);
             }
         });
         if (whole) continue;
@@ -986,6 +1016,19 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
         // barrier, then one thread's release — cumulative over the writes the barrier ordered
         // before it — here an acquire-release add, so the last split's reads after the next
         // barrier see every partial). Session 22: 0.2–0.3 µs less than a fence and an atomic.
+        //
+        // On the block's last unit, where the head's partials fit the ring and merge area (now
+        // idle: every tile was consumed, the four-warp merge's reads came before the barrier),
+        // the last split's thread 0 copies them into shared memory as soon as it knows it is
+        // last: one bulk copy and barrier per RING_MERGE splits (the tensor memory accelerator
+        // keeps more bytes in flight than the threads' loads do), and the merge reads them there
+        // in the same order (the same bits). Session 30 (docs/RESULTS.md).
+        const unsigned long long first = (unsigned long long)un.bh * a.splits;
+        const float* head = a.partial + first * nrows * ring_row_floats<D>();
+        const unsigned split_floats = nrows * ring_row_floats<D>();
+        const bool stage = u + gridDim.x >= units && a.splits <= RING_MERGE * RING_MERGE_GROUPS &&
+                           a.splits * split_floats * 4 <= nst * STAGE_BYTES + RING_RED_BYTES(D);
+        float* const staged_parts = reinterpret_cast<float*>(base);
         sync();
         if (threadIdx.x == 0) {
             unsigned old;
@@ -995,16 +1038,33 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
                          : "memory");
             last = old == a.splits - 1;
             if (last) counters[un.bh] = 0;
+            if (last && stage) {
+                // The other splits' partials (generic stores, acquired by the add above) are
+                // read next by the async proxy.
+                asm volatile("fence.proxy.async.global;" ::: "memory");
+                for (unsigned s0 = 0; s0 < a.splits; s0 += RING_MERGE) {
+                    const unsigned bytes = min(a.splits - s0, (unsigned)RING_MERGE) * split_floats * 4;
+                    mbar_expect_tx(&staged[s0 / RING_MERGE], bytes);
+                    bulk_copy(staged_parts + s0 * split_floats, head + s0 * split_floats, bytes,
+                              &staged[s0 / RING_MERGE]);
+                }
+            }
         }
         sync();
         if (!last) continue;
-        const unsigned long long first = (unsigned long long)un.bh * a.splits;
-        const float* po_head = po_all + first * 16 * D;
-        const float* pml_head = pml_all + first * 16 * 2;
-        if (nrows * (D / 4) <= ATTN_THREADS)
-            ring_merge_splits<T, D, 4>(po_head, pml_head, a.splits, nrows, out, a, un.b, un.kvh);
-        else
-            ring_merge_splits<T, D, 8>(po_head, pml_head, a.splits, nrows, out, a, un.b, un.kvh);
+        if (stage) {
+            const RingPartials<D, true> src{staged_parts, nrows, staged};
+            if (nrows * (D / 4) <= ATTN_THREADS)
+                ring_merge_splits<T, D, 4>(src, a.splits, nrows, out, a, un.b, un.kvh);
+            else
+                ring_merge_splits<T, D, 8>(src, a.splits, nrows, out, a, un.b, un.kvh);
+        } else {
+            const RingPartials<D, false> src{head, nrows, nullptr};
+            if (nrows * (D / 4) <= ATTN_THREADS)
+                ring_merge_splits<T, D, 4>(src, a.splits, nrows, out, a, un.b, un.kvh);
+            else
+                ring_merge_splits<T, D, 8>(src, a.splits, nrows, out, a, un.b, un.kvh);
+        }
     }
 }
 

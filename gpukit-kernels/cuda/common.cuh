@@ -162,18 +162,27 @@ __device__ __forceinline__ void mbar_wait(unsigned long long* b, unsigned int pa
                  " @!p bra WAIT_%=;\n}" ::"r"(smem_addr(b)), "r"(parity)
                  : "memory");
 }
+// Counts `bytes` more expected on barrier b, with one arrival (the producer's).
+__device__ __forceinline__ void mbar_expect_tx(unsigned long long* b, unsigned int bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(b)), "r"(bytes)
+                 : "memory");
+}
 // Copies `bytes` (a multiple of 16, both addresses 16-byte aligned) from global memory into
-// shared memory without registers, counting them on barrier b; the lines are marked
-// evict-first in L2 (weights are read once per step).
-__device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned int bytes,
-                                          unsigned long long* b) {
+// shared memory without registers, counting them on barrier b (no arrival: the bytes must have
+// been announced with mbar_expect_tx); the lines are marked evict-first in L2 (read once).
+__device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned int bytes, unsigned long long* b) {
     asm volatile("{\n .reg .b64 pol;\n"
                  " createpolicy.fractional.L2::evict_first.b64 pol, 1.0;\n"
-                 " mbarrier.arrive.expect_tx.shared::cta.b64 _, [%3], %2;\n"
                  " cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
                  ".L2::cache_hint [%0], [%1], %2, [%3], pol;\n}"
                  ::"r"(smem_addr(dst)), "l"(src), "r"(bytes), "r"(smem_addr(b))
                  : "memory");
+}
+// bulk_copy with its own announcement and arrival on b (weights are read once per step).
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned int bytes,
+                                          unsigned long long* b) {
+    mbar_expect_tx(b, bytes);
+    bulk_copy(dst, src, bytes, b);
 }
 #endif
 

@@ -859,10 +859,10 @@ pub mod launch {
     }
 
     /// Shared memory of the decode kernels' four-warp merge at `head_dim`: o [4 × 16 rows]
-    /// [head_dim + 8] f32, then per row and warp m, l and a weight, and per row the max and
-    /// merged l (`merge_warps` in attention.cu).
+    /// [head_dim + 8] f32, then per row and warp m and l (`merge_warps` in attention.cu; the
+    /// ring kernel's `RING_RED_BYTES` is the same size).
     fn sdpa_merge_bytes(head_dim: usize) -> usize {
-        (4 * 16 * (head_dim + 8) + 3 * 64 + 2 * 16) * 4
+        (4 * 16 * (head_dim + 8) + 2 * 64) * 4
     }
 
     /// The decode attention kernel: splits × KV heads × batch blocks; shared memory for a ring
@@ -913,7 +913,7 @@ pub mod launch {
     /// Bytes of K/V tiles the decode ring keeps in flight per multiprocessor: 128 KiB, the ring
     /// that read 32 MiB fastest in session 19's floor (docs/RESULTS.md).
     const SDPA_RING_BYTES: usize = 128 << 10;
-    /// The decode ring kernel's static shared memory (its barriers and a flag: 144 bytes),
+    /// The decode ring kernel's static shared memory (its barriers and a flag: 208 bytes),
     /// rounded up.
     const SDPA_RING_STATIC_SMEM: usize = 256;
 
@@ -1371,7 +1371,7 @@ mod tests {
         assert_eq!((stages, cfg.grid.x, cfg.block.x), (4, 128, 160));
         assert_eq!(
             cfg.shared_mem_bytes as usize,
-            4 * 32_768 + (4 * 16 * 136 + 224) * 4 + 1024
+            4 * 32_768 + (4 * 16 * 136 + 128) * 4 + 1024
         );
         assert_eq!(ring(64, 227 << 10).unwrap().1, 8);
         assert!(ring(80, 227 << 10).is_none());

@@ -270,10 +270,13 @@ pub fn sdpa_workspace_len(shape: &AttentionShape, mask: &AttentionMask) -> usize
             let ring = launch::sdpa_decode_ring_splits(shape.kv_len - first, bkv).1;
             let splits = splits.max(ring);
             if splits > 1 {
-                // Saturating: a hand-made shape too large for any tensor asks for usize::MAX.
+                // Rows of up to SDPA_DECODE_ROWS per split of head_dim + 2 floats (the portable
+                // kernel: m, l, O) or head_dim + 4 (the ring: O, m, l, two to keep rows 16-byte
+                // aligned). Saturating: a hand-made shape too large for any tensor asks for
+                // usize::MAX.
                 bkv.saturating_mul(splits)
                     .saturating_mul(launch::SDPA_DECODE_ROWS)
-                    .saturating_mul(shape.head_dim.saturating_add(2))
+                    .saturating_mul(shape.head_dim.saturating_add(4))
             } else {
                 0
             }

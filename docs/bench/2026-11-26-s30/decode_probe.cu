@@ -138,7 +138,11 @@ int main(int argc, char** argv) {
         const unsigned chunk = (tiles + want - 1) / want * 64, splits = (len + chunk - 1) / chunk;
         const unsigned units = kv_heads * splits, grid = std::min<unsigned>(units, sms);
         const unsigned stages = 4;  // 128 KiB of 32 KiB stages at head_dim 128
+#ifdef RING_RED_BYTES
+        const size_t merge = RING_RED_BYTES(128);
+#else
         const size_t merge = (4 * 16 * (D + 8) + 3 * 64 + 2 * 16) * 4;
+#endif
         const size_t smem = stages * 2 * 64 * D * 2 + merge + 1024;
         const size_t half = size_t(kv_heads) * len * D * 2, bytes = 2 * half, copies = rotation(bytes);
         unsigned char* kv;
@@ -149,7 +153,7 @@ int main(int argc, char** argv) {
         fill<<<1, 256, 0, g_stream>>>(reinterpret_cast<unsigned*>(q), q_heads * D / 2);
         CK(cudaMalloc(&out, q_heads * D * 2));
         float* partial;
-        CK(cudaMalloc(&partial, size_t(units) * 16 * (D + 2) * 4));
+        CK(cudaMalloc(&partial, size_t(units) * 16 * (D + 4) * 4));
         unsigned* counters;
         CK(cudaMalloc(&counters, 4096 * 4));
         CK(cudaMemset(counters, 0, 4096 * 4));

@@ -21,6 +21,14 @@ def sub(text, anchor, new, count=1):
     return text.replace(anchor, new)
 
 
+def sub_any(text, pairs):
+    """The first (anchor, replacement) whose anchor occurs exactly once (kernel versions differ)."""
+    for anchor, new in pairs:
+        if text.count(anchor) == 1:
+            return text.replace(anchor, new)
+    sys.exit(f"no anchor of {[a for a, _ in pairs]!r} found once")
+
+
 HEAD = r"""
 __device__ long long g_trc[32][132][16];
 __device__ long long g_trg[32][132][16];
@@ -45,13 +53,11 @@ src = sub(
 )
 src = sub(
     src,
-    "    pdl_enter();\n    if (a.position) a.kv_len = min(a.kv_len, (unsigned)max(*a.position, 0) + a.q_len);\n"
-    "    // The dynamic part",
+    "    pdl_enter();\n    if (a.position) a.kv_len = min(a.kv_len, (unsigned)max(*a.position, 0) + a.q_len);\n",
     "    pdl_enter();\n"
     "    if (threadIdx.x == 32 * RING_CONSUMERS) TP(1);\n"
     "    if (threadIdx.x == 0) TP(5);\n"
-    "    if (a.position) a.kv_len = min(a.kv_len, (unsigned)max(*a.position, 0) + a.q_len);\n"
-    "    // The dynamic part",
+    "    if (a.position) a.kv_len = min(a.kv_len, (unsigned)max(*a.position, 0) + a.q_len);\n",
 )
 src = sub(
     src,
@@ -93,11 +99,7 @@ src = sub(
     "        sync();\n        if (!last) continue;\n",
     "        sync();\n        if (threadIdx.x == 0) { TP(10); tr_c[12] = last; }\n        if (!last) continue;\n",
 )
-src = sub(
-    src,
-    "            ring_merge_splits<T, D, 8>(po_head, pml_head, a.splits, nrows, out, a, un.b, un.kvh);\n    }\n}\n",
-    "            ring_merge_splits<T, D, 8>(po_head, pml_head, a.splits, nrows, out, a, un.b, un.kvh);\n"
-    "        if (threadIdx.x == 0) TP(11);\n    }\n"
+FLUSH = (
     "    if (threadIdx.x == 0) {\n"
     "        unsigned sm;\n        asm volatile(\"mov.u32 %0, %%smid;\" : \"=r\"(sm));\n"
     "        tr_c[13] = sm;\n"
@@ -105,6 +107,21 @@ src = sub(
     "        for (int k = 0; k < 16; ++k) {\n"
     "            g_trc[it][blockIdx.x][k] = ((volatile long long*)tr_c)[k];\n"
     "            g_trg[it][blockIdx.x][k] = ((volatile long long*)tr_g)[k];\n"
-    "        }\n    }\n}\n",
+    "        }\n    }\n}\n"
+)
+src = sub_any(
+    src,
+    [
+        (
+            "            ring_merge_splits<T, D, 8>(po_head, pml_head, a.splits, nrows, out, a, un.b, un.kvh);\n    }\n}\n",
+            "            ring_merge_splits<T, D, 8>(po_head, pml_head, a.splits, nrows, out, a, un.b, un.kvh);\n"
+            "        if (threadIdx.x == 0) TP(11);\n    }\n" + FLUSH,
+        ),
+        (
+            "                ring_merge_splits<T, D, 8>(src, a.splits, nrows, out, a, un.b, un.kvh);\n        }\n    }\n}\n",
+            "                ring_merge_splits<T, D, 8>(src, a.splits, nrows, out, a, un.b, un.kvh);\n        }\n"
+            "        if (threadIdx.x == 0) TP(11);\n    }\n" + FLUSH,
+        ),
+    ],
 )
 open(sys.argv[2], "w").write(src)
