@@ -798,12 +798,13 @@ struct RingUnit {
 };
 
 // The last split of (batch b, KV head kvh) merges them all. Threads 0–127 each take W (4 or 8)
-// columns of a row and walk the splits in order, RING_MERGE splits at a time with all their
-// loads (m, l and the W O values) issued before any is used — one round of latency per group —
-// and an online rescale between groups, so no pass over the maxima comes first. (The caller
-// picks W = 8 where four columns a thread would leave rows for a second round.) src supplies the
-// partials: ready(s0) before the group from split s0 is read, ml(split, row) (m, l) and
-// o(split, row, column) (four O values).
+// columns of a row — W / 4 runs of four, D / (W / 4) apart, so a warp's 16-byte reads of a run
+// are contiguous (no bank conflicts in shared memory) — and walk the splits in order,
+// RING_MERGE splits at a time with all their loads (m, l and the W O values) issued before any
+// is used — one round of latency per group — and an online rescale between groups, so no pass
+// over the maxima comes first. (The caller picks W = 8 where four columns a thread would leave
+// rows for a second round.) src supplies the partials: ready(s0) before the group from split s0
+// is read, ml(split, row) (m, l) and o(split, row, column) (four O values).
 #define RING_MERGE 16
 template <typename T, int D, int W, class Src>
 __device__ __forceinline__ void ring_merge_splits(const Src& src, unsigned splits, unsigned nrows,
@@ -811,7 +812,7 @@ __device__ __forceinline__ void ring_merge_splits(const Src& src, unsigned split
     constexpr unsigned CW = D / W, V = W / 4;
     const unsigned group = a.q_heads / a.kv_heads;
     for (unsigned e = threadIdx.x; e < nrows * CW; e += ATTN_THREADS) {
-        const unsigned r = e / CW, c = (e % CW) * W;
+        const unsigned r = e / CW, c = (e % CW) * 4;
         float m = -GPUKIT_INF, l = 0.0f;
         float acc[W];
 #pragma unroll
@@ -825,7 +826,7 @@ __device__ __forceinline__ void ring_merge_splits(const Src& src, unsigned split
                 const unsigned sp = min(s0 + k, splits - 1);
                 ml[k] = src.ml(sp, r);
 #pragma unroll
-                for (int v = 0; v < V; ++v) o[k][v] = src.o(sp, r, c + 4 * v);
+                for (int v = 0; v < V; ++v) o[k][v] = src.o(sp, r, c + v * (D / V));
             }
             float mn = m;
 #pragma unroll
@@ -857,8 +858,9 @@ __device__ __forceinline__ void ring_merge_splits(const Src& src, unsigned split
         T* dst = out + b * a.o_stride[0] + h * a.o_stride[1] + i * a.o_stride[2] + c;
 #pragma unroll
         for (int v = 0; v < V; ++v)
-            *reinterpret_cast<uint2*>(dst + 4 * v) = make_uint2(pack2<T>(acc[4 * v] * inv, acc[4 * v + 1] * inv),
-                                                                pack2<T>(acc[4 * v + 2] * inv, acc[4 * v + 3] * inv));
+            *reinterpret_cast<uint2*>(dst + v * (D / V)) =
+                make_uint2(pack2<T>(acc[4 * v] * inv, acc[4 * v + 1] * inv),
+                           pack2<T>(acc[4 * v + 2] * inv, acc[4 * v + 3] * inv));
     }
 }
 
@@ -906,14 +908,17 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
     // *position sets it): the tile may lie past the keys read, which costs only the prefetch.
     // One tile: session 29 (docs/RESULTS.md, H200) measured 0.4–1.2 µs less than none in the
     // four ring cases of the ops bench, and two or four tiles slower at 8k keys.
+    // The block's first unit is worked out before the wait as well (its end again after it, where
+    // *position may shorten kv_len): its divisions cost the producer 0.17 µs before its first
+    // copy otherwise (session 30's trace).
+    RingUnit first(blockIdx.x, a);
     if (threadIdx.x == 32 * RING_CONSUMERS && blockIdx.x < units) {
         asm volatile("prefetch.tensormap [%0];" ::"l"(tk) : "memory");
         asm volatile("prefetch.tensormap [%0];" ::"l"(tv) : "memory");
-        const RingUnit un(blockIdx.x, a);
 #pragma unroll
         for (int j = 0; j < D / 64; ++j) {
-            tma_prefetch_4d(tk, 64 * j, un.begin, un.kvh, un.b);
-            tma_prefetch_4d(tv, 64 * j, un.begin, un.kvh, un.b);
+            tma_prefetch_4d(tk, 64 * j, first.begin, first.kvh, first.b);
+            tma_prefetch_4d(tv, 64 * j, first.begin, first.kvh, first.b);
         }
     }
     // The dynamic part starts after the static barriers; the swizzled tiles need 1024-byte
@@ -939,14 +944,17 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
     }
     __syncthreads();
     pdl_enter();
-    if (a.position) a.kv_len = min(a.kv_len, (unsigned)max(*a.position, 0) + a.q_len);
+    if (a.position) {
+        a.kv_len = min(a.kv_len, (unsigned)max(*a.position, 0) + a.q_len);
+        first.end = min(a.kv_len, first.begin + a.chunk);
+    }
     if (warp == RING_CONSUMERS) {
         // The producer: the block's tiles, in order, into slot n mod nst once its previous use
         // was released.
         if (lane == 0) {
             unsigned s = 0, phase = 0, n = 0;
-            for (unsigned u = blockIdx.x; u < units; u += gridDim.x) {
-                const RingUnit un(u, a);
+            RingUnit un = first;
+            for (unsigned u = blockIdx.x; u < units; u += gridDim.x, un = RingUnit(u, a)) {
                 for (unsigned key0 = un.begin; key0 < un.end; key0 += BN, ++n) {
                     if (n >= nst) mbar_wait(&empty[s], phase ^ 1);
                     T* ks = ring + s * 2 * TILE;
@@ -968,8 +976,8 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
     const unsigned group = a.q_heads / a.kv_heads, nrows = group * a.q_len;
     const auto sync = [] { named_barrier(1, ATTN_THREADS); };
     unsigned s = 0, phase = 0;
-    for (unsigned u = blockIdx.x; u < units; u += gridDim.x) {
-        const RingUnit un(u, a);
+    RingUnit un = first;
+    for (unsigned u = blockIdx.x; u < units; u += gridDim.x, un = RingUnit(u, a)) {
         Rows rows;
         unsigned qa[D / 16][4];
         decode_rows<T, D>(q, a, un.b, un.kvh, rows, qa);

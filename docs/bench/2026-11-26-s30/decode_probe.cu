@@ -106,6 +106,21 @@ static void report_trace(unsigned grid) {
            pct(spans, 0.5), pct(gaps, 0.5), pct(gaps, 0), pct(gaps, 1));
     const char* cn[6] = {"waited->first tile", "first->last tile", "last tile->attended", "attended->partial",
                          "partial->counted", "counted->merged"};
+    {
+        // The producer between its wait and its first copy (cycles → ns).
+        std::vector<double> p1, p2, p3;
+        for (unsigned L = n - 16; L < n - 4; ++L)
+            for (unsigned b = 0; b < grid; ++b) {
+                const long long* x = c[L % 32][b];
+                p1.push_back(double(x[14] - x[1]));
+                p2.push_back(double(x[15] - x[14]));
+                p3.push_back(double(x[2] - x[15]));
+            }
+        printf("  producer, ns (min / median / max): waited->branch %.0f / %.0f / %.0f, branch->unit %.0f / %.0f / "
+               "%.0f, unit->first tile's copies issued %.0f / %.0f / %.0f\n",
+               pct(p1, 0) / ghz, pct(p1, 0.5) / ghz, pct(p1, 1) / ghz, pct(p2, 0) / ghz, pct(p2, 0.5) / ghz,
+               pct(p2, 1) / ghz, pct(p3, 0) / ghz, pct(p3, 0.5) / ghz, pct(p3, 1) / ghz);
+    }
     printf("  in-block steps, ns at %.2f GHz (min / median / max over blocks):\n", ghz);
     for (int k = 0; k < 6; ++k)
         printf("    %-20s %7.0f %7.0f %7.0f\n", cn[k], pct(cyc[k], 0) / ghz, pct(cyc[k], 0.5) / ghz,

@@ -7,7 +7,8 @@ usage: trace_patch.py attention.cu out.cu
 Slots (per launch and block): 0 producer entry, 1 producer after the PDL wait, 2 first tensor
 copy issued, 3 last copy issued, 4 consumer (thread 0) entry, 5 after the wait, 6 first tile
 landed, 7 last tile landed, 8 last tile attended, 9 four-warp merge and partial written,
-10 split counted, 11 split merge done (last split only), 12 the last flag, 13 the SM id.
+10 split counted, 11 split merge done (last split only), 12 the last flag, 13 the SM id,
+14 producer lane 0 in its branch, 15 producer's first unit computed.
 """
 import sys
 
@@ -51,18 +52,36 @@ src = sub(
     "    if (threadIdx.x == 0) { TP(4); tr_c[11] = tr_g[11] = 0; }\n"
     "    // Before the PDL wait",
 )
-src = sub(
+WAITED = "    if (threadIdx.x == 32 * RING_CONSUMERS) TP(1);\n    if (threadIdx.x == 0) TP(5);\n"
+src = sub_any(
     src,
-    "    pdl_enter();\n    if (a.position) a.kv_len = min(a.kv_len, (unsigned)max(*a.position, 0) + a.q_len);\n",
-    "    pdl_enter();\n"
-    "    if (threadIdx.x == 32 * RING_CONSUMERS) TP(1);\n"
-    "    if (threadIdx.x == 0) TP(5);\n"
-    "    if (a.position) a.kv_len = min(a.kv_len, (unsigned)max(*a.position, 0) + a.q_len);\n",
+    [
+        (
+            "    pdl_enter();\n    if (a.position) a.kv_len = min(a.kv_len, (unsigned)max(*a.position, 0) + a.q_len);\n",
+            "    pdl_enter();\n" + WAITED
+            + "    if (a.position) a.kv_len = min(a.kv_len, (unsigned)max(*a.position, 0) + a.q_len);\n",
+        ),
+        ("    pdl_enter();\n    if (a.position) {\n", "    pdl_enter();\n" + WAITED + "    if (a.position) {\n"),
+    ],
 )
 src = sub(
     src,
     "            unsigned s = 0, phase = 0, n = 0;\n",
-    "            unsigned s = 0, phase = 0, n = 0;\n            bool tr_first = true;\n",
+    "            unsigned s = 0, phase = 0, n = 0;\n            bool tr_first = true;\n            TP(14);\n",
+)
+KEYS = "                for (unsigned key0 = un.begin; key0 < un.end; key0 += BN, ++n) {\n"
+src = sub_any(
+    src,
+    [
+        (
+            "                const RingUnit un(u, a);\n" + KEYS,
+            "                const RingUnit un(u, a);\n                if (tr_first) TP(15);\n" + KEYS,
+        ),
+        (
+            "un = RingUnit(u, a)) {\n" + KEYS,
+            "un = RingUnit(u, a)) {\n                if (tr_first) TP(15);\n" + KEYS,
+        ),
+    ],
 )
 src = sub(
     src,
@@ -72,14 +91,7 @@ src = sub(
     "                    }\n"
     "                    if (tr_first) TP(2);\n                    tr_first = false;\n                    TP(3);\n",
 )
-src = sub(
-    src,
-    "    unsigned s = 0, phase = 0;\n    for (unsigned u = blockIdx.x; u < units; u += gridDim.x) {\n"
-    "        const RingUnit un(u, a);\n        Rows rows;",
-    "    unsigned s = 0, phase = 0;\n    bool tr_first = true;\n"
-    "    for (unsigned u = blockIdx.x; u < units; u += gridDim.x) {\n"
-    "        const RingUnit un(u, a);\n        Rows rows;",
-)
+src = sub(src, "    unsigned s = 0, phase = 0;\n", "    unsigned s = 0, phase = 0;\n    bool tr_first = true;\n")
 src = sub(
     src,
     "            mbar_wait(&full[s], phase);\n            T* ks = ring + s * 2 * TILE;\n            const bool tail",
