@@ -36,7 +36,7 @@ static CUtensorMap tensor_map(const void* base, unsigned kv_heads, unsigned len)
 // One replay's launches 4..15: per step, min / median / max over blocks of the globaltimer time
 // since the launch's first block entered (ns), and the clock-cycle steps inside blocks.
 static void report_trace(unsigned grid) {
-    static long long c[32][132][16], g[32][132][16];
+    static long long c[32][132][20], g[32][132][20];
     static unsigned it[132];
     CK(cudaMemcpyFromSymbol(c, g_trc, sizeof c));
     CK(cudaMemcpyFromSymbol(g, g_trg, sizeof g));
@@ -116,6 +116,19 @@ static void report_trace(unsigned grid) {
                 p2.push_back(double(x[15] - x[14]));
                 p3.push_back(double(x[2] - x[15]));
             }
+        std::vector<double> m1, m2, m3;
+        for (unsigned L = n - 16; L < n - 4; ++L)
+            for (unsigned b = 0; b < grid; ++b) {
+                const long long* x = c[L % 32][b];
+                if (!x[12] || !x[16]) continue;
+                m1.push_back(double(x[16] - x[10]));
+                if (x[17]) m2.push_back(double(x[17] - x[16]));
+                m3.push_back(double(x[18] - (x[17] ? x[17] : x[16])));
+            }
+        printf("  split merge, ns (min / median / max): counted->slot 16 %.0f / %.0f / %.0f, slot 16->17 "
+               "%.0f / %.0f / %.0f, slot 17 (or 16)->18 %.0f / %.0f / %.0f\n",
+               pct(m1, 0) / ghz, pct(m1, 0.5) / ghz, pct(m1, 1) / ghz, pct(m2, 0) / ghz, pct(m2, 0.5) / ghz,
+               pct(m2, 1) / ghz, pct(m3, 0) / ghz, pct(m3, 0.5) / ghz, pct(m3, 1) / ghz);
         printf("  producer, ns (min / median / max): waited->branch %.0f / %.0f / %.0f, branch->unit %.0f / %.0f / "
                "%.0f, unit->first tile's copies issued %.0f / %.0f / %.0f\n",
                pct(p1, 0) / ghz, pct(p1, 0.5) / ghz, pct(p1, 1) / ghz, pct(p2, 0) / ghz, pct(p2, 0.5) / ghz,

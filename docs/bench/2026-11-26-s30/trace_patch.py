@@ -8,7 +8,8 @@ Slots (per launch and block): 0 producer entry, 1 producer after the PDL wait, 2
 copy issued, 3 last copy issued, 4 consumer (thread 0) entry, 5 after the wait, 6 first tile
 landed, 7 last tile landed, 8 last tile attended, 9 four-warp merge and partial written,
 10 split counted, 11 split merge done (last split only), 12 the last flag, 13 the SM id,
-14 producer lane 0 in its branch, 15 producer's first unit computed.
+14 producer lane 0 in its branch, 15 producer's first unit computed; in the last split's merge
+(thread 0): 16 first group of partials at hand, 17 second group at hand, 18 its sums done.
 """
 import sys
 
@@ -31,10 +32,10 @@ def sub_any(text, pairs):
 
 
 HEAD = r"""
-__device__ long long g_trc[32][132][16];
-__device__ long long g_trg[32][132][16];
+__device__ long long g_trc[32][132][20];
+__device__ long long g_trg[32][132][20];
 __device__ unsigned g_it[132];
-__shared__ long long tr_c[16], tr_g[16];
+__shared__ long long tr_c[20], tr_g[20];
 __device__ __forceinline__ long long gtimer() {
     long long t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -49,7 +50,7 @@ src = sub(
     "    const unsigned units = batch * a.kv_heads * a.splits;\n    // Before the PDL wait",
     "    const unsigned units = batch * a.kv_heads * a.splits;\n"
     "    if (threadIdx.x == 32 * RING_CONSUMERS) TP(0);\n"
-    "    if (threadIdx.x == 0) { TP(4); tr_c[11] = tr_g[11] = 0; }\n"
+    "    if (threadIdx.x == 0) { TP(4); tr_c[11] = tr_g[11] = tr_c[12] = tr_c[16] = tr_c[17] = tr_c[18] = 0; }\n"
     "    // Before the PDL wait",
 )
 WAITED = "    if (threadIdx.x == 32 * RING_CONSUMERS) TP(1);\n    if (threadIdx.x == 0) TP(5);\n"
@@ -111,12 +112,46 @@ src = sub(
     "        sync();\n        if (!last) continue;\n",
     "        sync();\n        if (threadIdx.x == 0) { TP(10); tr_c[12] = last; }\n        if (!last) continue;\n",
 )
+# Inside the split merge (thread 0): when the partials are at hand, and when done (16, 17, 18).
+if src.count("            src.ready(s0);\n") == 1:  # one pass, an online rescale per group
+    src = sub(
+        src,
+        "            src.ready(s0);\n",
+        "            src.ready(s0);\n            if (threadIdx.x == 0 && s0 < 2 * RING_MERGE) TP(16 + s0 / RING_MERGE);\n",
+    )
+    src = sub(
+        src,
+        "        const float inv = l > 0.0f ? 1.0f / l : 0.0f;\n        const unsigned h = kvh * group",
+        "        if (threadIdx.x == 0) TP(18);\n        const float inv = l > 0.0f ? 1.0f / l : 0.0f;\n"
+        "        const unsigned h = kvh * group",
+    )
+else:  # two passes: 16 all at hand, 17 weights done, 18 sums done
+    src = sub(
+        src,
+        "    for (unsigned s0 = 0; s0 < splits; s0 += RING_MERGE) src.ready(s0);\n",
+        "    for (unsigned s0 = 0; s0 < splits; s0 += RING_MERGE) src.ready(s0);\n    if (threadIdx.x == 0) TP(16);\n",
+    )
+    src = sub(src, "    sync();\n    for (unsigned e = threadIdx.x; e < nrows * CW;",
+              "    sync();\n    if (threadIdx.x == 0) TP(17);\n    for (unsigned e = threadIdx.x; e < nrows * CW;")
+    src = sub(src, "        const float l = lsum[r], inv", "        if (threadIdx.x == 0) TP(18);\n        const float l = lsum[r], inv")
+# The progressive merge (split 0 merging as the splits finish), where the kernel has it.
+PROG = "                ring_merge_progressive<T, D, 8>(src, flags, a.splits, nrows, out, a, un.b, un.kvh, ready);\n"
+if src.count(PROG) == 1:
+    src = sub(
+        src,
+        "            const RingPartials<D, false> src{head, nrows, nullptr};\n            if (nrows * (D / 4) <= ATTN_THREADS)\n"
+        "                ring_merge_progressive",
+        "            if (threadIdx.x == 0) { TP(10); tr_c[12] = 1; }\n"
+        "            const RingPartials<D, false> src{head, nrows, nullptr};\n            if (nrows * (D / 4) <= ATTN_THREADS)\n"
+        "                ring_merge_progressive",
+    )
+    src = sub(src, PROG + "            continue;\n", PROG + "            if (threadIdx.x == 0) TP(11);\n            continue;\n")
 FLUSH = (
     "    if (threadIdx.x == 0) {\n"
     "        unsigned sm;\n        asm volatile(\"mov.u32 %0, %%smid;\" : \"=r\"(sm));\n"
     "        tr_c[13] = sm;\n"
     "        const unsigned it = g_it[blockIdx.x]++ % 32;\n"
-    "        for (int k = 0; k < 16; ++k) {\n"
+    "        for (int k = 0; k < 20; ++k) {\n"
     "            g_trc[it][blockIdx.x][k] = ((volatile long long*)tr_c)[k];\n"
     "            g_trg[it][blockIdx.x][k] = ((volatile long long*)tr_g)[k];\n"
     "        }\n    }\n}\n"
@@ -133,6 +168,10 @@ src = sub_any(
             "                ring_merge_splits<T, D, 8>(src, a.splits, nrows, out, a, un.b, un.kvh);\n        }\n    }\n}\n",
             "                ring_merge_splits<T, D, 8>(src, a.splits, nrows, out, a, un.b, un.kvh);\n        }\n"
             "        if (threadIdx.x == 0) TP(11);\n    }\n" + FLUSH,
+        ),
+        (
+            "un.b, un.kvh, wts, lsum, sync);\n        }\n    }\n}\n",
+            "un.b, un.kvh, wts, lsum, sync);\n        }\n        if (threadIdx.x == 0) TP(11);\n    }\n" + FLUSH,
         ),
     ],
 )
