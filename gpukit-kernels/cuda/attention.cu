@@ -798,74 +798,7 @@ struct RingUnit {
     }
 };
 
-// The last split of (batch b, KV head kvh) merges them all. Threads 0–127 each take W (4 or 8)
-// columns of a row — W / 4 runs of four, D / (W / 4) apart, so a warp's 16-byte reads of a run
-// are contiguous (no bank conflicts in shared memory) — and walk the splits in order,
-// RING_MERGE splits at a time with all their loads (m, l and the W O values) issued before any
-// is used — one round of latency per group — and an online rescale between groups, so no pass
-// over the maxima comes first; the weights by the special-function unit's exp2. This is one
-// block's latency-bound arithmetic at the end of the call (session 30 traced 0.67 µs per 16
-// splits), so the few instructions count. (The caller picks W = 8 where four columns a thread
-// would leave rows for a second round.) src supplies the partials: ready(s0) before the group
-// from split s0 is read, ml(split, row) (m, l) and o(split, row, column) (four O values).
 #define RING_MERGE 16
-template <typename T, int D, int W, class Src>
-__device__ __forceinline__ void ring_merge_splits(const Src& src, unsigned splits, unsigned nrows,
-                                                  T* __restrict__ out, const AttnArgs& a, unsigned b, unsigned kvh) {
-    constexpr unsigned CW = D / W, V = W / 4;
-    const unsigned group = a.q_heads / a.kv_heads;
-    for (unsigned e = threadIdx.x; e < nrows * CW; e += ATTN_THREADS) {
-        const unsigned r = e / CW, c = (e % CW) * 4;
-        float m = -GPUKIT_INF, l = 0.0f;
-        float acc[W];
-#pragma unroll
-        for (int j = 0; j < W; ++j) acc[j] = 0.0f;
-        for (unsigned s0 = 0; s0 < splits; s0 += RING_MERGE) {
-            src.ready(s0);
-            float2 ml[RING_MERGE];
-            float4 o[RING_MERGE][V];
-#pragma unroll
-            for (int k = 0; k < RING_MERGE; ++k) {
-                const unsigned sp = min(s0 + k, splits - 1);
-                ml[k] = src.ml(sp, r);
-#pragma unroll
-                for (int v = 0; v < V; ++v) o[k][v] = src.o(sp, r, c + v * (D / V));
-            }
-            float mn = m;
-#pragma unroll
-            for (int k = 0; k < RING_MERGE; ++k)
-                if (s0 + k < splits) mn = fmaxf(mn, ml[k].x);
-            const float base = mn == -GPUKIT_INF ? 0.0f : mn;
-            const float alpha = fast_exp2(m - base);
-            l *= alpha;
-#pragma unroll
-            for (int j = 0; j < W; ++j) acc[j] *= alpha;
-#pragma unroll
-            for (int k = 0; k < RING_MERGE; ++k) {
-                if (s0 + k < splits) {
-                    const float f = fast_exp2(ml[k].x - base);
-                    l += ml[k].y * f;
-#pragma unroll
-                    for (int v = 0; v < V; ++v) {
-                        acc[4 * v] += o[k][v].x * f;
-                        acc[4 * v + 1] += o[k][v].y * f;
-                        acc[4 * v + 2] += o[k][v].z * f;
-                        acc[4 * v + 3] += o[k][v].w * f;
-                    }
-                }
-            }
-            m = mn;
-        }
-        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-        const unsigned h = kvh * group + r / a.q_len, i = r % a.q_len;
-        T* dst = out + b * a.o_stride[0] + h * a.o_stride[1] + i * a.o_stride[2] + c;
-#pragma unroll
-        for (int v = 0; v < V; ++v)
-            *reinterpret_cast<uint2*>(dst + v * (D / V)) =
-                make_uint2(pack2<T>(acc[4 * v] * inv, acc[4 * v + 1] * inv),
-                           pack2<T>(acc[4 * v + 2] * inv, acc[4 * v + 3] * inv));
-    }
-}
 
 // A row of a decode ring partial: D unnormalised O values, then m and l (and two unused floats,
 // so rows stay 16-byte aligned). The partials of a unit are its nrows rows, back to back, and
@@ -882,15 +815,106 @@ template <int D, bool STAGED> struct RingPartials {
     __device__ __forceinline__ void ready(unsigned s0) const {
         if (STAGED) mbar_wait(&bars[s0 / RING_MERGE], 0);
     }
-    __device__ __forceinline__ float2 ml(unsigned sp, unsigned r) const {
-        const float2* x = reinterpret_cast<const float2*>(p + (sp * nrows + r) * ring_row_floats<D>() + D);
+    // Row r of split sp; the next split's is split_floats() further.
+    __device__ __forceinline__ const float* row(unsigned sp, unsigned r) const {
+        return p + (sp * nrows + r) * ring_row_floats<D>();
+    }
+    __device__ __forceinline__ unsigned split_floats() const { return nrows * ring_row_floats<D>(); }
+    __device__ __forceinline__ float2 ml(const float* row) const {
+        const float2* x = reinterpret_cast<const float2*>(row + D);
         return STAGED ? *x : __ldcg(x);
     }
-    __device__ __forceinline__ float4 o(unsigned sp, unsigned r, unsigned c) const {
-        const float4* x = reinterpret_cast<const float4*>(p + (sp * nrows + r) * ring_row_floats<D>() + c);
+    __device__ __forceinline__ float4 o(const float* row, unsigned c) const {
+        const float4* x = reinterpret_cast<const float4*>(row + c);
         return STAGED ? *x : __ldcg(x);
     }
 };
+
+// Adds the n splits from s0 (n = RING_MERGE where FULL, else at most that) of row r, columns
+// c + v · D / V, to a merging thread's running (m, l, acc): every load first, then one online
+// rescale for the group and the splits in order. FULL groups need no bounds on any split.
+template <int D, int W, bool FULL, class Src>
+__device__ __forceinline__ void ring_merge_group(const Src& src, unsigned s0, unsigned n, unsigned r, unsigned c,
+                                                 float& m, float& l, float (&acc)[W]) {
+    constexpr unsigned V = W / 4;
+    const unsigned step = src.split_floats();
+    const float* q = src.row(s0, r);
+    float2 ml[RING_MERGE];
+    float4 o[RING_MERGE][V];
+#pragma unroll
+    for (int k = 0; k < RING_MERGE; ++k) {
+        const float* qk = q + (FULL ? k : min((unsigned)k, n - 1)) * step;
+        ml[k] = src.ml(qk);
+#pragma unroll
+        for (int v = 0; v < V; ++v) o[k][v] = src.o(qk, c + v * (D / V));
+    }
+    float mn = m;
+#pragma unroll
+    for (int k = 0; k < RING_MERGE; ++k)
+        if (FULL || k < (int)n) mn = fmaxf(mn, ml[k].x);
+    const float base = mn == -GPUKIT_INF ? 0.0f : mn;
+    const float alpha = fast_exp2(m - base);
+    l *= alpha;
+#pragma unroll
+    for (int j = 0; j < W; ++j) acc[j] *= alpha;
+#pragma unroll
+    for (int k = 0; k < RING_MERGE; ++k) {
+        if (FULL || k < (int)n) {
+            const float f = fast_exp2(ml[k].x - base);
+            l += ml[k].y * f;
+#pragma unroll
+            for (int v = 0; v < V; ++v) {
+                acc[4 * v] += o[k][v].x * f;
+                acc[4 * v + 1] += o[k][v].y * f;
+                acc[4 * v + 2] += o[k][v].z * f;
+                acc[4 * v + 3] += o[k][v].w * f;
+            }
+        }
+    }
+    m = mn;
+}
+
+// The last split of (batch b, KV head kvh) merges them all. Threads 0–127 each take W (4 or 8)
+// columns of a row — W / 4 runs of four, D / (W / 4) apart, so a warp's 16-byte reads of a run
+// are contiguous (no bank conflicts in shared memory) — and walk the splits in order,
+// RING_MERGE splits at a time with all their loads (m, l and the W O values) issued before any
+// is used — one round of latency per group — and an online rescale between groups, so no pass
+// over the maxima comes first; the weights by the special-function unit's exp2. This is one
+// block's latency-bound arithmetic at the end of the call (session 30 traced 0.67 µs per 16
+// splits), so the few instructions count. (The caller picks W = 8 where four columns a thread
+// would leave rows for a second round.) Whole groups take ring_merge_group's path without
+// bounds. src supplies the partials (RingPartials): ready(s0) before the group from split s0
+// is read, and rows of m, l and O.
+template <typename T, int D, int W, class Src>
+__device__ __forceinline__ void ring_merge_splits(const Src& src, unsigned splits, unsigned nrows,
+                                                  T* __restrict__ out, const AttnArgs& a, unsigned b, unsigned kvh) {
+    constexpr unsigned CW = D / W, V = W / 4;
+    const unsigned group = a.q_heads / a.kv_heads;
+    for (unsigned e = threadIdx.x; e < nrows * CW; e += ATTN_THREADS) {
+        const unsigned r = e / CW, c = (e % CW) * 4;
+        float m = -GPUKIT_INF, l = 0.0f;
+        float acc[W];
+#pragma unroll
+        for (int j = 0; j < W; ++j) acc[j] = 0.0f;
+        unsigned s0 = 0;
+        for (; s0 + RING_MERGE <= splits; s0 += RING_MERGE) {
+            src.ready(s0);
+            ring_merge_group<D, W, true>(src, s0, RING_MERGE, r, c, m, l, acc);
+        }
+        if (s0 < splits) {
+            src.ready(s0);
+            ring_merge_group<D, W, false>(src, s0, splits - s0, r, c, m, l, acc);
+        }
+        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+        const unsigned h = kvh * group + r / a.q_len, i = r % a.q_len;
+        T* dst = out + b * a.o_stride[0] + h * a.o_stride[1] + i * a.o_stride[2] + c;
+#pragma unroll
+        for (int v = 0; v < V; ++v)
+            *reinterpret_cast<uint2*>(dst + v * (D / V)) =
+                make_uint2(pack2<T>(acc[4 * v] * inv, acc[4 * v + 1] * inv),
+                           pack2<T>(acc[4 * v + 2] * inv, acc[4 * v + 3] * inv));
+    }
+}
 
 // Most split groups the staged merge has barriers for (splits ≤ RING_MERGE · RING_MERGE_GROUPS).
 #define RING_MERGE_GROUPS 9
