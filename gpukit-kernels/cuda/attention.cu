@@ -576,7 +576,8 @@ __device__ __forceinline__ void decode_attend(const unsigned (&qa)[D / 16][4], c
 // unnormalised outputs of columns c … c + 3, m the row's max (log2 domain), l its sum. Each
 // thread weighs the four warps of its row itself (the same few exp2 in every thread of the row,
 // so one barrier fewer than a pass that shares them), by the special-function unit's exp2 as
-// the attention itself does (session 30: the split merge's part of 0.3–0.4 µs less a call).
+// the attention itself does (session 30: together with the split merge's, 0.3–0.4 µs less a
+// decode ring call).
 template <int D, class Sync, class Emit>
 __device__ __forceinline__ void merge_warps(State<D>& st, float* red, unsigned nrows, Sync sync, Emit emit) {
     constexpr int OS = D + 8, CV = D / 4;
