@@ -882,10 +882,9 @@ __device__ __forceinline__ void ring_merge_group(const Src& src, unsigned s0, un
 // is used — one round of latency per group — and an online rescale between groups, so no pass
 // over the maxima comes first; the weights by the special-function unit's exp2. This is one
 // block's latency-bound arithmetic at the end of the call (session 30 traced 0.67 µs per 16
-// splits), so the few instructions count. (The caller picks W = 8 where four columns a thread
-// would leave rows for a second round.) Whole groups take ring_merge_group's path without
-// bounds. src supplies the partials (RingPartials): ready(s0) before the group from split s0
-// is read, and rows of m, l and O.
+// splits), so the few instructions count. (ring_merge_head picks W.) Whole groups take
+// ring_merge_group's path without bounds. src supplies the partials (RingPartials): ready(s0)
+// before the group from split s0 is read, and rows of m, l and O.
 template <typename T, int D, int W, class Src>
 __device__ __forceinline__ void ring_merge_splits(const Src& src, unsigned splits, unsigned nrows,
                                                   T* __restrict__ out, const AttnArgs& a, unsigned b, unsigned kvh) {
@@ -915,6 +914,17 @@ __device__ __forceinline__ void ring_merge_splits(const Src& src, unsigned split
                 make_uint2(pack2<T>(acc[4 * v] * inv, acc[4 * v + 1] * inv),
                            pack2<T>(acc[4 * v + 2] * inv, acc[4 * v + 3] * inv));
     }
+}
+
+// ring_merge_splits with W = 4 columns a thread, or 8 where four would leave rows for a second
+// round of the 128 threads.
+template <typename T, int D, class Src>
+__device__ __forceinline__ void ring_merge_head(const Src& src, unsigned splits, unsigned nrows, T* __restrict__ out,
+                                                const AttnArgs& a, unsigned b, unsigned kvh) {
+    if (nrows * (D / 4) <= ATTN_THREADS)
+        ring_merge_splits<T, D, 4>(src, splits, nrows, out, a, b, kvh);
+    else
+        ring_merge_splits<T, D, 8>(src, splits, nrows, out, a, b, kvh);
 }
 
 // Most split groups the staged merge has barriers for (splits ≤ RING_MERGE · RING_MERGE_GROUPS).
@@ -1059,8 +1069,8 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
         // last: one bulk copy and barrier per RING_MERGE splits (the tensor memory accelerator
         // keeps more bytes in flight than the threads' loads do), and the merge reads them there
         // in the same order (the same bits). Session 30 (docs/RESULTS.md).
-        const unsigned long long first = (unsigned long long)un.bh * a.splits;
-        const float* head = a.partial + first * nrows * ring_row_floats<D>();
+        const unsigned long long first_unit = (unsigned long long)un.bh * a.splits;
+        const float* head = a.partial + first_unit * nrows * ring_row_floats<D>();
         const unsigned split_floats = nrows * ring_row_floats<D>();
         const bool stage = u + gridDim.x >= units && a.splits <= RING_MERGE * RING_MERGE_GROUPS &&
                            a.splits * split_floats * 4 <= nst * STAGE_BYTES + RING_RED_BYTES(D);
@@ -1088,19 +1098,12 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
         }
         sync();
         if (!last) continue;
-        if (stage) {
-            const RingPartials<D, true> src{staged_parts, nrows, staged};
-            if (nrows * (D / 4) <= ATTN_THREADS)
-                ring_merge_splits<T, D, 4>(src, a.splits, nrows, out, a, un.b, un.kvh);
-            else
-                ring_merge_splits<T, D, 8>(src, a.splits, nrows, out, a, un.b, un.kvh);
-        } else {
-            const RingPartials<D, false> src{head, nrows, nullptr};
-            if (nrows * (D / 4) <= ATTN_THREADS)
-                ring_merge_splits<T, D, 4>(src, a.splits, nrows, out, a, un.b, un.kvh);
-            else
-                ring_merge_splits<T, D, 8>(src, a.splits, nrows, out, a, un.b, un.kvh);
-        }
+        if (stage)
+            ring_merge_head<T, D>(RingPartials<D, true>{staged_parts, nrows, staged}, a.splits, nrows, out, a, un.b,
+                                  un.kvh);
+        else
+            ring_merge_head<T, D>(RingPartials<D, false>{head, nrows, nullptr}, a.splits, nrows, out, a, un.b,
+                                  un.kvh);
     }
 }
 

@@ -113,7 +113,16 @@ src = sub(
     "        sync();\n        if (threadIdx.x == 0) { TP(10); tr_c[12] = last; }\n        if (!last) continue;\n",
 )
 # Inside the split merge (thread 0): when the partials are at hand, and when done (16, 17, 18).
-if src.count("            src.ready(s0);\n") == 1:  # one pass, an online rescale per group
+GROUP = "            ring_merge_group<D, W, true>(src, s0, RING_MERGE, r, c, m, l, acc);\n"
+if src.count(GROUP) == 1:  # one pass in groups (ring_merge_group): 16, 17 the first two whole groups, 18 done
+    src = sub(src, GROUP, "            if (threadIdx.x == 0 && s0 < 2 * RING_MERGE) TP(16 + s0 / RING_MERGE);\n" + GROUP)
+    src = sub(
+        src,
+        "        const float inv = l > 0.0f ? 1.0f / l : 0.0f;\n        const unsigned h = kvh * group",
+        "        if (threadIdx.x == 0) TP(18);\n        const float inv = l > 0.0f ? 1.0f / l : 0.0f;\n"
+        "        const unsigned h = kvh * group",
+    )
+elif src.count("            src.ready(s0);\n") == 1:  # one pass, an online rescale per group
     src = sub(
         src,
         "            src.ready(s0);\n",
@@ -168,6 +177,10 @@ src = sub_any(
             "                ring_merge_splits<T, D, 8>(src, a.splits, nrows, out, a, un.b, un.kvh);\n        }\n    }\n}\n",
             "                ring_merge_splits<T, D, 8>(src, a.splits, nrows, out, a, un.b, un.kvh);\n        }\n"
             "        if (threadIdx.x == 0) TP(11);\n    }\n" + FLUSH,
+        ),
+        (
+            "                                  un.kvh);\n    }\n}\n",
+            "                                  un.kvh);\n        if (threadIdx.x == 0) TP(11);\n    }\n" + FLUSH,
         ),
         (
             "un.b, un.kvh, wts, lsum, sync);\n        }\n    }\n}\n",
