@@ -4,9 +4,9 @@
 # unit prefetched into L2 before the PDL wait, 8 = no split merge, 16 = no attention arithmetic
 # (8 and 16: results wrong, times informative). Ops bench method, "sdpa decode" cases only.
 set -u
-export GPUKIT_CACHE_DIR=/tmp/gpukit-cache
-B=target/gpu-bundle
-for gz in $B/tests/*.gz $B/benches/*.gz $B/bin/*.gz; do [ -f "$gz" ] && gunzip -f "$gz" && chmod +x "${gz%.gz}"; done
+. docs/bench/device-calls.sh
+B=$b
+unpack_bundle
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 for round in 1 2; do
 for v in 0 1 2 4 8 24 10; do

@@ -4,9 +4,9 @@
 # for heads of more than 16 splits, or (with bit 64) of more than 8. The attention and
 # determinism tests under variants 97 and 33 first, then the decode bench, two rounds.
 set -u
-export GPUKIT_CACHE_DIR=/tmp/gpukit-cache
-B=target/gpu-bundle
-for gz in $B/tests/*.gz $B/benches/*.gz $B/bin/*.gz; do [ -f "$gz" ] && gunzip -f "$gz" && chmod +x "${gz%.gz}"; done
+. docs/bench/device-calls.sh
+B=$b
+unpack_bundle
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 for v in 97 33; do
   GPUKIT_RING_VARIANT=$v timeout 200 $B/tests/gpukit_ops__ops sdpa --include-ignored --test-threads=1 > /tmp/t$v.log 2>&1

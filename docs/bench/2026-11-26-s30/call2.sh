@@ -3,25 +3,5 @@
 # and after this session's changes (the working tree), alternated in the probe, outputs compared
 # bit for bit; then the new kernel traced.
 set -u
-D=docs/bench/2026-11-26-s30
-S19=docs/bench/2026-11-24-h200-s19
-NVCC=/usr/local/cuda/bin/nvcc
-mkdir -p /tmp/v/base /tmp/v/new /tmp/v/trace
-cp target/ab/base/attention.cu target/ab/base/common.cuh /tmp/v/base/
-cp gpukit-kernels/cuda/attention.cu gpukit-kernels/cuda/common.cuh /tmp/v/new/
-cp gpukit-kernels/cuda/common.cuh /tmp/v/trace/
-python3 $D/trace_patch.py gpukit-kernels/cuda/attention.cu /tmp/v/trace/attention.cu
-build() {  # name extra-flags
-  $NVCC -O3 -std=c++17 -arch=sm_90a -w $2 -I /tmp/v/$1 -I $S19 -DATTN_SRC="\"/tmp/v/$1/attention.cu\"" \
-    $D/decode_probe.cu -o /tmp/probe_$1 -lcuda > $OUT/nvcc-$1.txt 2>&1 || { echo "nvcc $1 failed"; tail -30 $OUT/nvcc-$1.txt; }
-}
-build base "" &
-build new "" &
-build trace -DDECODE_TRACE &
-wait
-for r in 1 2; do
-  OUTFILE=/tmp/out-base.bin /tmp/probe_base base
-  OUTFILE=/tmp/out-new.bin /tmp/probe_new new
-done 2>&1 | tee $OUT/ab.txt
-cmp /tmp/out-base.bin /tmp/out-new.bin && echo "outputs: bitwise equal" || echo "outputs: DIFFER"
-/tmp/probe_trace trace 2>&1 | tee $OUT/probe-trace.txt
+. docs/bench/2026-11-26-s30/probe.sh
+probe_ab 2 bits trace

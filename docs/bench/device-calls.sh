@@ -1,0 +1,49 @@
+# Steps the device-call scripts share (sessions 29–30), sourced from the repository root on the
+# GPU machine with the bundle at target/gpu-bundle. Each writes into the folder $o (set it first)
+# and prints one summary line.
+#   unpack_bundle                          gunzip the bundle's test and bench binaries in place
+#   run_test NAME BINARY [ARGS…]           a test binary with its GPU tests → $o/NAME.txt
+#   sanitize TOOL DEADLINE BINARY [ARGS…]  compute-sanitizer TOOL (memcheck, racecheck) on a test
+#                                          binary, stopped DEADLINE seconds into the script
+#                                          → $o/TOOL.txt
+#   bench_ops DIR [FILTER] [LIMIT]         run.sh bench ops (cases matching FILTER) and its torch
+#                                          peer into DIR; prints the peer's table
+#   all_tests DIR [LIMIT]                  run.sh test into DIR; prints the totals and failures
+b=target/gpu-bundle
+# Where the kernels NVRTC compiles are cached (run.sh's default, for binaries run directly).
+export GPUKIT_CACHE_DIR=${GPUKIT_CACHE_DIR:-/tmp/gpukit-cache}
+
+unpack_bundle() {
+  for gz in $b/tests/*.gz $b/benches/*.gz; do [ -f "$gz" ] && gunzip -f "$gz"; done
+  chmod +x $b/tests/* $b/benches/*
+}
+
+run_test() {
+  local name=$1 bin=$2; shift 2
+  "$bin" "$@" --include-ignored --test-threads=1 > "$o/$name.txt" 2>&1
+  echo "$name rc $?: $(grep -E '^test result' "$o/$name.txt")"
+  grep -E "FAILED|panicked" "$o/$name.txt" | head
+}
+
+sanitize() {
+  local tool=$1 deadline=$2 bin=$3; shift 3
+  timeout $((deadline - SECONDS)) compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 9 \
+    "$bin" "$@" --include-ignored --test-threads=1 > "$o/$tool.txt" 2>&1
+  echo "$tool rc $? at ${SECONDS}s: $(grep -E '(ERROR|RACECHECK) SUMMARY' "$o/$tool.txt" | tail -1)" \
+    "$(grep -E '^test result' "$o/$tool.txt")"
+}
+
+bench_ops() {
+  local dir=$1 filter=${2:-} limit=${3:-300}
+  mkdir -p "$dir"
+  GPUKIT_BENCH_FILTER="$filter" OUT="$dir" timeout "$limit" bash $b/run.sh bench ops > "$dir/bench-ops.txt" 2>&1
+  echo "bench rc $? at ${SECONDS}s"; sed -n '/^device:/,$p' "$dir/peer-ops.log"
+}
+
+all_tests() {
+  local dir=$1 limit=${2:-590}
+  mkdir -p "$dir"
+  OUT="$dir" timeout "$limit" bash $b/run.sh test > "$dir/run-test.txt" 2>&1
+  echo "run.sh rc $? at ${SECONDS}s"; tail -1 "$dir/run-test.txt"
+  grep -E "FAILED|panicked" "$dir/gpu-tests.log" | head -10
+}
