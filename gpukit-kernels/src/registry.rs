@@ -946,7 +946,7 @@ pub mod launch {
         let stages = (SDPA_RING_BYTES / stage).min(SDPA_RING_MAX_STAGES);
         let merge = sdpa_merge_bytes(head_dim);
         // The kernel aligns the ring to 1024 bytes (the swizzle's) within the dynamic part,
-        // which follows 144 bytes of barriers: up to 1024 bytes go to that.
+        // which follows 208 bytes of barriers: up to 1024 bytes go to that.
         let smem = stages * stage + merge + 1024;
         if smem + SDPA_RING_STATIC_SMEM > smem_optin {
             return Ok(None);
