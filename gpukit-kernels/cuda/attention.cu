@@ -939,13 +939,16 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
                                                  unsigned* __restrict__ counters, unsigned batch) {
     constexpr int BN = 64, TILE = BN * D;
     const unsigned units = batch * a.kv_heads * a.splits;
-    // Before the PDL wait the producer only asks L2 for the first K and V tile of its first unit
+    // Before the PDL wait the producer only asks L2 for the first K and V tiles of its first unit
     // (and the tensor maps): the copies after the wait then start from L2. Only L2 prefetches
     // may come first: they overlap the previous kernel's tail and cannot read data that kernel
     // may still write (its writes land in L2). kv_len is still the launch's (the capacity when
-    // *position sets it): the tile may lie past the keys read, which costs only the prefetch.
-    // One tile: session 29 (docs/RESULTS.md, H200) measured 0.4–1.2 µs less than none in the
-    // four ring cases of the ops bench, and two or four tiles slower at 8k keys.
+    // *position sets it): a tile may lie past the keys read, which costs only the prefetch.
+    // Two tiles where a split has at least 8 (512 keys), else one (docs/RESULTS.md, same-run
+    // A/Bs in the ops bench's four ring cases): session 31 measured two 0.5–1.1 µs faster than
+    // one at 32k keys on both cards and at GQA 4 8k on the H100 (0.7 µs; the same on the H200),
+    // but 0.2–0.4 µs slower at GQA 8 8k (4-tile splits), and three or four slower than two
+    // (session 29, on the kernel of then: one 0.4–1.2 µs faster than none).
     // The block's first unit is worked out before the wait as well (its end again after it, where
     // *position may shorten kv_len): its divisions cost the producer 0.17 µs before its first
     // copy otherwise (session 30's trace).
@@ -953,10 +956,13 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
     if (threadIdx.x == 32 * RING_CONSUMERS && blockIdx.x < units) {
         asm volatile("prefetch.tensormap [%0];" ::"l"(tk) : "memory");
         asm volatile("prefetch.tensormap [%0];" ::"l"(tv) : "memory");
+        const unsigned tiles = a.chunk >= 8 * BN && first.begin + BN < first.end ? 2 : 1;
+        for (unsigned i = 0; i < tiles; ++i) {
 #pragma unroll
-        for (int j = 0; j < D / 64; ++j) {
-            tma_prefetch_4d(tk, 64 * j, first.begin, first.kvh, first.b);
-            tma_prefetch_4d(tv, 64 * j, first.begin, first.kvh, first.b);
+            for (int j = 0; j < D / 64; ++j) {
+                tma_prefetch_4d(tk, 64 * j, first.begin + BN * i, first.kvh, first.b);
+                tma_prefetch_4d(tv, 64 * j, first.begin + BN * i, first.kvh, first.b);
+            }
         }
     }
     // The dynamic part starts after the static barriers; the swizzled tiles need 1024-byte

@@ -1,6 +1,8 @@
 // Session 23: gemv_ring_bf16 (gemv.cu, or a copy patched by variants.py: -DGEMV_SRC=...) timed in
 // session 19's harness at explicit launch parameters, every output checked against a host
-// reference. Usage: probe VARIANT K,N,R,S,NST [K,N,R,S,NST ...]
+// reference. Usage: probe VARIANT K,N,R,S,NST[,NPRE] [...]: NPRE stages asked of L2 before the
+// PDL wait, a kernel argument since session 24 (default 2, the launch rule's at 32 KiB stages;
+// session 31 added it, so the probe builds against gemv.cu as it is now).
 //
 // Build: nvcc -O3 -std=c++17 -arch=sm_90a -I gpukit-kernels/cuda -DGEMV_SRC='"path/gemv.cu"'
 //        probe.cu -o probe
@@ -23,8 +25,8 @@ int main(int argc, char** argv) {
     const double copy_gbs = copy_ceiling_gbs();
     const unsigned sms = 132;
     for (int a = 2; a < argc; ++a) {
-        unsigned K, N, R, S, nst;
-        if (sscanf(argv[a], "%u,%u,%u,%u,%u", &K, &N, &R, &S, &nst) != 5) return 2;
+        unsigned K, N, R, S, nst, npre = 2;
+        if (sscanf(argv[a], "%u,%u,%u,%u,%u,%u", &K, &N, &R, &S, &nst, &npre) < 5) return 2;
         const unsigned row = K * 2;
         const size_t bytes = size_t(N) * K * 2, copies = rotation(bytes);
         const size_t smem = size_t(nst) * R * row + row;
@@ -39,7 +41,7 @@ int main(int argc, char** argv) {
         const unsigned grid = std::min(sms, (N + R - 1) / R);
         auto call = [&](const unsigned char* wi) {
             launch(gemv_ring_bf16, grid, (GEMV_RING_WARPS + 1) * 32, smem, true, (const bf16*)x,
-                   (const bf16*)wi, (const bf16*)nullptr, out, N, K, S, R, nst);
+                   (const bf16*)wi, (const bf16*)nullptr, out, N, K, S, R, nst, npre);
         };
         const double us = time_us([&](int i) { call(w + (i % copies) * bytes); });
         CK(cudaMemset(out, 0xff, N * 2));
