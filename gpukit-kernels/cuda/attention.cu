@@ -945,10 +945,10 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
     // may still write (its writes land in L2). kv_len is still the launch's (the capacity when
     // *position sets it): a tile may lie past the keys read, which costs only the prefetch.
     // Two tiles where a split has at least 8 (512 keys), else one (docs/RESULTS.md, same-run
-    // A/Bs in the ops bench's four ring cases): session 31 measured two 0.5–1.1 µs faster than
+    // A/Bs in the ops bench's four ring cases): session 31 measured two 0.4–1.1 µs faster than
     // one at 32k keys on both cards and at GQA 4 8k on the H100 (0.7 µs; the same on the H200),
-    // but 0.2–0.4 µs slower at GQA 8 8k (4-tile splits), and three or four slower than two
-    // (session 29, on the kernel of then: one 0.4–1.2 µs faster than none).
+    // but 0.2–0.4 µs slower at GQA 8 8k (4-tile splits); three or four tiles were slower than
+    // two on the H200. (Session 29, on the kernel of then: one tile 0.4–1.2 µs faster than none.)
     // The block's first unit is worked out before the wait as well (its end again after it, where
     // *position may shorten kv_len): its divisions cost the producer 0.17 µs before its first
     // copy otherwise (session 30's trace).

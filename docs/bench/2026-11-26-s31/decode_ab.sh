@@ -10,7 +10,7 @@ NVCC=/usr/local/cuda/bin/nvcc
 VARIANTS=${VARIANTS:-"main pre2 pol nohint"}
 ROUNDS=${ROUNDS:-3}
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
-python3 $D/decode_variants.py gpukit-kernels/cuda /tmp/dv > /dev/null
+python3 $D/decode_variants.py gpukit-kernels/cuda /tmp/dv $VARIANTS > /dev/null
 for v in $VARIANTS; do
   $NVCC -O3 -std=c++17 -arch=sm_90a -w -I /tmp/dv/$v -I $S19 -DATTN_SRC="\"/tmp/dv/$v/attention.cu\"" \
     $S30/decode_probe.cu -o /tmp/dprobe_$v -lcuda > $OUT/nvcc-$v.txt 2>&1 || { echo "nvcc $v failed"; tail -20 $OUT/nvcc-$v.txt; } &

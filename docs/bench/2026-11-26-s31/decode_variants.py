@@ -8,13 +8,18 @@ pre4    … its first four tiles
 preq    … a quarter of its first unit's tiles, at least one and at most four
 pol     the L2 evict-first policy is made once, before the wait, not at every tensor copy
 nohint  the tensor copies carry no L2 policy
+m8      the split merge takes 8 splits a group (a bulk copy and barrier each), not 16
 
-Usage: decode_variants.py SRC_DIR OUT_DIR  ->  OUT_DIR/<name>/{attention.cu,common.cuh}."""
+The pre*, pol and nohint patches apply to the kernel before 3a8147e (which took pre2's rule in
+part); m8 to any.
+
+Usage: decode_variants.py SRC_DIR OUT_DIR [NAME ...]  ->  OUT_DIR/<name>/{attention.cu,common.cuh}
+for each variant named (all by default)."""
 import os
 import shutil
 import sys
 
-src_dir, out_dir = sys.argv[1], sys.argv[2]
+src_dir, out_dir, names = sys.argv[1], sys.argv[2], sys.argv[3:]
 base = open(os.path.join(src_dir, "attention.cu")).read()
 
 
@@ -40,7 +45,7 @@ LOAD_FN = """__device__ __forceinline__ void tma_load_4d(void* dst, const Tensor
 CALLS = """                        tma_load_4d(ks + j * BN * 64, tk, 64 * j, key0, un.kvh, un.b, &full[s]);
                         tma_load_4d(ks + TILE + j * BN * 64, tv, 64 * j, key0, un.kvh, un.b, &full[s]);
 """
-out = {"main": base}
+out = {"main": lambda: base}
 def prefetch(tiles):
     """The first unit's first `tiles` tiles (an expression in its tile count nt) before the wait."""
     return sub(base, PREFETCH, """        const unsigned nt = (first.end - first.begin + 63) / 64;
@@ -55,8 +60,8 @@ def prefetch(tiles):
 
 
 for n in (2, 3, 4):
-    out[f"pre{n}"] = prefetch(str(n))
-out["preq"] = prefetch("min(max(nt / 4, 1u), 4u)")
+    out[f"pre{n}"] = lambda n=n: prefetch(str(n))
+out["preq"] = lambda: prefetch("min(max(nt / 4, 1u), 4u)")
 pol = sub(base, LOAD_FN, LOAD_FN + """
 __device__ __forceinline__ void tma_load_4d_pol(void* dst, const TensorMap* map, int c0, int c1, int c2, int c3,
                                                 unsigned long long* b, unsigned long long pol) {
@@ -78,7 +83,12 @@ __device__ __forceinline__ void tma_load_4d_plain(void* dst, const TensorMap* ma
                  : "memory");
 }""")
 out["nohint"] = sub(nohint, CALLS, CALLS.replace("tma_load_4d(", "tma_load_4d_plain("))
+out["m8"] = sub(sub(base, "#define RING_MERGE 16\n", "#define RING_MERGE 8\n"),
+                "#define RING_MERGE_GROUPS 9\n", "#define RING_MERGE_GROUPS 18\n")
 for name, text in out.items():
+    if names and name not in names:
+        continue
+    text = text() if callable(text) else text
     os.makedirs(os.path.join(out_dir, name), exist_ok=True)
     open(os.path.join(out_dir, name, "attention.cu"), "w").write(text)
     shutil.copy(os.path.join(src_dir, "common.cuh"), os.path.join(out_dir, name, "common.cuh"))
