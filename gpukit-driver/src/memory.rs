@@ -52,8 +52,21 @@ unsafe impl DeviceCopy for DevicePtr {}
 
 impl DevicePtr {
     /// The address `bytes` further on.
-    pub fn offset(self, bytes: usize) -> DevicePtr {
-        DevicePtr(self.0 + bytes as u64)
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] where the sum leaves the 64-bit address space (callers keep
+    /// offsets inside an allocation, so this reports a bug instead of wrapping around).
+    pub fn offset(self, bytes: usize) -> Result<DevicePtr> {
+        u64::try_from(bytes)
+            .ok()
+            .and_then(|b| self.0.checked_add(b))
+            .map(DevicePtr)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "device address {:#x} + {bytes} bytes overflows the address space",
+                    self.0
+                ))
+            })
     }
 }
 
@@ -182,7 +195,7 @@ impl Stream {
         // SAFETY: the destination range is inside a live allocation of this device (checked), the
         // source is a live slice of plain data, and for pageable memory the driver stages `src`
         // before returning.
-        unsafe { self.memcpy_htod_async(dst.ptr().offset(offset), src.as_ptr().cast(), bytes) }
+        unsafe { self.memcpy_htod_async(dst.ptr().offset(offset)?, src.as_ptr().cast(), bytes) }
     }
 
     /// Copies from `src` (starting `offset` bytes in) into `dst`, and waits for the copy (and
@@ -204,7 +217,7 @@ impl Stream {
         // exclusively borrowed slice of `DeviceCopy` values (any bit pattern valid) and the
         // stream is synchronised below before the borrow ends.
         unsafe {
-            self.memcpy_dtoh_async(dst.as_mut_ptr().cast(), src.ptr().offset(offset), bytes)
+            self.memcpy_dtoh_async(dst.as_mut_ptr().cast(), src.ptr().offset(offset)?, bytes)
         }?;
         self.synchronize()
     }
@@ -225,7 +238,7 @@ impl Stream {
         dst.check_range(offset, bytes, "memset")?;
         self.same_device(&dst.device, "memset")?;
         // SAFETY: the range is inside a live allocation of this stream's device (checked).
-        unsafe { self.memset_d8_async(dst.ptr().offset(offset), value, bytes) }
+        unsafe { self.memset_d8_async(dst.ptr().offset(offset)?, value, bytes) }
     }
 
     /// Enqueues a host-to-device copy of `bytes` bytes (`cuMemcpyHtoDAsync`). From pinned memory

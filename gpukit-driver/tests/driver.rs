@@ -111,6 +111,19 @@ fn without_a_driver_every_entry_point_says_so() {
 }
 
 #[test]
+fn device_address_offsets_refuse_to_wrap() {
+    let top = DevicePtr(u64::MAX - 7);
+    assert_eq!(top.offset(7).unwrap(), DevicePtr(u64::MAX));
+    assert_eq!(DevicePtr(0x1000).offset(0x20).unwrap(), DevicePtr(0x1020));
+    let err = top.offset(8).unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument(m) if m.contains("overflows")),
+        "{err}"
+    );
+    assert!(DevicePtr(1).offset(usize::MAX).is_err());
+}
+
+#[test]
 fn nvrtc_compiles_bf16_kernel_for_sm80_and_sm90a() {
     let (_dir, cache) = fresh_cache();
     for arch in [Arch::SM80, Arch::SM90A] {

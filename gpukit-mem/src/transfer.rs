@@ -568,7 +568,7 @@ impl Worker {
         ready: &Event,
     ) -> Result<Event> {
         self.stream.wait(ready)?;
-        let base = dst.ptr().offset(offset);
+        let base = dst.ptr().offset(offset)?;
         match src {
             HostSource::Pinned(p) => {
                 // SAFETY: the range fits `dst` (checked at submit); `p` is pinned, and the job
@@ -594,7 +594,7 @@ impl Worker {
                     // `ring_events[k]` (recorded right after) has completed.
                     unsafe {
                         self.stream
-                            .memcpy_htod_async(base.offset(start), self.ring[k].as_ptr(), n)
+                            .memcpy_htod_async(base.offset(start)?, self.ring[k].as_ptr(), n)
                     }?;
                     self.stream.record(&self.ring_events[k])?;
                 }
@@ -617,7 +617,7 @@ impl Worker {
         self.stream.wait(ready)?;
         self.ensure_ring()?;
         let mut out = vec![0u8; range.len()];
-        let base = src.ptr().offset(range.start);
+        let base = src.ptr().offset(range.start)?;
         let chunks = range.len().div_ceil(self.chunk);
         // pending[k]: the output range whose bytes sit in staging buffer k.
         let mut pending: [Option<Range<usize>>; 2] = [None, None];
@@ -630,7 +630,7 @@ impl Worker {
             unsafe {
                 self.stream.memcpy_dtoh_async(
                     self.ring[k].as_mut_ptr(),
-                    base.offset(r.start),
+                    base.offset(r.start)?,
                     r.len(),
                 )
             }?;

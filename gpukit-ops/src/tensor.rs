@@ -228,14 +228,21 @@ impl Tensor {
         }
     }
 
-    /// Device address of the first element (CUDA tensors).
-    pub(crate) fn ptr(&self) -> Option<DevicePtr> {
+    /// Device address of the first element.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] for a CPU tensor; an address past the 64-bit space (a bug) as
+    /// [`Error::Driver`].
+    pub(crate) fn ptr(&self) -> Result<DevicePtr> {
         match &self.storage {
-            Storage::Cuda(b, _) => Some(
-                b.ptr()
-                    .offset(self.layout.offset() * self.dtype.size_in_bytes()),
-            ),
-            Storage::Cpu(_) => None,
+            Storage::Cuda(b, _) => {
+                let bytes = self
+                    .layout
+                    .offset()
+                    .saturating_mul(self.dtype.size_in_bytes());
+                Ok(b.ptr().offset(bytes)?)
+            }
+            Storage::Cpu(_) => Err(Error::shape("dispatch", "expected a CUDA tensor")),
         }
     }
 
