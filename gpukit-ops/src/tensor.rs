@@ -228,24 +228,6 @@ impl Tensor {
         }
     }
 
-    /// Device address of the first element.
-    ///
-    /// # Errors
-    /// [`Error::Shape`] for a CPU tensor; an address past the 64-bit space (a bug) as
-    /// [`Error::Driver`].
-    pub(crate) fn ptr(&self) -> Result<DevicePtr> {
-        match &self.storage {
-            Storage::Cuda(b, _) => {
-                let bytes = self
-                    .layout
-                    .offset()
-                    .saturating_mul(self.dtype.size_in_bytes());
-                Ok(b.ptr().offset(bytes)?)
-            }
-            Storage::Cpu(_) => Err(Error::shape("dispatch", "expected a CUDA tensor")),
-        }
-    }
-
     /// Elements `start..start + len` of dimension `dim` (a view).
     ///
     /// # Errors
@@ -426,5 +408,20 @@ impl Tensor {
             (Storage::Cuda(..), Device::Cuda(_)) => self.to_device(&Device::Cpu)?.to_device(device),
             (Storage::Cpu(_), Device::Cpu) => Ok(self.clone()),
         }
+    }
+}
+
+/// A tensor's device address: its first element's (CUDA dispatch only).
+///
+/// # Errors
+/// [`Error::Shape`] for a CPU tensor; an address past the 64-bit space (a bug) as
+/// [`Error::Driver`].
+pub(crate) fn dptr(t: &Tensor) -> Result<DevicePtr> {
+    match &t.storage {
+        Storage::Cuda(b, _) => {
+            let bytes = t.layout.offset().saturating_mul(t.dtype.size_in_bytes());
+            Ok(b.ptr().offset(bytes)?)
+        }
+        Storage::Cpu(_) => Err(Error::shape("dispatch", "expected a CUDA tensor")),
     }
 }

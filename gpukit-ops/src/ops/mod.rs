@@ -21,6 +21,8 @@ use gpukit_kernels::{DType, StridedIndex};
 
 use crate::device::{CudaDevice, Device};
 use crate::tensor::Tensor;
+/// A tensor's device address (CUDA dispatch only).
+pub(crate) use crate::tensor::dptr;
 use crate::{Error, Result};
 
 /// The common device of `tensors`.
@@ -102,11 +104,6 @@ pub(crate) fn strided(shape: &[usize], operands: &[&Tensor]) -> Result<StridedIn
         .collect::<Result<Vec<_>>>()?;
     let strides: Vec<&[isize]> = layouts.iter().map(|l| l.strides()).collect();
     Ok(StridedIndex::new(shape, &strides)?)
-}
-
-/// A tensor's device pointer (CUDA dispatch only).
-pub(crate) fn dptr(t: &Tensor) -> Result<gpukit_driver::DevicePtr> {
-    t.ptr()
 }
 
 /// Refuses non-float operands.
