@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 31, call 11 (H200), the bundle of 9aa679a (DevicePtr::offset checked): `run.sh test`,
+# Session 31, calls 11 and 13 (H200), the bundles of 9aa679a (DevicePtr::offset checked) and
+# ccd3566 (dptr in one place): `run.sh test`,
 # every GPU test.
 set -u
 . docs/bench/device-calls.sh
