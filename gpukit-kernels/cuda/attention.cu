@@ -82,21 +82,6 @@ __device__ __forceinline__ void ldsm_x4(unsigned& r0, unsigned& r1, unsigned& r2
                  : "r"(smem_addr(p)));
 }
 
-// c (16×8 f32) += a (16×16, row) · b (16×8, col).
-template <typename T> __device__ __forceinline__ void mma16816(float* c, const unsigned* a, unsigned b0, unsigned b1);
-template <> __device__ __forceinline__ void mma16816<bf16>(float* c, const unsigned* a, unsigned b0, unsigned b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
-                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-template <> __device__ __forceinline__ void mma16816<f16>(float* c, const unsigned* a, unsigned b0, unsigned b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
-                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 // 2^x by the special-function unit (flush-to-zero; 2^-inf = 0).
 __device__ __forceinline__ float fast_exp2(float x) {
     float y;

@@ -184,7 +184,26 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned i
     mbar_expect_tx(b, bytes);
     bulk_copy(dst, src, bytes, b);
 }
+// Asks L2 for `bytes` (a multiple of 16, 16-byte aligned) from src, without waiting.
+__device__ __forceinline__ void bulk_prefetch_l2(const void* src, unsigned int bytes) {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
+}
 #endif
+
+// c (16×8 f32) += a (16×16, row) · b (16×8, col).
+template <typename T> __device__ __forceinline__ void mma16816(float* c, const unsigned* a, unsigned b0, unsigned b1);
+template <> __device__ __forceinline__ void mma16816<bf16>(float* c, const unsigned* a, unsigned b0, unsigned b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <> __device__ __forceinline__ void mma16816<f16>(float* c, const unsigned* a, unsigned b0, unsigned b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
 
 // RoPE's rotation of the pair (x0, x1) by the angle whose scaled cosine and sine are c, s:
 // (x0·c − x1·s, x1·c + x0·s), each product and sum rounded on its own (no fused multiply-add,

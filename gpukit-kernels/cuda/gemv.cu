@@ -438,11 +438,6 @@ __device__ __forceinline__ void gemv_units_impl(const T* __restrict__ pending,
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 
-// Asks L2 for `bytes` (a multiple of 16, 16-byte aligned) from src, without waiting.
-__device__ __forceinline__ void bulk_prefetch_l2(const void* src, unsigned int bytes) {
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
-}
-
 // The sums of R values per lane over the warp, transposed: lane l ends with the full sum of
 // value l / (32 / R) (a fixed butterfly: R − 1 + 5 − log2 R shuffles instead of 5 R).
 template <int R> __device__ __forceinline__ float warp_sum_rows(float (&v)[R], unsigned int lane) {

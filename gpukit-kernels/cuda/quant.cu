@@ -199,3 +199,227 @@ extern "C" __global__ void qgemv_##NAME(const u8* __restrict__ w, const T* __res
 QGEMV_KERNELS(float, f32)
 QGEMV_KERNELS(f16, f16)
 QGEMV_KERNELS(bf16, bf16)
+
+// Quantized GEMV on a bulk-copy ring with block sums on the tensor cores (sm_90+;
+// `qgemv_ring_<dt>`, dt f16 or bf16, Q4_0 weights): one block per multiprocessor, as the bf16
+// ring GEMV in gemv.cu. A block takes tiles of QGEMV_RING_ROWS = 16 rows (tile i, i + grid, …);
+// each tile streams through the ring as stages of `chunk` blocks of those 16 rows, one bulk copy
+// per row into a slot of `pitch` bytes (the row stride in shared memory, chosen by the launcher
+// so that rows g and g + 8 fall on different banks). The producer warp's lanes copy a stage's
+// rows; the QGEMV_RING_WARPS consumer warps split each stage's blocks in pairs (pair p to warp
+// p mod QGEMV_RING_WARPS: two Q4_0 blocks are 36 bytes, so a pair starts 4-byte aligned).
+//
+// Per block a consumer lane (group g = lane / 4, t = lane % 4) reads 4 bytes of quants of rows g
+// and g + 8 and turns their 8 nibbles q into 4 packed pairs of M + q in T, exact (the nibble
+// placed under a magic exponent: M = 128 in bf16, 1024 in f16); two m16n8k16 MMAs (f32
+// accumulation) with x in every column of B, started from C = −(M + 8) · Σ x over the block,
+// give the block's Σ (q − 8) · x for the 16 rows in every lane of the rows, and the lane adds
+// d · sum in f32. Before the first stage the consumers lay x out in shared memory as the MMAs
+// read it (one 16-byte load per lane per block) and sum each block of it. At a tile's end the
+// warps' partial sums meet in shared memory and warp 0 adds them in warp order: the result
+// depends on the shape only (deterministic). It differs from the CPU reference (dequantize,
+// then an f32 dot product) by rounding only.
+#ifndef QGEMV_RING_WARPS
+#define QGEMV_RING_WARPS 8
+#endif
+#define QGEMV_RING_THREADS (QGEMV_RING_WARPS * 32 + 32)
+#define QGEMV_RING_ROWS 16
+#define QGEMV_RING_MAX_STAGES 8
+
+// The ring's static shared memory (the ring, 128-byte aligned, starts after it, at the offset
+// the launcher assumes): full and empty barriers per stage, x's barrier, the tiles' partial sums
+// (two tiles' worth, so one barrier per tile suffices).
+struct QGemvRingShared {
+    unsigned long long full[QGEMV_RING_MAX_STAGES], empty[QGEMV_RING_MAX_STAGES], x_full;
+    float part[2][QGEMV_RING_WARPS][QGEMV_RING_ROWS];
+};
+
+// M + q for the 8 nibbles q of the word q4 (bytes b0..b3), as packed pairs of T, the lower k in
+// the low half: r[0] = low nibbles of (b0, b2), r[1] = their high nibbles, r[2] = low nibbles of
+// (b1, b3), r[3] = their high nibbles. Each is one byte permute of the nibbles with M's high byte.
+template <typename T> struct Q4Magic;
+template <> struct Q4Magic<bf16> {
+    static const unsigned bytes = 0x43434343u;  // 0x43nn = 128 + nn in bf16
+    static constexpr float offset = 136.0f;     // M + 8
+};
+template <> struct Q4Magic<f16> {
+    static const unsigned bytes = 0x64646464u;  // 0x64nn = 1024 + nn in f16
+    static constexpr float offset = 1032.0f;
+};
+template <typename T> __device__ __forceinline__ void q4_pairs(unsigned q, unsigned (&r)[4]) {
+    const unsigned lo = q & 0x0F0F0F0Fu, hi = (q >> 4) & 0x0F0F0F0Fu;
+    r[0] = __byte_perm(lo, Q4Magic<T>::bytes, 0x4240);
+    r[1] = __byte_perm(hi, Q4Magic<T>::bytes, 0x4240);
+    r[2] = __byte_perm(lo, Q4Magic<T>::bytes, 0x4341);
+    r[3] = __byte_perm(hi, Q4Magic<T>::bytes, 0x4341);
+}
+
+// One Q4_0 block of rows g and g + 8 (quants qa, qb: bytes 4t … 4t + 3 of each row's 16) against
+// x's block laid out for lane t (xb: the B operands of the low and the high nibbles' MMAs) with
+// C starting at c0 = −(M + 8) · Σ x: the two rows' Σ (q − 8) · x.
+template <typename T>
+__device__ __forceinline__ void q4_block_mma(unsigned qa, unsigned qb, uint4 xb, float c0,
+                                             float& sa, float& sb) {
+    unsigned ra[4], rb[4];
+    q4_pairs<T>(qa, ra);
+    q4_pairs<T>(qb, rb);
+    float c[4] = {c0, 0.0f, c0, 0.0f};
+    const unsigned a0[4] = {ra[0], rb[0], ra[2], rb[2]};
+    mma16816<T>(c, a0, xb.x, xb.y);
+    const unsigned a1[4] = {ra[1], rb[1], ra[3], rb[3]};
+    mma16816<T>(c, a1, xb.z, xb.w);
+    sa = c[0];
+    sb = c[2];
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+template <typename T>
+__device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const T* __restrict__ x,
+        T* __restrict__ out, unsigned int N, unsigned int K, unsigned int chunk, unsigned int pitch,
+        unsigned int nst, unsigned int npre, QGemvRingShared& sh) {
+    extern __shared__ __align__(128) unsigned char ring[];
+    constexpr unsigned int BB = 18;
+    const unsigned int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const unsigned int blocks = K / 32, row_bytes = blocks * BB;
+    const unsigned int chunks = (blocks + chunk - 1) / chunk;
+    const unsigned int stage_bytes = QGEMV_RING_ROWS * pitch;
+    const unsigned int tiles = (N + QGEMV_RING_ROWS - 1) / QGEMV_RING_ROWS;
+    const unsigned int mine = blockIdx.x < tiles ? (tiles - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+    const unsigned int total = mine * chunks;
+    // After the ring: x as copied, x laid out for the MMAs (4 uint4 per block, one per t), and
+    // −(M + 8) · Σ x per block.
+    T* xs = reinterpret_cast<T*>(ring + nst * stage_bytes);
+    uint4* xp = reinterpret_cast<uint4*>(xs + K);
+    float* xsum = reinterpret_cast<float*>(xp + blocks * 4);
+    if (threadIdx.x == 0) {
+        for (unsigned int i = 0; i < nst; ++i) {
+            mbar_init(&sh.full[i], 1);
+            mbar_init(&sh.empty[i], QGEMV_RING_WARPS);
+        }
+        mbar_init(&sh.x_full, 1);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (warp == QGEMV_RING_WARPS) {
+        // The producer: lane r copies row r of each stage; stage t = (tile t / chunks, chunk
+        // t mod chunks) into slot t mod nst once its previous use was released. Before the PDL
+        // wait only L2 prefetches of the first npre stages (they cannot read what the previous
+        // kernel may still write).
+        const unsigned int r = lane;
+        for (unsigned int t = 0; t < total && t < npre; ++t) {
+            const unsigned int tile = blockIdx.x + (t / chunks) * gridDim.x, c = t % chunks;
+            const unsigned int row = tile * QGEMV_RING_ROWS + r, cb = min(chunk, blocks - c * chunk);
+            if (r < QGEMV_RING_ROWS && row < N)
+                bulk_prefetch_l2(w + (size_t)row * row_bytes + (size_t)c * chunk * BB, cb * BB);
+        }
+        pdl_wait();
+        if (lane == 0) bulk_load(xs, x, K * sizeof(T), &sh.x_full);
+        unsigned int s = 0, phase = 0;
+        for (unsigned int t = 0; t < total; ++t) {
+            const unsigned int tile = blockIdx.x + (t / chunks) * gridDim.x, c = t % chunks;
+            const unsigned int row0 = tile * QGEMV_RING_ROWS, cb = min(chunk, blocks - c * chunk);
+            const unsigned int nr = min(QGEMV_RING_ROWS, N - row0);
+            if (t >= nst) mbar_wait(&sh.empty[s], phase ^ 1);
+            if (lane == 0) mbar_expect_tx(&sh.full[s], nr * cb * BB);
+            __syncwarp();
+            if (r < nr)
+                bulk_copy(ring + s * stage_bytes + r * pitch,
+                          w + (size_t)(row0 + r) * row_bytes + (size_t)c * chunk * BB, cb * BB,
+                          &sh.full[s]);
+            if (++s == nst) {
+                s = 0;
+                phase ^= 1;
+            }
+        }
+        return;
+    }
+    pdl_wait();
+    mbar_wait(&sh.x_full, 0);
+    pdl_launch_dependents();
+    // x for the MMAs: lane t's B operands for a block are (x[4t], x[4t + 2]), (x[4t + 1],
+    // x[4t + 3]) (the low nibbles' MMA: values 4t, 4t + 2 sit at k = 2t, 2t + 1 of A, values
+    // 4t + 1, 4t + 3 at k = 2t + 8, 2t + 9), then the same 16 further on (the high nibbles').
+    for (unsigned int i = threadIdx.x; i < blocks * 4; i += QGEMV_RING_WARPS * 32) {
+        const unsigned int b = i / 4, t = i % 4;
+        const uint2 l = *reinterpret_cast<const uint2*>(xs + 32 * b + 4 * t);
+        const uint2 h = *reinterpret_cast<const uint2*>(xs + 32 * b + 16 + 4 * t);
+        xp[i] = make_uint4(__byte_perm(l.x, l.y, 0x5410), __byte_perm(l.x, l.y, 0x7632),
+                           __byte_perm(h.x, h.y, 0x5410), __byte_perm(h.x, h.y, 0x7632));
+    }
+    for (unsigned int b = threadIdx.x; b < blocks; b += QGEMV_RING_WARPS * 32) {
+        float v = 0.0f;
+        for (int j = 0; j < 32; ++j) v += to_f32(xs[32 * b + j]);
+        xsum[b] = -Q4Magic<T>::offset * v;
+    }
+    named_barrier(1, QGEMV_RING_WARPS * 32);
+    const unsigned int g = lane >> 2, t4 = lane & 3;
+    unsigned int s = 0, phase = 0;
+    for (unsigned int j = 0; j < mine; ++j) {
+        const unsigned int row0 = (blockIdx.x + j * gridDim.x) * QGEMV_RING_ROWS;
+        float acc_a = 0.0f, acc_b = 0.0f;
+        for (unsigned int c = 0; c < chunks; ++c) {
+            const unsigned int cb = min(chunk, blocks - c * chunk);
+            mbar_wait(&sh.full[s], phase);
+            const u8* ra = ring + s * stage_bytes + g * pitch;
+            const u8* rb = ra + 8 * pitch;
+            const unsigned int b0 = c * chunk;
+            for (unsigned int p = warp; p < cb / 2; p += QGEMV_RING_WARPS) {
+                // Pair p: [d0 | 16 quants | d1 | 16 quants], 9 words.
+                const unsigned* wa = reinterpret_cast<const unsigned*>(ra + 36 * p);
+                const unsigned* wb = reinterpret_cast<const unsigned*>(rb + 36 * p);
+                const unsigned da = __byte_perm(wa[0], wa[4], 0x7610);  // d0 low, d1 high
+                const unsigned db = __byte_perm(wb[0], wb[4], 0x7610);
+                const unsigned qa0 = __funnelshift_r(wa[t4], wa[t4 + 1], 16);
+                const unsigned qb0 = __funnelshift_r(wb[t4], wb[t4 + 1], 16);
+                const unsigned qa1 = wa[5 + t4], qb1 = wb[5 + t4];
+                const unsigned int b = b0 + 2 * p;
+                float sa, sb;
+                q4_block_mma<T>(qa0, qb0, xp[4 * b + t4], xsum[b], sa, sb);
+                acc_a = fmaf(f16_bits(da & 0xFFFFu), sa, acc_a);
+                acc_b = fmaf(f16_bits(db & 0xFFFFu), sb, acc_b);
+                q4_block_mma<T>(qa1, qb1, xp[4 * b + 4 + t4], xsum[b + 1], sa, sb);
+                acc_a = fmaf(f16_bits(da >> 16), sa, acc_a);
+                acc_b = fmaf(f16_bits(db >> 16), sb, acc_b);
+            }
+            // The warp's reads of the slot are done (ordered by __syncwarp) before lane 0's
+            // release of it.
+            __syncwarp();
+            if (lane == 0) mbar_arrive(&sh.empty[s]);
+            if (++s == nst) {
+                s = 0;
+                phase ^= 1;
+            }
+        }
+        float (&part)[QGEMV_RING_WARPS][QGEMV_RING_ROWS] = sh.part[j & 1];
+        if (t4 == 0) {
+            part[warp][g] = acc_a;
+            part[warp][g + 8] = acc_b;
+        }
+        named_barrier(1, QGEMV_RING_WARPS * 32);
+        if (warp == 0 && lane < QGEMV_RING_ROWS && row0 + lane < N) {
+            float v = 0.0f;
+#pragma unroll
+            for (int i = 0; i < QGEMV_RING_WARPS; ++i) v += part[i][lane];
+            out[row0 + lane] = from_f32<T>(v);
+        }
+    }
+}
+#define QGEMV_RING_BODY(T)                                                                         \
+    __shared__ __align__(8) QGemvRingShared sh;                                                    \
+    qgemv_ring_impl<T>(w, x, out, N, K, chunk, pitch, nst, npre, sh);
+#else
+// Entry points exist in every image; only sm_90+ ones have a body (the launcher picks them only
+// there).
+#define QGEMV_RING_BODY(T) __trap();
+#endif
+
+#define QGEMV_RING_KERNELS(T, NAME)                                                                \
+extern "C" __global__ void __launch_bounds__(QGEMV_RING_THREADS, 1) qgemv_ring_##NAME(             \
+        const u8* __restrict__ w, const T* __restrict__ x, T* __restrict__ out, unsigned int N,    \
+        unsigned int K, unsigned int chunk, unsigned int pitch, unsigned int nst,                  \
+        unsigned int npre) {                                                                       \
+    QGEMV_RING_BODY(T)                                                                             \
+}
+
+QGEMV_RING_KERNELS(f16, f16)
+QGEMV_RING_KERNELS(bf16, bf16)

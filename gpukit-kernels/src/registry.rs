@@ -159,6 +159,12 @@ pub enum Kernel {
     Dequantize(DType),
     /// `qgemv_<dt>` (one row of x against quantized weight rows; format as an argument).
     QGemv(DType),
+    /// `qgemv_ring_<dt>` (f16/bf16): one row of x against Q4_0 weight rows on Hopper, streamed
+    /// through a shared-memory ring by bulk asynchronous copies, block sums on the tensor cores
+    /// ([`launch::qgemv_ring`]); arguments (w, x, out, N, K, blocks per chunk, row pitch,
+    /// stages, stages prefetched). Only the sm_90+ images have its body (elsewhere the entry
+    /// point traps): launch it only where [`KernelRegistry::target`] is `sm_90a`.
+    QGemvRing(DType),
     /// `kv_append_<dt>` (position from device memory).
     KvAppend(DType),
     /// `sdpa_prefill_<dt>_d<head_dim>` / `sdpa_decode_<dt>_d<head_dim>` (f16/bf16; head_dim
@@ -320,7 +326,7 @@ impl Kernel {
             | Kernel::GemvSwigluNorm(_)
             | Kernel::GemvNormRopeKv(_) => KernelModule::Gemv,
             Kernel::Rope(_) | Kernel::RopeKvAppend(_) => KernelModule::Rope,
-            Kernel::Dequantize(_) | Kernel::QGemv(_) => KernelModule::Quant,
+            Kernel::Dequantize(_) | Kernel::QGemv(_) | Kernel::QGemvRing(_) => KernelModule::Quant,
             Kernel::KvAppend(_) => KernelModule::Kv,
             Kernel::Sdpa { .. }
             | Kernel::SdpaPrefillWgmma { .. }
@@ -348,6 +354,7 @@ impl Kernel {
                 | Kernel::Rope(_)
                 | Kernel::RopeKvAppend(_)
                 | Kernel::QGemv(_)
+                | Kernel::QGemvRing(_)
                 | Kernel::KvAppend(_)
                 | Kernel::SdpaCombine(_)
                 | Kernel::SdpaDecodeRing { .. }
@@ -412,6 +419,9 @@ impl Kernel {
             Kernel::Rope(dt) => format!("rope_{}", float("rope", dt)?),
             Kernel::Dequantize(dt) => format!("dequantize_{}", float("dequantize", dt)?),
             Kernel::QGemv(dt) => format!("qgemv_{}", float("quantized gemv", dt)?),
+            Kernel::QGemvRing(dt) => {
+                format!("qgemv_ring_{}", half_float("quantized gemv ring", dt)?)
+            }
             Kernel::KvAppend(dt) => format!("kv_append_{}", float("kv cache", dt)?),
             Kernel::Sdpa {
                 dtype,
@@ -688,6 +698,93 @@ pub mod launch {
         Ok(Some((
             cfg,
             [s, rows as u32, stages as u32, prefetch as u32],
+        )))
+    }
+
+    /// Consumer warps of [`Kernel::QGemvRing`] (`QGEMV_RING_WARPS` in quant.cu); its blocks
+    /// have one more, the producer.
+    const QGEMV_RING_WARPS: u32 = 8;
+    /// Rows per tile of [`Kernel::QGemvRing`] (`QGEMV_RING_ROWS`: one MMA's 16).
+    const QGEMV_RING_ROWS: usize = 16;
+    /// Most ring stages [`Kernel::QGemvRing`] has barriers for (`QGEMV_RING_MAX_STAGES`).
+    const QGEMV_RING_MAX_STAGES: usize = 8;
+    /// [`Kernel::QGemvRing`]'s static shared memory as ptxas reports it (barriers and the
+    /// tiles' partial sums, 1160 bytes, rounded up to where the 128-byte aligned ring starts).
+    const QGEMV_RING_STATIC_SMEM: usize = 1280;
+    /// Quantized matrices below this many bytes stay on the one-warp-per-row kernel
+    /// ([`Kernel::QGemv`]), which spreads a small matrix over more multiprocessors.
+    pub const QGEMV_RING_MIN_BYTES: usize = 1 << 20;
+
+    /// The Hopper ring for Q4_0 weights ([`Kernel::QGemvRing`]) for one row of x (f16/bf16,
+    /// `x_bytes` per element) against `n` rows of `k` values (a multiple of 256, so that every
+    /// row is a whole number of 16-byte units): a block of 9 warps per multiprocessor (`sms`),
+    /// tiles of 16 rows streamed as stages of at most 40 KiB (chunks of a multiple of 8 blocks
+    /// of each row, as even as the row allows), each row's chunk in a slot of `pitch` bytes (an
+    /// odd multiple of 16, so rows g and g + 8 fall on different banks), a ring of about
+    /// 160 KiB of stages (2 to 8), and after it x, x laid out for the MMAs and the blocks'
+    /// sums of x (4k + k / 8 bytes); before the PDL wait the producer asks L2 for 64 KiB of
+    /// stages (at least one). Returns the launch and the kernel's (blocks per chunk, pitch,
+    /// stages, stages prefetched), or `None` where k is not a multiple of 256, the matrix is
+    /// below [`QGEMV_RING_MIN_BYTES`] or two stages do not fit `smem_optin`. Measured on an
+    /// H200 (docs/RESULTS.md, session 32): at (k, n) = (4096, 14336) 12.6 µs against the
+    /// one-warp-per-row kernel's 21.4; a 20 KiB stage or a ring of 2 stages was 0.5–2.6 µs
+    /// slower. The sums depend on the shape only (not the device), so results are
+    /// deterministic.
+    pub fn qgemv_ring(
+        n: usize,
+        k: usize,
+        x_bytes: usize,
+        sms: usize,
+        smem_optin: usize,
+    ) -> Result<Option<(LaunchConfig, [u32; 4])>> {
+        const BLOCK_BYTES: usize = 18;
+        const STAGE_MAX: usize = 40 << 10;
+        const RING: usize = 160 << 10;
+        const PREFETCH: usize = 64 << 10;
+        let blocks = k / 32;
+        if !k.is_multiple_of(256)
+            || k == 0
+            || n.saturating_mul(blocks).saturating_mul(BLOCK_BYTES) < QGEMV_RING_MIN_BYTES
+        {
+            return Ok(None);
+        }
+        let most = (STAGE_MAX / (QGEMV_RING_ROWS * BLOCK_BYTES)) / 8 * 8;
+        let chunks = blocks.div_ceil(most);
+        let chunk = blocks.div_ceil(chunks).next_multiple_of(8);
+        let mut pitch = chunk * BLOCK_BYTES;
+        if (pitch / 16).is_multiple_of(2) {
+            pitch += 16;
+        }
+        let stage = QGEMV_RING_ROWS * pitch;
+        // x as copied, x laid out for the MMAs (16 bytes per lane and block: 2k bytes), and a
+        // float per block.
+        let extra = k * x_bytes + 2 * k + 4 * blocks;
+        let fits = |stages: usize| stages * stage + extra + QGEMV_RING_STATIC_SMEM <= smem_optin;
+        let mut stages = (RING / stage).clamp(2, QGEMV_RING_MAX_STAGES);
+        while stages > 2 && !fits(stages) {
+            stages -= 1;
+        }
+        if !fits(stages) {
+            return Ok(None);
+        }
+        let prefetch = (PREFETCH / stage).max(1);
+        let grid = u32::try_from(n.div_ceil(QGEMV_RING_ROWS).min(sms.max(1))).map_err(|_| {
+            Error::InvalidArgument(format!("{n} quantized GEMV outputs exceed the grid"))
+        })?;
+        let smem = u32::try_from(stages * stage + extra)
+            .map_err(|_| Error::InvalidArgument(format!("a {k}-value row's ring")))?;
+        let cfg = LaunchConfig::new(grid, (QGEMV_RING_WARPS + 1) * 32).shared_mem(smem);
+        let as_u32 = |v: usize| {
+            u32::try_from(v).map_err(|_| Error::InvalidArgument(format!("ring parameter {v}")))
+        };
+        Ok(Some((
+            cfg,
+            [
+                as_u32(chunk)?,
+                as_u32(pitch)?,
+                as_u32(stages)?,
+                as_u32(prefetch)?,
+            ],
         )))
     }
 
@@ -1219,6 +1316,39 @@ mod tests {
     }
 
     #[test]
+    fn qgemv_ring_chunks_rows_into_stages_of_at_most_40_kib() {
+        let plan = |n, k, optin| {
+            launch::qgemv_ring(n, k, 2, 132, optin)
+                .unwrap()
+                .map(|(cfg, p)| (cfg.grid.x, cfg.block.x, cfg.shared_mem_bytes, p))
+        };
+        let optin = 227 << 10;
+        // (k, n) = (4096, 14336): whole 2304-byte rows in 2320-byte slots (145 units of 16),
+        // 4 stages of 37120 bytes, then x (8 KiB), x for the MMAs (8 KiB) and 128 block sums.
+        assert_eq!(
+            plan(14336, 4096, optin),
+            Some((132, 288, 4 * 37120 + 8192 + 8192 + 512, [128, 2320, 4, 1]))
+        );
+        // (14336, 4096): 448 blocks a row in 4 chunks of 112 (2016 bytes, 2032-byte slots), 5
+        // stages (the 6th would not fit beside 57 KiB of x), 2 prefetched.
+        assert_eq!(
+            plan(4096, 14336, optin),
+            Some((
+                132,
+                288,
+                5 * 32512 + 28672 + 28672 + 1792,
+                [112, 2032, 5, 2]
+            ))
+        );
+        // Uneven chunks: 264 blocks as 136 + 128; a 2448-byte chunk is already an odd multiple.
+        assert_eq!(plan(300, 8448, optin).map(|p| p.3), Some([136, 2448, 4, 1]));
+        // Not a multiple of 256 values, below 1 MiB, or two stages beyond the opt-in.
+        assert_eq!(plan(4864, 896, optin), None);
+        assert_eq!(plan(16, 4096, optin), None);
+        assert_eq!(plan(4096, 14336, 64 << 10), None);
+    }
+
+    #[test]
     fn gemv_ring_stages_follow_the_row_size() {
         let optin = 227 << 10;
         let plan = |n, k, eb| {
@@ -1446,6 +1576,9 @@ mod tests {
                     vectorized: c,
                     single_row: false,
                 });
+            }
+            if matches!(dt, DType::F16 | DType::BF16) {
+                v.push(Kernel::QGemvRing(dt));
             }
             v.extend([
                 Kernel::GemvRing(dt),

@@ -588,7 +588,10 @@ impl QuantMatrix {
 }
 
 /// `out [1, rows] = x [1, cols] · Wᵀ` reading the quantized blocks directly (no dequantized copy
-/// of W): one warp per output on CUDA, four lanes per 32-value block; on the CPU, rows in
+/// of W): on Hopper, Q4_0 weights of at least 1 MiB with f16/bf16 x and cols a multiple of 256
+/// stream through a shared-memory ring with the block sums on the tensor cores
+/// ([`gpukit_kernels::registry::launch::qgemv_ring`]); elsewhere one warp per output on CUDA,
+/// four lanes per 32-value block; on the CPU, rows in
 /// parallel, each block's values expanded in registers (Q8_0, Q4_0, Q4_1) or into a small buffer
 /// (K-quants) and dotted with x in f32.
 ///
@@ -597,7 +600,7 @@ impl QuantMatrix {
 pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -> Result<()> {
     use crate::ops::{check_out, dptr, need_contiguous, same_device, u32_dim};
     use gpukit_driver::KernelArgs;
-    use gpukit_kernels::{Kernel, registry::launch};
+    use gpukit_kernels::{DType, Kernel, registry::launch};
     let dev = same_device("qgemv", &[x, &w.data])?;
     if !x.dtype().is_float() || x.shape() != [1, w.cols] {
         return Err(Error::shape(
@@ -644,6 +647,40 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
                     "quantized weights must start at a 4-byte aligned address (GGUF aligns \
                      tensor data to 32 bytes)",
                 ));
+            }
+            let ring = if w.format == QuantFormat::Q4_0
+                && matches!(x.dtype(), DType::F16 | DType::BF16)
+                && c.kernels().target() == "sm_90a"
+                && dptr(&w.data)?.0 % 16 == 0
+                && dptr(&x)?.0 % 16 == 0
+            {
+                let props = c.props();
+                launch::qgemv_ring(
+                    w.rows,
+                    w.cols,
+                    x.dtype().size_in_bytes(),
+                    props.multiprocessor_count as usize,
+                    props.shared_memory_per_block_optin_bytes as usize,
+                )?
+            } else {
+                None
+            };
+            if let Some((cfg, [chunk, pitch, stages, prefetch])) = ring {
+                let args = KernelArgs::new()
+                    .arg(dptr(&w.data)?)
+                    .arg(dptr(&x)?)
+                    .arg(dptr(out)?)
+                    .arg(u32_dim("qgemv", w.rows)?)
+                    .arg(u32_dim("qgemv", w.cols)?)
+                    .arg(chunk)
+                    .arg(pitch)
+                    .arg(stages)
+                    .arg(prefetch);
+                // SAFETY: w.data holds rows × cols/32 Q4_0 blocks from a 16-byte aligned
+                // address (cols a multiple of 256, so every row is too), x holds cols values
+                // from a 16-byte aligned address, out rows; the chunking, stages and shared
+                // memory come from launch::qgemv_ring for this shape.
+                return unsafe { c.launch(Kernel::QGemvRing(x.dtype()), &cfg, &args) };
             }
             let args = KernelArgs::new()
                 .arg(dptr(&w.data)?)

@@ -1014,10 +1014,19 @@ op_test!(kv_cache_and_quantized_gemv, |dev: &Device| {
     }
     // (257, 576): rows of 18 blocks, a row count the kernel's four rows per warp do not divide;
     // (61, 1056): 33 blocks (odd, so Q8_0 and Q4_0 rows start at both word offsets, and lane 0
-    // takes two blocks per row).
+    // takes two blocks per row). Q4_0 at (300, 8448), 1.4 MB, takes the Hopper ring
+    // (`launch::qgemv_ring`): rows of 264 blocks in chunks of 136 and 128, and a last tile of 12
+    // rows.
+    let shapes = |f| {
+        let mut v = vec![(257usize, 576usize), (61, 1056)];
+        if f == QuantFormat::Q4_0 {
+            v.push((300, 8448));
+        }
+        v.into_iter().map(move |nk| (f, nk))
+    };
     for (f, (n, k)) in [QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q4_1]
         .into_iter()
-        .flat_map(|f| [(257usize, 576usize), (61, 1056)].map(|nk| (f, nk)))
+        .flat_map(shapes)
     {
         let w: Vec<f32> = Tensor::rand(&[n * k], -1.0, 1.0, DType::F32, s, &Device::Cpu)
             .unwrap()
@@ -1028,29 +1037,36 @@ op_test!(kv_cache_and_quantized_gemv, |dev: &Device| {
         gpukit_ops::quant::dequantize(f, &q, &mut deq).unwrap();
         let qm =
             QuantMatrix::new(Tensor::from_slice(&q, &[q.len()], dev).unwrap(), f, n, k).unwrap();
-        for dt in [DType::F32, DType::BF16] {
+        for dt in FLOATS {
             let (x, xv) = input(&[1, k], dt, -1.0, 1.0, s + 1, dev);
             let mut out = poisoned(&[1, n], dt, dev);
             qgemv_into(&x, &qm, &mut out).unwrap();
-            // The same x at an unaligned address (a view one element in): scalar loads.
+            // The same x at an unaligned address (a view one element in): scalar loads in the
+            // one-warp-per-row kernel, bitwise the aligned call's where that kernel took it too
+            // (not the ring's: it sums in another order).
             let (x2, _) = input(&[1, k + 1], dt, -1.0, 1.0, s + 1, dev);
             ops::copy_into(&x, &mut x2.narrow(1, 1, k).unwrap()).unwrap();
             let mut out2 = poisoned(&[1, n], dt, dev);
             qgemv_into(&x2.narrow(1, 1, k).unwrap(), &qm, &mut out2).unwrap();
-            assert_eq!(
-                out2.to_vec_f64().unwrap(),
-                out.to_vec_f64().unwrap(),
-                "qgemv {f:?} {dt}: unaligned x"
-            );
+            let ring = k == 8448 && dt != DType::F32;
+            if !ring {
+                assert_eq!(
+                    out2.to_vec_f64().unwrap(),
+                    out.to_vec_f64().unwrap(),
+                    "qgemv {f:?} {dt}: unaligned x"
+                );
+            }
             let want: Vec<f64> = (0..n)
                 .map(|r| (0..k).map(|c| f64::from(deq[r * k + c]) * xv[c]).sum())
                 .collect();
-            assert_close(
-                &format!("qgemv {f:?} {dt}"),
-                &out.to_vec_f64().unwrap(),
-                &want,
-                tol(dt),
-            );
+            for (o, what) in [(&out, "aligned"), (&out2, "unaligned")] {
+                assert_close(
+                    &format!("qgemv {f:?} {dt} ({n}, {k}), {what} x"),
+                    &o.to_vec_f64().unwrap(),
+                    &want,
+                    tol(dt),
+                );
+            }
         }
         assert!(
             QuantMatrix::new(Tensor::from_slice(&q[..10], &[10], dev).unwrap(), f, n, k).is_err()
