@@ -339,16 +339,21 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
     // x for the MMAs: lane t's B operands for a block are (x[4t], x[4t + 2]), (x[4t + 1],
     // x[4t + 3]) (the low nibbles' MMA: values 4t, 4t + 2 sit at k = 2t, 2t + 1 of A, values
     // 4t + 1, 4t + 3 at k = 2t + 8, 2t + 9), then the same 16 further on (the high nibbles').
-    for (unsigned int i = threadIdx.x; i < blocks * 4; i += QGEMV_RING_WARPS * 32) {
-        const unsigned int b = i / 4, t = i % 4;
-        const uint2 l = *reinterpret_cast<const uint2*>(xs + 32 * b + 4 * t);
-        const uint2 h = *reinterpret_cast<const uint2*>(xs + 32 * b + 16 + 4 * t);
-        xp[i] = make_uint4(__byte_perm(l.x, l.y, 0x5410), __byte_perm(l.x, l.y, 0x7632),
-                           __byte_perm(h.x, h.y, 0x5410), __byte_perm(h.x, h.y, 0x7632));
+    // Thread i reads x[4i … 4i + 3] and writes the half of entry (block, t) they make: both
+    // conflict-free in shared memory.
+    uint2* xp2 = reinterpret_cast<uint2*>(xp);
+    for (unsigned int i = threadIdx.x; i < K / 4; i += QGEMV_RING_WARPS * 32) {
+        const uint2 v = *reinterpret_cast<const uint2*>(xs + 4 * i);
+        const unsigned int b = i / 8, t = i % 4, h = (i / 4) % 2;
+        xp2[(4 * b + t) * 2 + h] = make_uint2(__byte_perm(v.x, v.y, 0x5410), __byte_perm(v.x, v.y, 0x7632));
     }
+    // Σ x per block b by one thread, starting at value b mod 32 (so a warp's 32 blocks read
+    // 32 different banks at each step; the old order, value 0 first in every thread, made them
+    // 16-way conflicts and cost 1–3 µs): a fixed order per block.
     for (unsigned int b = threadIdx.x; b < blocks; b += QGEMV_RING_WARPS * 32) {
         float v = 0.0f;
-        for (int j = 0; j < 32; ++j) v += to_f32(xs[32 * b + j]);
+#pragma unroll 8
+        for (unsigned int j = 0; j < 32; ++j) v += to_f32(xs[32 * b + ((j + b) & 31)]);
         xsum[b] = -Q4Magic<T>::offset * v;
     }
     named_barrier(1, QGEMV_RING_WARPS * 32);

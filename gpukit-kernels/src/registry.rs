@@ -722,14 +722,15 @@ pub mod launch {
     /// of each row, as even as the row allows), each row's chunk in a slot of `pitch` bytes (an
     /// odd multiple of 16, so rows g and g + 8 fall on different banks), a ring of about
     /// 160 KiB of stages (2 to 8), and after it x, x laid out for the MMAs and the blocks'
-    /// sums of x (4k + k / 8 bytes); before the PDL wait the producer asks L2 for 64 KiB of
-    /// stages (at least one). Returns the launch and the kernel's (blocks per chunk, pitch,
-    /// stages, stages prefetched), or `None` where k is not a multiple of 256, the matrix is
-    /// below [`QGEMV_RING_MIN_BYTES`] or two stages do not fit `smem_optin`. Measured on an
-    /// H200 (docs/RESULTS.md, session 32): at (k, n) = (4096, 14336) 12.6 µs against the
-    /// one-warp-per-row kernel's 21.4; a 20 KiB stage or a ring of 2 stages was 0.5–2.6 µs
-    /// slower. The sums depend on the shape only (not the device), so results are
-    /// deterministic.
+    /// sums of x (4k + k / 8 bytes); before the PDL wait the producer asks L2 for the first
+    /// stage only. Returns the launch and the kernel's (blocks per chunk, pitch, stages,
+    /// stages prefetched), or `None` where k is not a multiple of 256, the matrix is below
+    /// [`QGEMV_RING_MIN_BYTES`] or two stages do not fit `smem_optin`. Measured on an H200
+    /// (docs/RESULTS.md, session 32): 12.0 µs at (k, n) = (4096, 14336) and 12.1 at (14336,
+    /// 4096), against the one-warp-per-row kernel's 21.4 and 27.3; 20 KiB stages were 2.1–2.6
+    /// µs slower, asking L2 for 2 or 3 stages before the wait 0.3–1.8 µs slower than 1, and 16
+    /// consumer warps no faster. The sums depend on the shape only (not the device), so
+    /// results are deterministic.
     pub fn qgemv_ring(
         n: usize,
         k: usize,
@@ -740,7 +741,6 @@ pub mod launch {
         const BLOCK_BYTES: usize = 18;
         const STAGE_MAX: usize = 40 << 10;
         const RING: usize = 160 << 10;
-        const PREFETCH: usize = 64 << 10;
         let blocks = k / 32;
         if !k.is_multiple_of(256)
             || k == 0
@@ -767,7 +767,6 @@ pub mod launch {
         if !fits(stages) {
             return Ok(None);
         }
-        let prefetch = (PREFETCH / stage).max(1);
         let grid = u32::try_from(n.div_ceil(QGEMV_RING_ROWS).min(sms.max(1))).map_err(|_| {
             Error::InvalidArgument(format!("{n} quantized GEMV outputs exceed the grid"))
         })?;
@@ -779,12 +778,7 @@ pub mod launch {
         };
         Ok(Some((
             cfg,
-            [
-                as_u32(chunk)?,
-                as_u32(pitch)?,
-                as_u32(stages)?,
-                as_u32(prefetch)?,
-            ],
+            [as_u32(chunk)?, as_u32(pitch)?, as_u32(stages)?, 1],
         )))
     }
 
@@ -1330,14 +1324,14 @@ mod tests {
             Some((132, 288, 4 * 37120 + 8192 + 8192 + 512, [128, 2320, 4, 1]))
         );
         // (14336, 4096): 448 blocks a row in 4 chunks of 112 (2016 bytes, 2032-byte slots), 5
-        // stages (the 6th would not fit beside 57 KiB of x), 2 prefetched.
+        // stages (the 6th would not fit beside 57 KiB of x), the first prefetched.
         assert_eq!(
             plan(4096, 14336, optin),
             Some((
                 132,
                 288,
                 5 * 32512 + 28672 + 28672 + 1792,
-                [112, 2032, 5, 2]
+                [112, 2032, 5, 1]
             ))
         );
         // Uneven chunks: 264 blocks as 136 + 128; a 2448-byte chunk is already an odd multiple.

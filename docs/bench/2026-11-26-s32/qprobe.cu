@@ -2,7 +2,8 @@
 // ring (`qgemv_ring_bf16`), both from quant.cu (or a patched copy: -DQUANT_SRC=...), timed in
 // session 19's harness (graphs of 50 calls with PDL, weights rotated past L2) and every output
 // checked against a host reference in double precision.
-// Usage: qprobe K,N[,STAGE_KIB,RING_KIB,NPRE] ...
+// Usage: qprobe K,N[,STAGE_KIB,RING_KIB,NPRE] ... (NPRE: stages asked of L2 before the PDL
+// wait; 0 for none)
 // Build: nvcc -O3 -std=c++17 -arch=sm_90a -I gpukit-kernels/cuda -DQUANT_SRC='"path/quant.cu"' qprobe.cu
 #include <cmath>
 #include <cstring>
@@ -47,7 +48,7 @@ int main(int argc, char** argv) {
     int optin = 0;
     CK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
     for (int a = 1; a < argc; ++a) {
-        unsigned K, N, stage_kib = 40, ring_kib = 160, npre_arg = 0;
+        unsigned K, N, stage_kib = 40, ring_kib = 160, npre_arg = ~0u;
         if (sscanf(argv[a], "%u,%u,%u,%u,%u", &K, &N, &stage_kib, &ring_kib, &npre_arg) < 2) return 2;
         const unsigned blocks = K / 32, row = blocks * 18;
         const size_t bytes = size_t(N) * row, copies = rotation(bytes);
@@ -61,7 +62,7 @@ int main(int argc, char** argv) {
         unsigned nst = std::min(8u, std::max(2u, ring_kib * 1024 / stage));
         const unsigned extra = K * 4 + blocks * 4 + 3072;  // x, x for the MMAs, block sums, static
         while (nst > 2 && nst * stage + extra > unsigned(optin)) --nst;
-        const unsigned npre = npre_arg ? npre_arg : std::max(1u, (64u << 10) / stage);
+        const unsigned npre = npre_arg != ~0u ? npre_arg : 1;  // the launch rule's since call 6
         const size_t smem = size_t(nst) * stage + K * 4 + blocks * 4;
         unsigned char* w;
         CK(cudaMalloc(&w, copies * bytes));
@@ -119,6 +120,36 @@ int main(int argc, char** argv) {
                    copy_gbs, worst);
             fflush(stdout);
         }
+#ifdef QTRACE
+        // The last (eager, verified) ring call's stamps: blocks 0, the median and the last
+        // finisher, per stage (µs at the SM's clock).
+        {
+            CK(cudaMemset(out, 0xff, N * 2));
+            ring(w);
+            CK(cudaStreamSynchronize(g_stream));
+            static long long tr[132][64][4];
+            CK(cudaMemcpyFromSymbol(tr, g_qtrace, sizeof(tr)));
+            int clk = 0;
+            CK(cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, 0));
+            const double us = 1e3 / clk;
+            const unsigned stages_per = chunks * ((tiles + grid - 1) / grid);
+            std::vector<std::pair<long long, unsigned>> last;
+            for (unsigned b = 0; b < grid; ++b) {
+                const unsigned mine = (tiles - 1 - b) / grid + 1;
+                last.push_back({tr[b][mine * chunks - 1][3], b});
+            }
+            std::sort(last.begin(), last.end());
+            for (unsigned b : {0u, last[last.size() / 2].second, last.back().second}) {
+                const unsigned mine = (tiles - 1 - b) / grid + 1;
+                printf("trace k=%u n=%u block %u: x ready %.2f us; stage: issued / ready / full / released\n",
+                       K, N, b, tr[b][63][0] * us);
+                for (unsigned t = 0; t < mine * chunks && t < 63; ++t)
+                    printf("  %2u  %6.2f %6.2f %6.2f %6.2f\n", t, tr[b][t][0] * us, tr[b][t][1] * us,
+                           tr[b][t][2] * us, tr[b][t][3] * us);
+            }
+            (void)stages_per;
+        }
+#endif
         CK(cudaFree(w));
         CK(cudaFree(x));
         CK(cudaFree(out));

@@ -10,7 +10,8 @@ ROUNDS=${ROUNDS:-2}
 mkdir -p /tmp/qv
 cp gpukit-kernels/cuda/quant.cu /tmp/qv/quant_main.cu
 for v in $VARIANTS; do
-  $NVCC -O3 -std=c++17 -arch=sm_90a -w -Xptxas=-v -I gpukit-kernels/cuda -DQUANT_SRC="\"/tmp/qv/quant_$v.cu\"" \
+  extra=""; [ "$v" = trace ] && extra="-DQTRACE"
+  $NVCC -O3 -std=c++17 -arch=sm_90a -w -Xptxas=-v $extra -I gpukit-kernels/cuda -DQUANT_SRC="\"/tmp/qv/quant_$v.cu\"" \
     $D/qprobe.cu -o /tmp/qprobe_$v > /tmp/nvcc-q-$v.txt 2>&1 || { echo "nvcc $v failed"; tail -20 /tmp/nvcc-q-$v.txt; } &
 done
 wait

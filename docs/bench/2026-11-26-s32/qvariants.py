@@ -4,12 +4,52 @@
 #   loads:  consumers also load the quants and scales (XOR-ed into the sums, no conversion or MMA)
 #   nomma:  loads and the nibble conversions, the MMA replaced by an XOR of its operands
 #   w16:    16 consumer warps instead of 8
+#   nomma2, noconv: see below
 #   p1:     one pair of blocks per lane per step (QGEMV_RING_PAIRS 1)
 import sys, os
 src, out = sys.argv[1], sys.argv[2]
 s = open(src).read()
 def put(name, text):
     open(os.path.join(out, f"quant_{name}.cu"), "w").write(text)
+# trace: clock64 stamps (cycles from the block's entry) per stage t of each block, into
+# g_qtrace[block][t]: {producer issued its copies, consumer warp 0 ready to wait, warp 0 saw it
+# full, warp 0 released it}; and per block {x landed and laid out} at g_qtrace[block][63][0].
+tr = s.replace("    const unsigned int total = mine * chunks;",
+    "    const unsigned int total = mine * chunks;\n    const long long t_entry = clock64();")
+tr = tr.replace("            if (t >= nst) mbar_wait(&sh.empty[s], phase ^ 1);",
+    "            if (t >= nst) mbar_wait(&sh.empty[s], phase ^ 1);\n            if (lane == 0 && t < 63) g_qtrace[blockIdx.x][t][0] = clock64() - t_entry;")
+tr = tr.replace("    named_barrier(1, QGEMV_RING_WARPS * 32);\n    const unsigned int g = lane >> 2",
+    "    named_barrier(1, QGEMV_RING_WARPS * 32);\n    if (threadIdx.x == 0) g_qtrace[blockIdx.x][63][0] = clock64() - t_entry;\n    unsigned int tt = 0;\n    const unsigned int g = lane >> 2")
+tr = tr.replace("            mbar_wait(&sh.full[s], phase);",
+    "            const long long t_ready = clock64() - t_entry;\n            mbar_wait(&sh.full[s], phase);\n            if (threadIdx.x == 0 && tt < 63) { g_qtrace[blockIdx.x][tt][1] = t_ready; g_qtrace[blockIdx.x][tt][2] = clock64() - t_entry; }")
+tr = tr.replace("            if (lane == 0) mbar_arrive(&sh.empty[s]);",
+    "            if (lane == 0) mbar_arrive(&sh.empty[s]);\n            if (threadIdx.x == 0 && tt < 63) g_qtrace[blockIdx.x][tt][3] = clock64() - t_entry;\n            ++tt;")
+tr = tr.replace("#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\ntemplate <typename T>\n__device__ __forceinline__ void qgemv_ring_impl",
+    "__device__ long long g_qtrace[132][64][4];\n#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\ntemplate <typename T>\n__device__ __forceinline__ void qgemv_ring_impl")
+assert tr.count("g_qtrace") == 6, tr.count("g_qtrace")
+put("trace", tr)
+# nomma2 / noconv (the tensor-core ring as in session 32's call 11): the MMAs replaced by an XOR
+# of their operands into the sums; the nibble conversions replaced by the raw words.
+m1 = "    mma16816<T>(c, a0, xb.x, xb.y);"
+m2 = "    mma16816<T>(c, a1, xb.z, xb.w);"
+if m1 in s:
+    put("nomma2", s.replace(m1, "    c[0] += __uint_as_float((a0[0] ^ a0[1] ^ a0[2] ^ a0[3] ^ xb.x ^ xb.y) & 0x3FFFFFFFu);").replace(
+        m2, "    c[2] += __uint_as_float((a1[0] ^ a1[1] ^ a1[2] ^ a1[3] ^ xb.z ^ xb.w) & 0x3FFFFFFFu);"))
+    conv = """    const unsigned lo = q & 0x0F0F0F0Fu, hi = (q >> 4) & 0x0F0F0F0Fu;
+    r[0] = __byte_perm(lo, Q4Magic<T>::bytes, 0x4240);
+    r[1] = __byte_perm(hi, Q4Magic<T>::bytes, 0x4240);
+    r[2] = __byte_perm(lo, Q4Magic<T>::bytes, 0x4341);
+    r[3] = __byte_perm(hi, Q4Magic<T>::bytes, 0x4341);"""
+    assert conv in s
+    put("noconv", s.replace(conv, "    r[0] = q; r[1] = q ^ 1u; r[2] = q ^ 2u; r[3] = q ^ 3u;"))
+    # loads2: neither (only the shared-memory loads, the scale conversions and the sums remain).
+    put("loads2", s.replace(conv, "    r[0] = q; r[1] = q ^ 1u; r[2] = q ^ 2u; r[3] = q ^ 3u;").replace(
+        m1, "    c[0] += __uint_as_float((a0[0] ^ a0[1] ^ a0[2] ^ a0[3] ^ xb.x ^ xb.y) & 0x3FFFFFFFu);").replace(
+        m2, "    c[2] += __uint_as_float((a1[0] ^ a1[1] ^ a1[2] ^ a1[3] ^ xb.z ^ xb.w) & 0x3FFFFFFFu);"))
+    # skip2: consumers wait for each stage and release it, nothing else.
+    a = s.index("            for (unsigned int p = warp; p < cb / 2; p += QGEMV_RING_WARPS) {")
+    b = s.index("            // The warp's reads of the slot are done")
+    put("skip2", s[:a] + s[b:])
 put("w16", s.replace("#define QGEMV_RING_WARPS 8", "#define QGEMV_RING_WARPS 16"))
 if "QGEMV_RING_PAIRS" not in s:
     sys.exit(0)
