@@ -169,29 +169,122 @@ __device__ __forceinline__ float qgemv_row(const u8* __restrict__ row, const T* 
     return acc;
 }
 
+// A K-quant row (FMT 3 = Q4_K, 4 = Q5_K, 5 = Q6_K) dotted with x: each half-warp takes a
+// 256-value super-block (the two halves take consecutive ones), each lane 16 of its values, so
+// a lane decodes the super-block's scales for 16 values and reads its quants as whole words.
+// Q4_K / Q5_K: lane (c, j) = ((lane / 4) mod 4, lane mod 4) takes positions 8j … 8j + 7 of
+// sub-blocks 2c (the low nibbles of quant bytes 32c + 8j …) and 2c + 1 (the high nibbles), and
+// adds d · (sc₂c · Σ q·x + sc₂c₊₁ · Σ q·x) − dmin · (m₂c · Σ x + m₂c₊₁ · Σ x). Q6_K: lane
+// (h, l) = ((lane / 8) mod 2, lane mod 8) takes positions 4l … 4l + 3 of the four 32-value
+// quarters of 128-value half h, and adds d · Σ sc · Σ q·x per quarter. Quants become floats
+// exactly through a magic exponent (2²³ + q, then one subtraction). K-quant rows are only 2-byte
+// aligned (Q6_K blocks are 210 bytes): words are read as two halves.
+__device__ __forceinline__ unsigned ld_u32_2(const u8* p) {
+    return ld_u16(p) | (ld_u16(p + 2) << 16);
+}
+// 2²³ + v for v < 2²³, as a float (v exactly, after subtracting 2²³).
+__device__ __forceinline__ float magic_f(unsigned v) { return __int_as_float(0x4B000000u | v); }
+
+template <typename T, int FMT>
+__device__ __forceinline__ float qgemv_row_k(const u8* __restrict__ row, const T* __restrict__ x,
+                                             unsigned int superblocks, bool xvec) {
+    constexpr unsigned int BB = FMT == 3 ? 144 : (FMT == 4 ? 176 : 210);
+    const unsigned int lane = threadIdx.x & 31, half = lane >> 4;
+    float acc = 0.0f;
+    for (unsigned int sb = half; sb < superblocks; sb += 2) {
+        const u8* b = row + (size_t)sb * BB;
+        const T* xs = x + (size_t)sb * 256;
+        if (FMT == 5) {
+            const unsigned int h = (lane >> 3) & 1, l = lane & 7;
+            const unsigned ql0 = ld_u32_2(b + 64 * h + 4 * l);
+            const unsigned ql1 = ld_u32_2(b + 64 * h + 32 + 4 * l);
+            const unsigned qh = ld_u32_2(b + 128 + 32 * h + 4 * l);
+            const signed char* sc = reinterpret_cast<const signed char*>(b + 192 + 8 * h + l / 4);
+            const float d = f16_bits(ld_u16(b + 208));
+            float total = 0.0f;
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const unsigned lw = q == 0 ? ql0 : (q == 1 ? ql1 : (q == 2 ? ql0 >> 4 : ql1 >> 4));
+                float xv[4], s = 0.0f;
+                load_x4(xs + 128 * h + 32 * q + 4 * l, xvec, xv);
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    const unsigned v =
+                        ((lw >> (8 * i)) & 0x0Fu) | (((qh >> (8 * i + 2 * q)) & 3u) << 4);
+                    s = fmaf(magic_f(v) - 8388640.0f, xv[i], s);  // 2²³ + 32: q − 32
+                }
+                total = fmaf((float)sc[2 * q], s, total);
+            }
+            acc = fmaf(d, total, acc);
+        } else {
+            const unsigned int c = (lane >> 2) & 3, j = lane & 3;
+            const unsigned int qoff = (FMT == 3 ? 16 : 48) + 32 * c + 8 * j;
+            const unsigned q[2] = {ld_u32_2(b + qoff), ld_u32_2(b + qoff + 4)};
+            unsigned qh[2] = {0u, 0u};
+            if (FMT == 4) {
+                qh[0] = ld_u32_2(b + 16 + 8 * j);
+                qh[1] = ld_u32_2(b + 20 + 8 * j);
+            }
+            int sc0, m0, sc1, m1;
+            scale_min_k4((int)(2 * c), b + 4, sc0, m0);
+            scale_min_k4((int)(2 * c + 1), b + 4, sc1, m1);
+            const float d = f16_bits(ld_u16(b)), dmin = f16_bits(ld_u16(b + 2));
+            float slo = 0.0f, shi = 0.0f, xlo = 0.0f, xhi = 0.0f;
+#pragma unroll
+            for (int w = 0; w < 2; ++w) {
+                float xa[4], xb[4];
+                load_x4(xs + 64 * c + 8 * j + 4 * w, xvec, xa);
+                load_x4(xs + 64 * c + 32 + 8 * j + 4 * w, xvec, xb);
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    unsigned lo = (q[w] >> (8 * i)) & 0x0Fu, hi = (q[w] >> (8 * i + 4)) & 0x0Fu;
+                    if (FMT == 4) {
+                        lo |= ((qh[w] >> (8 * i + 2 * c)) & 1u) << 4;
+                        hi |= ((qh[w] >> (8 * i + 2 * c + 1)) & 1u) << 4;
+                    }
+                    slo = fmaf(magic_f(lo) - 8388608.0f, xa[i], slo);
+                    shi = fmaf(magic_f(hi) - 8388608.0f, xb[i], shi);
+                    xlo += xa[i];
+                    xhi += xb[i];
+                }
+            }
+            acc = fmaf(d, fmaf((float)sc0, slo, (float)sc1 * shi), acc);
+            acc = fmaf(-dmin, fmaf((float)m0, xlo, (float)m1 * xhi), acc);
+        }
+    }
+    return acc;
+}
+
+// qgemv_<dt> is built for 5 blocks of 256 per SM (47 registers): without the bound, ptxas gave
+// it 40 and the Q8_0 GEMV at (4096, 14336) went 24.0 → 32.5 µs (docs/RESULTS.md, session 32).
 #define QGEMV_KERNELS(T, NAME)                                                                     \
-extern "C" __global__ void qgemv_##NAME(const u8* __restrict__ w, const T* __restrict__ x,         \
-        T* __restrict__ out, unsigned int N, unsigned int K, int format, int x_vec) {              \
+extern "C" __global__ void __launch_bounds__(256, 5) qgemv_##NAME(                                 \
+        const u8* __restrict__ w, const T* __restrict__ x, T* __restrict__ out, unsigned int N,    \
+        unsigned int K, int format, int x_vec) {                                                   \
     pdl_enter();                                                                                   \
     const unsigned long long n = (blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x) >> 5; \
     if (n >= N) return;                                                                            \
-    if (format >= 3) {                                                                             \
-        /* K-quants: value by value (correct, not tuned). */                                       \
-        const unsigned int bb = format == 3 ? 144 : (format == 4 ? 176 : 210);                     \
-        const u8* krow = w + n * (K / 256) * bb;                                                   \
-        float acc = 0.0f;                                                                          \
-        for (unsigned int k = threadIdx.x & 31; k < K; k += 32)                                    \
-            acc = fmaf(dequant_one(krow, format, k), to_f32(x[k]), acc);                           \
-        acc = warp_sum(acc);                                                                       \
-        if ((threadIdx.x & 31) == 0) out[n] = from_f32<T>(acc);                                    \
-        return;                                                                                    \
-    }                                                                                              \
     const unsigned int blocks = K / 32;                                                            \
     const unsigned int bb = format == 0 ? 34 : (format == 1 ? 18 : 20);                            \
     const u8* row = w + n * blocks * bb;                                                           \
     float acc = format == 0 ? qgemv_row<T, 0>(row, x, blocks, x_vec != 0)                          \
               : format == 1 ? qgemv_row<T, 1>(row, x, blocks, x_vec != 0)                          \
                             : qgemv_row<T, 2>(row, x, blocks, x_vec != 0);                         \
+    acc = warp_sum(acc);                                                                           \
+    if ((threadIdx.x & 31) == 0) out[n] = from_f32<T>(acc);                                        \
+}                                                                                                  \
+/* The K-quants (formats 3-5) in their own kernel: the 32-value formats' kernel keeps the          \
+   register allocation its bound gives it. */                                                      \
+extern "C" __global__ void qgemv_k_##NAME(const u8* __restrict__ w, const T* __restrict__ x,       \
+        T* __restrict__ out, unsigned int N, unsigned int K, int format, int x_vec) {              \
+    pdl_enter();                                                                                   \
+    const unsigned long long n = (blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x) >> 5; \
+    if (n >= N) return;                                                                            \
+    const unsigned int sbs = K / 256, bb = format == 3 ? 144 : (format == 4 ? 176 : 210);          \
+    const u8* krow = w + n * sbs * bb;                                                             \
+    float acc = format == 3 ? qgemv_row_k<T, 3>(krow, x, sbs, x_vec != 0)                          \
+              : format == 4 ? qgemv_row_k<T, 4>(krow, x, sbs, x_vec != 0)                          \
+                            : qgemv_row_k<T, 5>(krow, x, sbs, x_vec != 0);                         \
     acc = warp_sum(acc);                                                                           \
     if ((threadIdx.x & 31) == 0) out[n] = from_f32<T>(acc);                                        \
 }
@@ -308,7 +401,8 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
         const unsigned int r = lane;
         for (unsigned int t = 0; t < total && t < npre; ++t) {
             const unsigned int tile = blockIdx.x + (t / chunks) * gridDim.x, c = t % chunks;
-            const unsigned int row = tile * QGEMV_RING_ROWS + r, cb = min(chunk, blocks - c * chunk);
+            const unsigned int row = tile * QGEMV_RING_ROWS + r;
+            const unsigned int cb = min(chunk, blocks - c * chunk);
             if (r < QGEMV_RING_ROWS && row < N)
                 bulk_prefetch_l2(w + (size_t)row * row_bytes + (size_t)c * chunk * BB, cb * BB);
         }
@@ -345,7 +439,8 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
     for (unsigned int i = threadIdx.x; i < K / 4; i += QGEMV_RING_WARPS * 32) {
         const uint2 v = *reinterpret_cast<const uint2*>(xs + 4 * i);
         const unsigned int b = i / 8, t = i % 4, h = (i / 4) % 2;
-        xp2[(4 * b + t) * 2 + h] = make_uint2(__byte_perm(v.x, v.y, 0x5410), __byte_perm(v.x, v.y, 0x7632));
+        xp2[(4 * b + t) * 2 + h] =
+            make_uint2(__byte_perm(v.x, v.y, 0x5410), __byte_perm(v.x, v.y, 0x7632));
     }
     // Σ x per block b by one thread, starting at value b mod 32 (so a warp's 32 blocks read
     // 32 different banks at each step; the old order, value 0 first in every thread, made them

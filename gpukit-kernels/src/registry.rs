@@ -157,8 +157,11 @@ pub enum Kernel {
     Rope(DType),
     /// `dequantize_<output dt>` (the block format is a launch argument).
     Dequantize(DType),
-    /// `qgemv_<dt>` (one row of x against quantized weight rows; format as an argument).
+    /// `qgemv_<dt>` (one row of x against quantized weight rows of a 32-value format: Q8_0,
+    /// Q4_0, Q4_1; format as an argument).
     QGemv(DType),
+    /// `qgemv_k_<dt>` (the same for the K-quants Q4_K, Q5_K, Q6_K; format as an argument).
+    QGemvK(DType),
     /// `qgemv_ring_<dt>` (f16/bf16): one row of x against Q4_0 weight rows on Hopper, streamed
     /// through a shared-memory ring by bulk asynchronous copies, block sums on the tensor cores
     /// ([`launch::qgemv_ring`]); arguments (w, x, out, N, K, blocks per chunk, row pitch,
@@ -326,7 +329,9 @@ impl Kernel {
             | Kernel::GemvSwigluNorm(_)
             | Kernel::GemvNormRopeKv(_) => KernelModule::Gemv,
             Kernel::Rope(_) | Kernel::RopeKvAppend(_) => KernelModule::Rope,
-            Kernel::Dequantize(_) | Kernel::QGemv(_) | Kernel::QGemvRing(_) => KernelModule::Quant,
+            Kernel::Dequantize(_) | Kernel::QGemv(_) | Kernel::QGemvK(_) | Kernel::QGemvRing(_) => {
+                KernelModule::Quant
+            }
             Kernel::KvAppend(_) => KernelModule::Kv,
             Kernel::Sdpa { .. }
             | Kernel::SdpaPrefillWgmma { .. }
@@ -354,6 +359,7 @@ impl Kernel {
                 | Kernel::Rope(_)
                 | Kernel::RopeKvAppend(_)
                 | Kernel::QGemv(_)
+                | Kernel::QGemvK(_)
                 | Kernel::QGemvRing(_)
                 | Kernel::KvAppend(_)
                 | Kernel::SdpaCombine(_)
@@ -419,6 +425,7 @@ impl Kernel {
             Kernel::Rope(dt) => format!("rope_{}", float("rope", dt)?),
             Kernel::Dequantize(dt) => format!("dequantize_{}", float("dequantize", dt)?),
             Kernel::QGemv(dt) => format!("qgemv_{}", float("quantized gemv", dt)?),
+            Kernel::QGemvK(dt) => format!("qgemv_k_{}", float("quantized gemv", dt)?),
             Kernel::QGemvRing(dt) => {
                 format!("qgemv_ring_{}", half_float("quantized gemv ring", dt)?)
             }
@@ -1592,6 +1599,7 @@ mod tests {
                 Kernel::Rope(dt),
                 Kernel::Dequantize(dt),
                 Kernel::QGemv(dt),
+                Kernel::QGemvK(dt),
                 Kernel::KvAppend(dt),
                 Kernel::SdpaCombine(dt),
                 Kernel::Sample(dt),

@@ -328,17 +328,27 @@ fn attention_cases(dev: &Device, cases: &mut Vec<Case>) -> Res<()> {
     Ok(())
 }
 
-/// GEMV (M = 1) reading GGML blocks directly at (k, n) = (4096, 14336); bandwidth counts the
-/// quantized bytes.
+/// GEMV (M = 1) reading GGML blocks directly at (k, n) = (4096, 14336): Q4_0 and Q8_0 from the
+/// reference quantizer, Q4_K and Q6_K (the bulk of a Q4_K_M model) as random super-blocks;
+/// bandwidth counts the quantized bytes.
 fn quantized_gemv_cases(dev: &Device, cases: &mut Vec<Case>) -> Res<()> {
     let (k, n) = (4096usize, 14336usize);
     let w: Vec<f32> = Tensor::rand(&[n * k], -1.0, 1.0, DType::F32, 40, &Device::Cpu)?.to_vec()?;
-    for f in [QuantFormat::Q4_0, QuantFormat::Q8_0] {
+    for f in [
+        QuantFormat::Q4_0,
+        QuantFormat::Q8_0,
+        QuantFormat::Q4K,
+        QuantFormat::Q6K,
+    ] {
         let name = format!("qgemv {f:?} M=1 k={k} n={n}");
         if !wanted(&name) {
             continue;
         }
-        let q = quantize(f, &w)?;
+        let q = if f.block_values() == 32 {
+            quantize(f, &w)?
+        } else {
+            random_k_quant_blocks(f, n * k)?
+        };
         let copies = rotation(q.len());
         let mats = (0..copies)
             .map(|_| {
@@ -365,6 +375,30 @@ fn quantized_gemv_cases(dev: &Device, cases: &mut Vec<Case>) -> Res<()> {
         });
     }
     Ok(())
+}
+
+/// `values` of a K-quant format as random super-blocks (no reference quantizer exists for
+/// them): random quant bytes, finite f16 scales (d, and dmin where the format has one) of
+/// magnitude ≤ 0.01.
+fn random_k_quant_blocks(f: QuantFormat, values: usize) -> Res<Vec<u8>> {
+    let bytes = f.bytes_for(values)?;
+    let mut raw: Vec<u8> = Tensor::rand(&[bytes], 0.0, 255.99, DType::F32, 42, &Device::Cpu)?
+        .to_vec::<f32>()?
+        .iter()
+        .map(|&x| x as u8)
+        .collect();
+    let scales: &[usize] = if f == QuantFormat::Q6K {
+        &[208]
+    } else {
+        &[0, 2]
+    };
+    for (i, b) in raw.chunks_exact_mut(f.block_bytes()).enumerate() {
+        for &at in scales {
+            let v = half::f16::from_f32(((i * 7 + at) % 13) as f32 / 1300.0);
+            b[at..at + 2].copy_from_slice(&v.to_le_bytes());
+        }
+    }
+    Ok(raw)
 }
 
 /// One token from bf16 logits [1, vocab]: greedy, temperature, top-k 50 + top-p 0.9, and

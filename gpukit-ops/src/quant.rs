@@ -588,12 +588,13 @@ impl QuantMatrix {
 }
 
 /// `out [1, rows] = x [1, cols] · Wᵀ` reading the quantized blocks directly (no dequantized copy
-/// of W): on Hopper, Q4_0 weights of at least 1 MiB with f16/bf16 x and cols a multiple of 256
-/// stream through a shared-memory ring with the block sums on the tensor cores
-/// ([`gpukit_kernels::registry::launch::qgemv_ring`]); elsewhere one warp per output on CUDA,
-/// four lanes per 32-value block; on the CPU, rows in
-/// parallel, each block's values expanded in registers (Q8_0, Q4_0, Q4_1) or into a small buffer
-/// (K-quants) and dotted with x in f32.
+/// of W). On CUDA: on Hopper, Q4_0 weights of at least 1 MiB with f16/bf16 x and cols a multiple
+/// of 256 stream through a shared-memory ring with the block sums on the tensor cores
+/// ([`gpukit_kernels::registry::launch::qgemv_ring`]); other Q8_0, Q4_0 and Q4_1 weights take one
+/// warp per output, four lanes per 32-value block; the K-quants one warp per output, a half-warp
+/// per 256-value super-block and 16 values per lane. On the CPU, rows in parallel, each block's
+/// values expanded in registers (Q8_0, Q4_0, Q4_1) or into a small buffer (K-quants) and dotted
+/// with x in f32.
 ///
 /// # Errors
 /// Shape, dtype and device errors.
@@ -697,7 +698,11 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
             // need), x holds cols values (vector loads only when aligned), out rows.
             unsafe {
                 c.launch(
-                    Kernel::QGemv(x.dtype()),
+                    if w.format.block_values() == 32 {
+                        Kernel::QGemv(x.dtype())
+                    } else {
+                        Kernel::QGemvK(x.dtype())
+                    },
                     &launch::threads(w.rows * 32)?,
                     &args,
                 )

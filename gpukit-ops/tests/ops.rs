@@ -1511,55 +1511,68 @@ op_test!(k_quants_match_gguf_py, |dev: &Device| {
             dev.describe()
         );
         // GEMV straight from random super-blocks (finite f16 scales), against
-        // dequantize-then-product.
-        let (n, k) = (37usize, 768usize);
-        let mut raw: Vec<u8> = Tensor::rand(
-            &[n * f.bytes_for(k).unwrap()],
-            0.0,
-            255.99,
-            DType::F32,
-            s,
-            &Device::Cpu,
-        )
-        .unwrap()
-        .to_vec::<f32>()
-        .unwrap()
-        .iter()
-        .map(|&x| x as u8)
-        .collect();
-        let scale_at: &[usize] = if f == QuantFormat::Q6K {
-            &[208]
-        } else {
-            &[0, 2]
-        };
-        for (i, b) in raw.chunks_exact_mut(f.block_bytes()).enumerate() {
-            for &at in scale_at {
-                let v = half::f16::from_f32(((i * 7 + at) % 13) as f32 / 13.0 - 0.4);
-                b[at..at + 2].copy_from_slice(&v.to_le_bytes());
+        // dequantize-then-product: 3 and 5 super-blocks a row (each half-warp takes every other
+        // one, so the second half has one fewer), rows of 37 and 64.
+        for (n, k) in [(37usize, 768usize), (64, 1280)] {
+            let mut raw: Vec<u8> = Tensor::rand(
+                &[n * f.bytes_for(k).unwrap()],
+                0.0,
+                255.99,
+                DType::F32,
+                s,
+                &Device::Cpu,
+            )
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap()
+            .iter()
+            .map(|&x| x as u8)
+            .collect();
+            let scale_at: &[usize] = if f == QuantFormat::Q6K {
+                &[208]
+            } else {
+                &[0, 2]
+            };
+            for (i, b) in raw.chunks_exact_mut(f.block_bytes()).enumerate() {
+                for &at in scale_at {
+                    let v = half::f16::from_f32(((i * 7 + at) % 13) as f32 / 13.0 - 0.4);
+                    b[at..at + 2].copy_from_slice(&v.to_le_bytes());
+                }
             }
-        }
-        let mut deq = vec![0f32; n * k];
-        dequantize(f, &raw, &mut deq).unwrap();
-        let qm = QuantMatrix::new(
-            Tensor::from_slice(&raw, &[raw.len()], dev).unwrap(),
-            f,
-            n,
-            k,
-        )
-        .unwrap();
-        for dt in [DType::F32, DType::BF16] {
-            let (x, xv) = input(&[1, k], dt, -1.0, 1.0, s + 3, dev);
-            let mut out = poisoned(&[1, n], dt, dev);
-            qgemv_into(&x, &qm, &mut out).unwrap();
-            let want: Vec<f64> = (0..n)
-                .map(|r| (0..k).map(|c| f64::from(deq[r * k + c]) * xv[c]).sum())
-                .collect();
-            assert_close(
-                &format!("qgemv {} {dt}", f.name()),
-                &out.to_vec_f64().unwrap(),
-                &want,
-                tol(dt),
-            );
+            let mut deq = vec![0f32; n * k];
+            dequantize(f, &raw, &mut deq).unwrap();
+            let qm = QuantMatrix::new(
+                Tensor::from_slice(&raw, &[raw.len()], dev).unwrap(),
+                f,
+                n,
+                k,
+            )
+            .unwrap();
+            for dt in FLOATS {
+                let (x, xv) = input(&[1, k], dt, -1.0, 1.0, s + 3, dev);
+                let mut out = poisoned(&[1, n], dt, dev);
+                qgemv_into(&x, &qm, &mut out).unwrap();
+                // The same x one element into a buffer: scalar loads, the same sums.
+                let (x2, _) = input(&[1, k + 1], dt, -1.0, 1.0, s + 4, dev);
+                ops::copy_into(&x, &mut x2.narrow(1, 1, k).unwrap()).unwrap();
+                let mut out2 = poisoned(&[1, n], dt, dev);
+                qgemv_into(&x2.narrow(1, 1, k).unwrap(), &qm, &mut out2).unwrap();
+                assert_eq!(
+                    out2.to_vec_f64().unwrap(),
+                    out.to_vec_f64().unwrap(),
+                    "qgemv {} {dt}: unaligned x",
+                    f.name()
+                );
+                let want: Vec<f64> = (0..n)
+                    .map(|r| (0..k).map(|c| f64::from(deq[r * k + c]) * xv[c]).sum())
+                    .collect();
+                assert_close(
+                    &format!("qgemv {} {dt} ({n}, {k})", f.name()),
+                    &out.to_vec_f64().unwrap(),
+                    &want,
+                    tol(dt),
+                );
+            }
         }
     }
     println!(

@@ -2,8 +2,8 @@
 // ring (`qgemv_ring_bf16`), both from quant.cu (or a patched copy: -DQUANT_SRC=...), timed in
 // session 19's harness (graphs of 50 calls with PDL, weights rotated past L2) and every output
 // checked against a host reference in double precision.
-// Usage: qprobe K,N[,STAGE_KIB,RING_KIB,NPRE] ... (NPRE: stages asked of L2 before the PDL
-// wait; 0 for none)
+// Usage: qprobe K,N[,STAGE_KIB,RING_KIB,NPRE[,FMT]] ... (NPRE: stages asked of L2 before the
+// PDL wait, 0 for none; FMT 0: Q8_0 weights, the plain kernel only)
 // Build: nvcc -O3 -std=c++17 -arch=sm_90a -I gpukit-kernels/cuda -DQUANT_SRC='"path/quant.cu"' qprobe.cu
 #include <cmath>
 #include <cstring>
@@ -11,13 +11,14 @@
 #include "../2026-11-24-h200-s19/harness.cuh"
 #include QUANT_SRC
 
-// Random Q4_0 blocks: d a finite f16 of magnitude 2^-8 … 2^-4 and either sign, random quants.
-__global__ void fill_q4(unsigned char* p, size_t nblocks, unsigned seed) {
+// Random Q4_0 (bb = 18) or Q8_0 (bb = 34) blocks: d a finite f16 of magnitude 2^-8 … 2^-4 and
+// either sign, random quants.
+__global__ void fill_q4(unsigned char* p, size_t nblocks, unsigned seed, unsigned bb) {
     for (size_t b = blockIdx.x * size_t(blockDim.x) + threadIdx.x; b < nblocks;
          b += size_t(gridDim.x) * blockDim.x) {
         unsigned h = static_cast<unsigned>(b) * 2654435761u + seed;
-        unsigned char* q = p + b * 18;
-        for (int i = 0; i < 18; ++i) {
+        unsigned char* q = p + b * bb;
+        for (unsigned i = 0; i < bb; ++i) {
             h ^= h >> 13;
             h *= 0x9E3779B9u;
             h ^= h >> 16;
@@ -48,9 +49,11 @@ int main(int argc, char** argv) {
     int optin = 0;
     CK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
     for (int a = 1; a < argc; ++a) {
-        unsigned K, N, stage_kib = 40, ring_kib = 160, npre_arg = ~0u;
-        if (sscanf(argv[a], "%u,%u,%u,%u,%u", &K, &N, &stage_kib, &ring_kib, &npre_arg) < 2) return 2;
-        const unsigned blocks = K / 32, row = blocks * 18;
+        unsigned K, N, stage_kib = 40, ring_kib = 160, npre_arg = ~0u, fmt = 1;
+        if (sscanf(argv[a], "%u,%u,%u,%u,%u,%u", &K, &N, &stage_kib, &ring_kib, &npre_arg, &fmt) < 2)
+            return 2;
+        const unsigned bb = fmt == 0 ? 34 : 18;  // the plain kernel only for Q8_0 (fmt 0)
+        const unsigned blocks = K / 32, row = blocks * bb;
         const size_t bytes = size_t(N) * row, copies = rotation(bytes);
         // The launch rule under test.
         const unsigned most = std::max(8u, (stage_kib * 1024 / (16 * 18)) / 8 * 8);
@@ -66,7 +69,7 @@ int main(int argc, char** argv) {
         const size_t smem = size_t(nst) * stage + K * 4 + blocks * 4;
         unsigned char* w;
         CK(cudaMalloc(&w, copies * bytes));
-        fill_q4<<<1024, 256, 0, g_stream>>>(w, copies * bytes / 18, 12345u);
+        fill_q4<<<1024, 256, 0, g_stream>>>(w, copies * bytes / bb, 12345u, bb);
         bf16 *x, *out;
         CK(cudaMalloc(&x, K * 2));
         fill<<<1, 256, 0, g_stream>>>(reinterpret_cast<unsigned*>(x), K / 2);
@@ -79,7 +82,7 @@ int main(int argc, char** argv) {
         };
         auto plain = [&](const unsigned char* wi) {
             launch(qgemv_bf16, (N * 32 + 255) / 256, 256, 0, true, (const u8*)wi, (const bf16*)x, out, N,
-                   K, 1, 1);
+                   K, int(fmt), 1);
         };
         std::vector<unsigned char> hw(bytes);
         std::vector<unsigned short> hx(K), ho(N);
@@ -89,10 +92,11 @@ int main(int argc, char** argv) {
         for (unsigned n = 0; n < N; ++n) {
             double r = 0, m = 0;
             for (unsigned b = 0; b < blocks; ++b) {
-                const unsigned char* q = &hw[size_t(n) * row + b * 18];
+                const unsigned char* q = &hw[size_t(n) * row + b * bb];
                 const double d = f16_value(q[0] | (q[1] << 8));
                 for (int j = 0; j < 32; ++j) {
-                    const int v = (j < 16 ? (q[2 + j] & 15) : (q[2 + j - 16] >> 4)) - 8;
+                    const int v = fmt == 0 ? int(static_cast<signed char>(q[2 + j]))
+                                           : (j < 16 ? (q[2 + j] & 15) : (q[2 + j - 16] >> 4)) - 8;
                     const double p = d * v * bf16_value(hx[b * 32 + j]);
                     r += p;
                     m += fabs(p);
@@ -101,8 +105,8 @@ int main(int argc, char** argv) {
             ref[n] = r;
             mag[n] = m;
         }
-        for (int k = 0; k < 2; ++k) {
-            const char* name = k == 0 ? "plain" : "ring";
+        for (int k = 0; k < (fmt == 0 ? 1 : 2); ++k) {
+            const char* name = k == 0 ? (fmt == 0 ? "plainq8" : "plain") : "ring";
             auto call = [&](const unsigned char* wi) { k == 0 ? plain(wi) : ring(wi); };
             const double us = time_us([&](int i) { call(w + (i % copies) * bytes); });
             CK(cudaMemset(out, 0xff, N * 2));

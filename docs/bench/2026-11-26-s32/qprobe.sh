@@ -7,7 +7,7 @@ NVCC=/usr/local/cuda/bin/nvcc
 VARIANTS=${VARIANTS:-main}
 CONFIGS=${CONFIGS:-"4096,14336 14336,4096 2048,8192 8192,2048 4096,4096 4096,1024"}
 ROUNDS=${ROUNDS:-2}
-mkdir -p /tmp/qv
+mkdir -p /tmp/qv; [ -d target/qv ] && cp target/qv/quant_*.cu /tmp/qv/
 cp gpukit-kernels/cuda/quant.cu /tmp/qv/quant_main.cu
 for v in $VARIANTS; do
   extra=""; [ "$v" = trace ] && extra="-DQTRACE"
