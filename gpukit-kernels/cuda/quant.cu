@@ -333,10 +333,12 @@ struct QGemvRingShared {
 template <typename T> struct Q4Magic;
 template <> struct Q4Magic<bf16> {
     static const unsigned bytes = 0x43434343u;  // 0x43nn = 128 + nn in bf16
+    static constexpr float magic = 128.0f;      // M
     static constexpr float offset = 136.0f;     // M + 8
 };
 template <> struct Q4Magic<f16> {
     static const unsigned bytes = 0x64646464u;  // 0x64nn = 1024 + nn in f16
+    static constexpr float magic = 1024.0f;
     static constexpr float offset = 1032.0f;
 };
 template <typename T> __device__ __forceinline__ void q4_pairs(unsigned q, unsigned (&r)[4]) {
@@ -365,25 +367,43 @@ __device__ __forceinline__ void q4_block_mma(unsigned qa, unsigned qb, uint4 xb,
     sb = c[2];
 }
 
+// A Q4_K super-block's eight d · sc and dmin · m from its first four words (d and dmin, then
+// the 12 bytes of 6-bit scales and mins, unpacked as ggml's get_scale_min_k4), the small integers
+// made floats exactly through a magic exponent.
+__device__ __forceinline__ void q4k_scales(const unsigned* w, float (&ds)[8], float (&dm)[8]) {
+    const unsigned h = w[0], s0 = w[1], s1 = w[2], s2 = w[3];
+    const float d = f16_bits(h & 0xFFFFu), dmin = f16_bits(h >> 16);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        const int i = 8 * (j % 4);
+        const unsigned sc = j < 4 ? (s0 >> i) & 63u : ((s2 >> i) & 0x0Fu) | (((s0 >> i) >> 6 & 3u) << 4);
+        const unsigned m = j < 4 ? (s1 >> i) & 63u : ((s2 >> (i + 4)) & 0x0Fu) | (((s1 >> i) >> 6 & 3u) << 4);
+        ds[j] = d * (magic_f(sc) - 8388608.0f);
+        dm[j] = dmin * (magic_f(m) - 8388608.0f);
+    }
+}
+
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-template <typename T>
+// FMT 1: Q4_0 (units of one 18-byte block); FMT 3: Q4_K (units of one 144-byte super-block).
+template <typename T, int FMT>
 __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const T* __restrict__ x,
         T* __restrict__ out, unsigned int N, unsigned int K, unsigned int chunk, unsigned int pitch,
         unsigned int nst, unsigned int npre, QGemvRingShared& sh) {
     extern __shared__ __align__(128) unsigned char ring[];
-    constexpr unsigned int BB = 18;
+    constexpr unsigned int BB = FMT == 1 ? 18 : 144, UV = FMT == 1 ? 32 : 256;
     const unsigned int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const unsigned int blocks = K / 32, row_bytes = blocks * BB;
+    const unsigned int blocks = K / UV, row_bytes = blocks * BB;
     const unsigned int chunks = (blocks + chunk - 1) / chunk;
     const unsigned int stage_bytes = QGEMV_RING_ROWS * pitch;
     const unsigned int tiles = (N + QGEMV_RING_ROWS - 1) / QGEMV_RING_ROWS;
     const unsigned int mine = blockIdx.x < tiles ? (tiles - 1 - blockIdx.x) / gridDim.x + 1 : 0;
     const unsigned int total = mine * chunks;
-    // After the ring: x as copied, x laid out for the MMAs (4 uint4 per block, one per t), and
-    // −(M + 8) · Σ x per block.
+    // After the ring: x as copied, x laid out for the MMAs (16 bytes per lane and 32 values),
+    // and per 32 values −(M + 8) · Σ x (Q4_0) or (−M · Σ x, Σ x) (Q4_K).
     T* xs = reinterpret_cast<T*>(ring + nst * stage_bytes);
     uint4* xp = reinterpret_cast<uint4*>(xs + K);
-    float* xsum = reinterpret_cast<float*>(xp + blocks * 4);
+    float* xsum = reinterpret_cast<float*>(xp + K / 8);
+    float2* xsum2 = reinterpret_cast<float2*>(xsum);
     if (threadIdx.x == 0) {
         for (unsigned int i = 0; i < nst; ++i) {
             mbar_init(&sh.full[i], 1);
@@ -430,26 +450,44 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
     pdl_wait();
     mbar_wait(&sh.x_full, 0);
     pdl_launch_dependents();
-    // x for the MMAs: lane t's B operands for a block are (x[4t], x[4t + 2]), (x[4t + 1],
-    // x[4t + 3]) (the low nibbles' MMA: values 4t, 4t + 2 sit at k = 2t, 2t + 1 of A, values
-    // 4t + 1, 4t + 3 at k = 2t + 8, 2t + 9), then the same 16 further on (the high nibbles').
-    // Thread i reads x[4i … 4i + 3] and writes the half of entry (block, t) they make: both
-    // conflict-free in shared memory.
-    uint2* xp2 = reinterpret_cast<uint2*>(xp);
-    for (unsigned int i = threadIdx.x; i < K / 4; i += QGEMV_RING_WARPS * 32) {
-        const uint2 v = *reinterpret_cast<const uint2*>(xs + 4 * i);
-        const unsigned int b = i / 8, t = i % 4, h = (i / 4) % 2;
-        xp2[(4 * b + t) * 2 + h] =
-            make_uint2(__byte_perm(v.x, v.y, 0x5410), __byte_perm(v.x, v.y, 0x7632));
-    }
-    // Σ x per block b by one thread, starting at value b mod 32 (so a warp's 32 blocks read
-    // 32 different banks at each step; the old order, value 0 first in every thread, made them
-    // 16-way conflicts and cost 1–3 µs): a fixed order per block.
-    for (unsigned int b = threadIdx.x; b < blocks; b += QGEMV_RING_WARPS * 32) {
-        float v = 0.0f;
+    if (FMT == 1) {
+        // x for the MMAs: lane t's B operands for a block are (x[4t], x[4t + 2]), (x[4t + 1],
+        // x[4t + 3]) (the low nibbles' MMA: values 4t, 4t + 2 sit at k = 2t, 2t + 1 of A, values
+        // 4t + 1, 4t + 3 at k = 2t + 8, 2t + 9), then the same 16 further on (the high nibbles').
+        // Thread i reads x[4i … 4i + 3] and writes the half of entry (block, t) they make: both
+        // conflict-free in shared memory.
+        uint2* xp2 = reinterpret_cast<uint2*>(xp);
+        for (unsigned int i = threadIdx.x; i < K / 4; i += QGEMV_RING_WARPS * 32) {
+            const uint2 v = *reinterpret_cast<const uint2*>(xs + 4 * i);
+            const unsigned int b = i / 8, t = i % 4, h = (i / 4) % 2;
+            xp2[(4 * b + t) * 2 + h] =
+                make_uint2(__byte_perm(v.x, v.y, 0x5410), __byte_perm(v.x, v.y, 0x7632));
+        }
+        // Σ x per block b by one thread, starting at value b mod 32 (so a warp's 32 blocks read
+        // 32 different banks at each step; the old order, value 0 first in every thread, made them
+        // 16-way conflicts and cost 1–3 µs): a fixed order per block.
+        for (unsigned int b = threadIdx.x; b < blocks; b += QGEMV_RING_WARPS * 32) {
+            float v = 0.0f;
 #pragma unroll 8
-        for (unsigned int j = 0; j < 32; ++j) v += to_f32(xs[32 * b + ((j + b) & 31)]);
-        xsum[b] = -Q4Magic<T>::offset * v;
+            for (unsigned int j = 0; j < 32; ++j) v += to_f32(xs[32 * b + ((j + b) & 31)]);
+            xsum[b] = -Q4Magic<T>::offset * v;
+        }
+    } else {
+        // Q4_K: lane t holds quant bytes 8t … 8t + 7 of a 64-value chunk, whose low nibbles
+        // are values 8t … 8t + 7 of one 32-value sub-block and whose high nibbles the same of
+        // the next: its B operands for a sub-block are (x[8t], x[8t + 2]), (x[8t + 1], x[8t + 3])
+        // and then the same 4 further on, one 16-byte load and store per entry.
+        for (unsigned int i = threadIdx.x; i < K / 8; i += QGEMV_RING_WARPS * 32) {
+            const uint4 v = *reinterpret_cast<const uint4*>(xs + 8 * i);
+            xp[i] = make_uint4(__byte_perm(v.x, v.y, 0x5410), __byte_perm(v.x, v.y, 0x7632),
+                               __byte_perm(v.z, v.w, 0x5410), __byte_perm(v.z, v.w, 0x7632));
+        }
+        for (unsigned int b = threadIdx.x; b < K / 32; b += QGEMV_RING_WARPS * 32) {
+            float v = 0.0f;
+#pragma unroll 8
+            for (unsigned int j = 0; j < 32; ++j) v += to_f32(xs[32 * b + ((j + b) & 31)]);
+            xsum2[b] = make_float2(-Q4Magic<T>::magic * v, v);
+        }
     }
     named_barrier(1, QGEMV_RING_WARPS * 32);
     const unsigned int g = lane >> 2, t4 = lane & 3;
@@ -463,23 +501,60 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
             const u8* ra = ring + s * stage_bytes + g * pitch;
             const u8* rb = ra + 8 * pitch;
             const unsigned int b0 = c * chunk;
-            for (unsigned int p = warp; p < cb / 2; p += QGEMV_RING_WARPS) {
-                // Pair p: [d0 | 16 quants | d1 | 16 quants], 9 words.
-                const unsigned* wa = reinterpret_cast<const unsigned*>(ra + 36 * p);
-                const unsigned* wb = reinterpret_cast<const unsigned*>(rb + 36 * p);
-                const unsigned da = __byte_perm(wa[0], wa[4], 0x7610);  // d0 low, d1 high
-                const unsigned db = __byte_perm(wb[0], wb[4], 0x7610);
-                const unsigned qa0 = __funnelshift_r(wa[t4], wa[t4 + 1], 16);
-                const unsigned qb0 = __funnelshift_r(wb[t4], wb[t4 + 1], 16);
-                const unsigned qa1 = wa[5 + t4], qb1 = wb[5 + t4];
-                const unsigned int b = b0 + 2 * p;
-                float sa, sb;
-                q4_block_mma<T>(qa0, qb0, xp[4 * b + t4], xsum[b], sa, sb);
-                acc_a = fmaf(f16_bits(da & 0xFFFFu), sa, acc_a);
-                acc_b = fmaf(f16_bits(db & 0xFFFFu), sb, acc_b);
-                q4_block_mma<T>(qa1, qb1, xp[4 * b + 4 + t4], xsum[b + 1], sa, sb);
-                acc_a = fmaf(f16_bits(da >> 16), sa, acc_a);
-                acc_b = fmaf(f16_bits(db >> 16), sb, acc_b);
+            if (FMT == 1) {
+                for (unsigned int p = warp; p < cb / 2; p += QGEMV_RING_WARPS) {
+                    // Pair p: [d0 | 16 quants | d1 | 16 quants], 9 words.
+                    const unsigned* wa = reinterpret_cast<const unsigned*>(ra + 36 * p);
+                    const unsigned* wb = reinterpret_cast<const unsigned*>(rb + 36 * p);
+                    const unsigned da = __byte_perm(wa[0], wa[4], 0x7610);  // d0 low, d1 high
+                    const unsigned db = __byte_perm(wb[0], wb[4], 0x7610);
+                    const unsigned qa0 = __funnelshift_r(wa[t4], wa[t4 + 1], 16);
+                    const unsigned qb0 = __funnelshift_r(wb[t4], wb[t4 + 1], 16);
+                    const unsigned qa1 = wa[5 + t4], qb1 = wb[5 + t4];
+                    const unsigned int b = b0 + 2 * p;
+                    float sa, sb;
+                    q4_block_mma<T>(qa0, qb0, xp[4 * b + t4], xsum[b], sa, sb);
+                    acc_a = fmaf(f16_bits(da & 0xFFFFu), sa, acc_a);
+                    acc_b = fmaf(f16_bits(db & 0xFFFFu), sb, acc_b);
+                    q4_block_mma<T>(qa1, qb1, xp[4 * b + 4 + t4], xsum[b + 1], sa, sb);
+                    acc_a = fmaf(f16_bits(da >> 16), sa, acc_a);
+                    acc_b = fmaf(f16_bits(db >> 16), sb, acc_b);
+                }
+            } else {
+                // Super-block u: [d, dmin | 12 bytes of scales and mins | 128 quant bytes], 36
+                // words; 64-value chunk c's quant bytes 8t … 8t + 7 are words 4 + 8c + 2t, +1.
+                for (unsigned int u = warp; u < cb; u += QGEMV_RING_WARPS) {
+                    const unsigned* wa = reinterpret_cast<const unsigned*>(ra + 144 * u);
+                    const unsigned* wb = reinterpret_cast<const unsigned*>(rb + 144 * u);
+                    float dsa[8], dma[8], dsb[8], dmb[8];
+                    q4k_scales(wa, dsa, dma);
+                    q4k_scales(wb, dsb, dmb);
+                    const unsigned int sb0 = (b0 + u) * 8;  // its first 32-value sub-block
+#pragma unroll
+                    for (int cc = 0; cc < 4; ++cc) {
+                        unsigned ra0[4], ra1[4], rb0[4], rb1[4];
+                        q4_pairs<T>(wa[4 + 8 * cc + 2 * t4], ra0);
+                        q4_pairs<T>(wa[5 + 8 * cc + 2 * t4], ra1);
+                        q4_pairs<T>(wb[4 + 8 * cc + 2 * t4], rb0);
+                        q4_pairs<T>(wb[5 + 8 * cc + 2 * t4], rb1);
+#pragma unroll
+                        for (int h = 0; h < 2; ++h) {
+                            // Sub-block 2cc + h: the low (h = 0) or high nibbles.
+                            const unsigned int sub = sb0 + 2 * cc + h;
+                            const float2 sx = xsum2[sub];
+                            const uint4 xb = xp[4 * sub + t4];
+                            float acc[4] = {sx.x, 0.0f, sx.x, 0.0f};
+                            const unsigned a0[4] = {ra0[h], rb0[h], ra0[2 + h], rb0[2 + h]};
+                            mma16816<T>(acc, a0, xb.x, xb.y);
+                            const unsigned a1[4] = {ra1[h], rb1[h], ra1[2 + h], rb1[2 + h]};
+                            mma16816<T>(acc, a1, xb.z, xb.w);
+                            acc_a = fmaf(dsa[2 * cc + h], acc[0], acc_a);
+                            acc_a = fmaf(-dma[2 * cc + h], sx.y, acc_a);
+                            acc_b = fmaf(dsb[2 * cc + h], acc[2], acc_b);
+                            acc_b = fmaf(-dmb[2 * cc + h], sx.y, acc_b);
+                        }
+                    }
+                }
             }
             // The warp's reads of the slot are done (ordered by __syncwarp) before lane 0's
             // release of it.
@@ -504,21 +579,28 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
         }
     }
 }
-#define QGEMV_RING_BODY(T)                                                                         \
+#define QGEMV_RING_BODY(T, FMT)                                                                    \
     __shared__ __align__(8) QGemvRingShared sh;                                                    \
-    qgemv_ring_impl<T>(w, x, out, N, K, chunk, pitch, nst, npre, sh);
+    qgemv_ring_impl<T, FMT>(w, x, out, N, K, chunk, pitch, nst, npre, sh);
 #else
 // Entry points exist in every image; only sm_90+ ones have a body (the launcher picks them only
 // there).
-#define QGEMV_RING_BODY(T) __trap();
+#define QGEMV_RING_BODY(T, FMT) __trap();
 #endif
 
+// qgemv_ring_<dt>: Q4_0; qgemv_ring_q4k_<dt>: Q4_K (`chunk` counts 256-value super-blocks).
 #define QGEMV_RING_KERNELS(T, NAME)                                                                \
 extern "C" __global__ void __launch_bounds__(QGEMV_RING_THREADS, 1) qgemv_ring_##NAME(             \
         const u8* __restrict__ w, const T* __restrict__ x, T* __restrict__ out, unsigned int N,    \
         unsigned int K, unsigned int chunk, unsigned int pitch, unsigned int nst,                  \
         unsigned int npre) {                                                                       \
-    QGEMV_RING_BODY(T)                                                                             \
+    QGEMV_RING_BODY(T, 1)                                                                          \
+}                                                                                                  \
+extern "C" __global__ void __launch_bounds__(QGEMV_RING_THREADS, 1) qgemv_ring_q4k_##NAME(         \
+        const u8* __restrict__ w, const T* __restrict__ x, T* __restrict__ out, unsigned int N,    \
+        unsigned int K, unsigned int chunk, unsigned int pitch, unsigned int nst,                  \
+        unsigned int npre) {                                                                       \
+    QGEMV_RING_BODY(T, 3)                                                                          \
 }
 
 QGEMV_RING_KERNELS(f16, f16)

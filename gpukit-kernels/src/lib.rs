@@ -25,4 +25,4 @@ pub use args::{AttentionArgs, MAX_DIMS, SamplerArgs, StridedIndex};
 pub use dtype::DType;
 pub use error::{Error, Result};
 pub use gemm::{BLayout, Epilogue, F32Precision, GemmProvider, GemmShape, cublaslt_version};
-pub use registry::{ImageSource, Kernel, KernelModule, KernelRegistry};
+pub use registry::{ImageSource, Kernel, KernelModule, KernelRegistry, RingFormat};

@@ -88,6 +88,26 @@ impl KernelModule {
 /// Headers the sources include, embedded for run-time compilation.
 const HEADERS: &[(&str, &str)] = &[("common.cuh", include_str!("../cuda/common.cuh"))];
 
+/// The block formats [`Kernel::QGemvRing`] streams (GGML's definitions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RingFormat {
+    /// 32 values in an 18-byte block (f16 scale, 16 bytes of nibbles offset by 8).
+    Q4_0,
+    /// 256 values in a 144-byte super-block (f16 scale and minimum, 12 bytes of 6-bit
+    /// sub-block scales and minimums, 128 bytes of nibbles).
+    Q4K,
+}
+
+impl RingFormat {
+    /// Bytes and values of the unit the ring's chunks count (a block or a super-block).
+    pub fn unit(self) -> (usize, usize) {
+        match self {
+            RingFormat::Q4_0 => (18, 32),
+            RingFormat::Q4K => (144, 256),
+        }
+    }
+}
+
 /// A kernel entry point, by what it computes. The entry-point name is derived from it
 /// (`<op>_<dtype>[_<variant>]`), never written by hand at a call site.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -162,12 +182,18 @@ pub enum Kernel {
     QGemv(DType),
     /// `qgemv_k_<dt>` (the same for the K-quants Q4_K, Q5_K, Q6_K; format as an argument).
     QGemvK(DType),
-    /// `qgemv_ring_<dt>` (f16/bf16): one row of x against Q4_0 weight rows on Hopper, streamed
-    /// through a shared-memory ring by bulk asynchronous copies, block sums on the tensor cores
-    /// ([`launch::qgemv_ring`]); arguments (w, x, out, N, K, blocks per chunk, row pitch,
-    /// stages, stages prefetched). Only the sm_90+ images have its body (elsewhere the entry
-    /// point traps): launch it only where [`KernelRegistry::target`] is `sm_90a`.
-    QGemvRing(DType),
+    /// `qgemv_ring_<dt>` (Q4_0) / `qgemv_ring_q4k_<dt>` (Q4_K), f16/bf16: one row of x against
+    /// quantized weight rows on Hopper, streamed through a shared-memory ring by bulk
+    /// asynchronous copies, block sums on the tensor cores ([`launch::qgemv_ring`]); arguments
+    /// (w, x, out, N, K, units per chunk, row pitch, stages, stages prefetched). Only the sm_90+
+    /// images have its body (elsewhere the entry point traps): launch it only where
+    /// [`KernelRegistry::target`] is `sm_90a`.
+    QGemvRing {
+        /// Element type of x and the output.
+        dtype: DType,
+        /// The weights' block format.
+        format: RingFormat,
+    },
     /// `kv_append_<dt>` (position from device memory).
     KvAppend(DType),
     /// `sdpa_prefill_<dt>_d<head_dim>` / `sdpa_decode_<dt>_d<head_dim>` (f16/bf16; head_dim
@@ -329,9 +355,10 @@ impl Kernel {
             | Kernel::GemvSwigluNorm(_)
             | Kernel::GemvNormRopeKv(_) => KernelModule::Gemv,
             Kernel::Rope(_) | Kernel::RopeKvAppend(_) => KernelModule::Rope,
-            Kernel::Dequantize(_) | Kernel::QGemv(_) | Kernel::QGemvK(_) | Kernel::QGemvRing(_) => {
-                KernelModule::Quant
-            }
+            Kernel::Dequantize(_)
+            | Kernel::QGemv(_)
+            | Kernel::QGemvK(_)
+            | Kernel::QGemvRing { .. } => KernelModule::Quant,
             Kernel::KvAppend(_) => KernelModule::Kv,
             Kernel::Sdpa { .. }
             | Kernel::SdpaPrefillWgmma { .. }
@@ -360,7 +387,7 @@ impl Kernel {
                 | Kernel::RopeKvAppend(_)
                 | Kernel::QGemv(_)
                 | Kernel::QGemvK(_)
-                | Kernel::QGemvRing(_)
+                | Kernel::QGemvRing { .. }
                 | Kernel::KvAppend(_)
                 | Kernel::SdpaCombine(_)
                 | Kernel::SdpaDecodeRing { .. }
@@ -426,9 +453,15 @@ impl Kernel {
             Kernel::Dequantize(dt) => format!("dequantize_{}", float("dequantize", dt)?),
             Kernel::QGemv(dt) => format!("qgemv_{}", float("quantized gemv", dt)?),
             Kernel::QGemvK(dt) => format!("qgemv_k_{}", float("quantized gemv", dt)?),
-            Kernel::QGemvRing(dt) => {
-                format!("qgemv_ring_{}", half_float("quantized gemv ring", dt)?)
-            }
+            Kernel::QGemvRing { dtype, format } => format!(
+                "qgemv_ring_{}{}",
+                if format == RingFormat::Q4K {
+                    "q4k_"
+                } else {
+                    ""
+                },
+                half_float("quantized gemv ring", dtype)?
+            ),
             Kernel::KvAppend(dt) => format!("kv_append_{}", float("kv cache", dt)?),
             Kernel::Sdpa {
                 dtype,
@@ -722,50 +755,53 @@ pub mod launch {
     /// ([`Kernel::QGemv`]), which spreads a small matrix over more multiprocessors.
     pub const QGEMV_RING_MIN_BYTES: usize = 1 << 20;
 
-    /// The Hopper ring for Q4_0 weights ([`Kernel::QGemvRing`]) for one row of x (f16/bf16,
-    /// `x_bytes` per element) against `n` rows of `k` values (a multiple of 256, so that every
-    /// row is a whole number of 16-byte units): a block of 9 warps per multiprocessor (`sms`),
-    /// tiles of 16 rows streamed as stages of at most 40 KiB (chunks of a multiple of 8 blocks
-    /// of each row, as even as the row allows), each row's chunk in a slot of `pitch` bytes (an
-    /// odd multiple of 16, so rows g and g + 8 fall on different banks), a ring of about
-    /// 160 KiB of stages (2 to 8), and after it x, x laid out for the MMAs and the blocks'
-    /// sums of x (4k + k / 8 bytes); before the PDL wait the producer asks L2 for the first
-    /// stage only. Returns the launch and the kernel's (blocks per chunk, pitch, stages,
-    /// stages prefetched), or `None` where k is not a multiple of 256, the matrix is below
+    /// The Hopper ring for Q4_0 or Q4_K weights ([`Kernel::QGemvRing`]) for one row of x
+    /// (f16/bf16, `x_bytes` per element) against `n` rows of `k` values (a multiple of 256, so
+    /// that every row is a whole number of 16-byte units): a block of 9 warps per
+    /// multiprocessor (`sms`), tiles of 16 rows streamed as stages of at most 40 KiB (chunks of
+    /// a multiple of 8 units — blocks or super-blocks — of each row, as even as the row
+    /// allows), each row's chunk in a slot of `pitch` bytes (an odd multiple of 16, so rows g
+    /// and g + 8 fall on different banks), a ring of about 160 KiB of stages (2 to 8), and
+    /// after it x, x laid out for the MMAs and the sums of x per 32 values (4 bytes each for
+    /// Q4_0, 8 for Q4_K); before the PDL wait the producer asks L2 for the first stage only.
+    /// Returns the launch and the kernel's (units per chunk, pitch, stages, stages prefetched),
+    /// or `None` where k is not a multiple of 256, the matrix is below
     /// [`QGEMV_RING_MIN_BYTES`] or two stages do not fit `smem_optin`. Measured on an H200
-    /// (docs/RESULTS.md, session 32): 12.0 µs at (k, n) = (4096, 14336) and 12.1 at (14336,
-    /// 4096), against the one-warp-per-row kernel's 21.4 and 27.3; 20 KiB stages were 2.1–2.6
-    /// µs slower, asking L2 for 2 or 3 stages before the wait 0.3–1.8 µs slower than 1, and 16
-    /// consumer warps no faster. The sums depend on the shape only (not the device), so
+    /// (docs/RESULTS.md, session 32, Q4_0): 12.0 µs at (k, n) = (4096, 14336) and 12.1 at
+    /// (14336, 4096), against the one-warp-per-row kernel's 21.4 and 27.3; 20 KiB stages were
+    /// 2.1–2.6 µs slower, asking L2 for 2 or 3 stages before the wait 0.3–1.8 µs slower than 1,
+    /// and 16 consumer warps no faster. The sums depend on the shape only (not the device), so
     /// results are deterministic.
     pub fn qgemv_ring(
+        format: RingFormat,
         n: usize,
         k: usize,
         x_bytes: usize,
         sms: usize,
         smem_optin: usize,
     ) -> Result<Option<(LaunchConfig, [u32; 4])>> {
-        const BLOCK_BYTES: usize = 18;
         const STAGE_MAX: usize = 40 << 10;
         const RING: usize = 160 << 10;
-        let blocks = k / 32;
+        let (unit_bytes, unit_values) = format.unit();
+        let units = k / unit_values;
         if !k.is_multiple_of(256)
             || k == 0
-            || n.saturating_mul(blocks).saturating_mul(BLOCK_BYTES) < QGEMV_RING_MIN_BYTES
+            || n.saturating_mul(units).saturating_mul(unit_bytes) < QGEMV_RING_MIN_BYTES
         {
             return Ok(None);
         }
-        let most = (STAGE_MAX / (QGEMV_RING_ROWS * BLOCK_BYTES)) / 8 * 8;
-        let chunks = blocks.div_ceil(most);
-        let chunk = blocks.div_ceil(chunks).next_multiple_of(8);
-        let mut pitch = chunk * BLOCK_BYTES;
+        let most = ((STAGE_MAX / (QGEMV_RING_ROWS * unit_bytes)) / 8 * 8).max(8);
+        let chunks = units.div_ceil(most);
+        let chunk = units.div_ceil(chunks).next_multiple_of(8);
+        let mut pitch = chunk * unit_bytes;
         if (pitch / 16).is_multiple_of(2) {
             pitch += 16;
         }
         let stage = QGEMV_RING_ROWS * pitch;
-        // x as copied, x laid out for the MMAs (16 bytes per lane and block: 2k bytes), and a
-        // float per block.
-        let extra = k * x_bytes + 2 * k + 4 * blocks;
+        // x as copied, x laid out for the MMAs (16 bytes per lane and 32 values: 2k bytes), and
+        // the sums of x per 32 values.
+        let sums = if format == RingFormat::Q4K { 8 } else { 4 };
+        let extra = k * x_bytes + 2 * k + sums * (k / 32);
         let fits = |stages: usize| stages * stage + extra + QGEMV_RING_STATIC_SMEM <= smem_optin;
         let mut stages = (RING / stage).clamp(2, QGEMV_RING_MAX_STAGES);
         while stages > 2 && !fits(stages) {
@@ -1319,7 +1355,7 @@ mod tests {
     #[test]
     fn qgemv_ring_chunks_rows_into_stages_of_at_most_40_kib() {
         let plan = |n, k, optin| {
-            launch::qgemv_ring(n, k, 2, 132, optin)
+            launch::qgemv_ring(RingFormat::Q4_0, n, k, 2, 132, optin)
                 .unwrap()
                 .map(|(cfg, p)| (cfg.grid.x, cfg.block.x, cfg.shared_mem_bytes, p))
         };
@@ -1347,6 +1383,21 @@ mod tests {
         assert_eq!(plan(4864, 896, optin), None);
         assert_eq!(plan(16, 4096, optin), None);
         assert_eq!(plan(4096, 14336, 64 << 10), None);
+        // Q4_K: 16 super-blocks (2304 bytes) a row at k = 4096, chunks of 16 at 14336 (the
+        // last of 8), and 8 bytes of sums per 32 values.
+        let q4k = |n, k| {
+            launch::qgemv_ring(RingFormat::Q4K, n, k, 2, 132, optin)
+                .unwrap()
+                .map(|(cfg, p)| (cfg.shared_mem_bytes, p))
+        };
+        assert_eq!(
+            q4k(14336, 4096),
+            Some((4 * 37120 + 8192 + 8192 + 1024, [16, 2320, 4, 1]))
+        );
+        assert_eq!(q4k(4096, 14336).map(|p| p.1), Some([16, 2320, 4, 1]));
+        // 33 super-blocks as 16 + 16 + 1.
+        assert_eq!(q4k(300, 8448).map(|p| p.1), Some([16, 2320, 4, 1]));
+        assert_eq!(q4k(16, 4096), None);
     }
 
     #[test]
@@ -1579,7 +1630,9 @@ mod tests {
                 });
             }
             if matches!(dt, DType::F16 | DType::BF16) {
-                v.push(Kernel::QGemvRing(dt));
+                for format in [RingFormat::Q4_0, RingFormat::Q4K] {
+                    v.push(Kernel::QGemvRing { dtype: dt, format });
+                }
             }
             v.extend([
                 Kernel::GemvRing(dt),

@@ -588,11 +588,11 @@ impl QuantMatrix {
 }
 
 /// `out [1, rows] = x [1, cols] · Wᵀ` reading the quantized blocks directly (no dequantized copy
-/// of W). On CUDA: on Hopper, Q4_0 weights of at least 1 MiB with f16/bf16 x and cols a multiple
-/// of 256 stream through a shared-memory ring with the block sums on the tensor cores
+/// of W). On CUDA: on Hopper, Q4_0 and Q4_K weights of at least 1 MiB with f16/bf16 x and cols a
+/// multiple of 256 stream through a shared-memory ring with the block sums on the tensor cores
 /// ([`gpukit_kernels::registry::launch::qgemv_ring`]); other Q8_0, Q4_0 and Q4_1 weights take one
-/// warp per output, four lanes per 32-value block; the K-quants one warp per output, a half-warp
-/// per 256-value super-block and 16 values per lane. On the CPU, rows in parallel, each block's
+/// warp per output, four lanes per 32-value block; other K-quants one warp per output, a
+/// half-warp per 256-value super-block and 16 values per lane. On the CPU, rows in parallel, each block's
 /// values expanded in registers (Q8_0, Q4_0, Q4_1) or into a small buffer (K-quants) and dotted
 /// with x in f32.
 ///
@@ -601,7 +601,7 @@ impl QuantMatrix {
 pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -> Result<()> {
     use crate::ops::{check_out, dptr, need_contiguous, same_device, u32_dim};
     use gpukit_driver::KernelArgs;
-    use gpukit_kernels::{DType, Kernel, registry::launch};
+    use gpukit_kernels::{DType, Kernel, RingFormat, registry::launch};
     let dev = same_device("qgemv", &[x, &w.data])?;
     if !x.dtype().is_float() || x.shape() != [1, w.cols] {
         return Err(Error::shape(
@@ -649,7 +649,12 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
                      tensor data to 32 bytes)",
                 ));
             }
-            let ring = if w.format == QuantFormat::Q4_0
+            let ring_format = match w.format {
+                QuantFormat::Q4_0 => Some(RingFormat::Q4_0),
+                QuantFormat::Q4K => Some(RingFormat::Q4K),
+                _ => None,
+            };
+            let ring = if let Some(format) = ring_format
                 && matches!(x.dtype(), DType::F16 | DType::BF16)
                 && c.kernels().target() == "sm_90a"
                 && dptr(&w.data)?.0 % 16 == 0
@@ -657,6 +662,7 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
             {
                 let props = c.props();
                 launch::qgemv_ring(
+                    format,
                     w.rows,
                     w.cols,
                     x.dtype().size_in_bytes(),
@@ -666,7 +672,9 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
             } else {
                 None
             };
-            if let Some((cfg, [chunk, pitch, stages, prefetch])) = ring {
+            if let (Some(format), Some((cfg, [chunk, pitch, stages, prefetch]))) =
+                (ring_format, ring)
+            {
                 let args = KernelArgs::new()
                     .arg(dptr(&w.data)?)
                     .arg(dptr(&x)?)
@@ -677,11 +685,15 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
                     .arg(pitch)
                     .arg(stages)
                     .arg(prefetch);
-                // SAFETY: w.data holds rows × cols/32 Q4_0 blocks from a 16-byte aligned
-                // address (cols a multiple of 256, so every row is too), x holds cols values
-                // from a 16-byte aligned address, out rows; the chunking, stages and shared
-                // memory come from launch::qgemv_ring for this shape.
-                return unsafe { c.launch(Kernel::QGemvRing(x.dtype()), &cfg, &args) };
+                let kernel = Kernel::QGemvRing {
+                    dtype: x.dtype(),
+                    format,
+                };
+                // SAFETY: w.data holds rows rows of cols values in the format's blocks from a
+                // 16-byte aligned address (cols a multiple of 256, so every row is too), x holds
+                // cols values from a 16-byte aligned address, out rows; the chunking, stages and
+                // shared memory come from launch::qgemv_ring for this shape and format.
+                return unsafe { c.launch(kernel, &cfg, &args) };
             }
             let args = KernelArgs::new()
                 .arg(dptr(&w.data)?)

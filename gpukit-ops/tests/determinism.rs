@@ -189,7 +189,7 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
         let pos3 = Tensor::from_slice(&[12i32], &[1], &dev).unwrap();
         // Quantized GEMV (GGUF blocks read directly): 600 rows of 2048 in each simple format (Q4_0,
         // 1.2 MB, takes the tensor-core ring on Hopper).
-        let qmats: Vec<QuantMatrix> = [QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q4_1]
+        let mut qmats: Vec<QuantMatrix> = [QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q4_1]
             .iter()
             .enumerate()
             .map(|(i, &f)| {
@@ -214,6 +214,37 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
                 .unwrap()
             })
             .collect();
+        // And Q4_K, 1000 rows of 2048 (1.2 MB: the Q4_K ring on Hopper), as random super-blocks
+        // with finite scales (no reference quantizer exists for the K-quants).
+        let mut q4k: Vec<u8> = Tensor::rand(
+            &[1000 * QuantFormat::Q4K.bytes_for(2048).unwrap()],
+            0.0,
+            255.99,
+            DType::F32,
+            25,
+            &Device::Cpu,
+        )
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .map(|&v| v as u8)
+        .collect();
+        for (i, b) in q4k.chunks_exact_mut(144).enumerate() {
+            for at in [0, 2] {
+                let v = half::f16::from_f32(((i * 7 + at) % 13) as f32 / 130.0 - 0.04);
+                b[at..at + 2].copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        qmats.push(
+            QuantMatrix::new(
+                Tensor::from_slice(&q4k, &[q4k.len()], &dev).unwrap(),
+                QuantFormat::Q4K,
+                1000,
+                2048,
+            )
+            .unwrap(),
+        );
         let sampling = SamplingParams {
             temperature: 0.9,
             top_p: 0.9,
@@ -238,6 +269,7 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
             e(&[1, 600]),
             e(&[1, 600]),
             e(&[1, 600]),
+            e(&[1, 1000]),
         ];
         let mut cache = KvCache::new(2, 16, 64, dt, &dev).unwrap();
         let run = |o: &mut [Tensor], cache: &mut KvCache| -> gpukit_ops::Result<()> {
@@ -326,7 +358,7 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
         println!(
             "[gpu] determinism {dt}: sdpa prefill + split-K decode, rope, kv append, sampling, \
              swiglu gemv, rope_kv_append, pre-norm gemv / swiglu / greedy head / qkv + rope + \
-             kv append, quantized gemv (Q8_0, Q4_0, Q4_1) bitwise equal twice and under graph \
+             kv append, quantized gemv (Q8_0, Q4_0, Q4_1, Q4_K) bitwise equal twice and under graph \
              replay"
         );
     }
