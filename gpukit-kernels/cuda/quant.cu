@@ -346,12 +346,22 @@ template <> struct Q4Magic<f16> {
     static constexpr float magic = 1024.0f;
     static constexpr float offset = 1032.0f;
 };
-template <typename T> __device__ __forceinline__ void q4_pairs(unsigned q, unsigned (&r)[4]) {
-    const unsigned lo = q & 0x0F0F0F0Fu, hi = (q >> 4) & 0x0F0F0F0Fu;
+// The same from the four low-nibble and four high-nibble values already in bytes (each < 128).
+template <typename T> __device__ __forceinline__ void q_pairs(unsigned lo, unsigned hi, unsigned (&r)[4]) {
     r[0] = __byte_perm(lo, Q4Magic<T>::bytes, 0x4240);
     r[1] = __byte_perm(hi, Q4Magic<T>::bytes, 0x4240);
     r[2] = __byte_perm(lo, Q4Magic<T>::bytes, 0x4341);
     r[3] = __byte_perm(hi, Q4Magic<T>::bytes, 0x4341);
+}
+template <typename T> __device__ __forceinline__ void q4_pairs(unsigned q, unsigned (&r)[4]) {
+    q_pairs<T>(q & 0x0F0F0F0Fu, (q >> 4) & 0x0F0F0F0Fu, r);
+}
+// Q5_K's: the nibbles of q with the fifth bits of qh (bit `sh` of each byte for the low ones,
+// `sh` + 1 for the high ones).
+template <typename T>
+__device__ __forceinline__ void q5_pairs(unsigned q, unsigned qh, unsigned sh, unsigned (&r)[4]) {
+    q_pairs<T>((q & 0x0F0F0F0Fu) | (((qh >> sh) & 0x01010101u) << 4),
+               ((q >> 4) & 0x0F0F0F0Fu) | (((qh >> (sh + 1)) & 0x01010101u) << 4), r);
 }
 
 // One Q4_0 block of rows g and g + 8 (quants qa, qb: bytes 4t … 4t + 3 of each row's 16) against
@@ -389,13 +399,14 @@ __device__ __forceinline__ void q4k_scales(const unsigned* w, float (&ds)[8], fl
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-// FMT 1: Q4_0 (units of one 18-byte block); FMT 3: Q4_K (units of one 144-byte super-block).
+// FMT 1: Q4_0 (units of one 18-byte block); FMT 3: Q4_K, 4: Q5_K (units of one 144- or
+// 176-byte super-block).
 template <typename T, int FMT>
 __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const T* __restrict__ x,
         T* __restrict__ out, unsigned int N, unsigned int K, unsigned int chunk, unsigned int pitch,
         unsigned int nst, unsigned int npre, QGemvRingShared& sh) {
     extern __shared__ __align__(128) unsigned char ring[];
-    constexpr unsigned int BB = FMT == 1 ? 18 : 144, UV = FMT == 1 ? 32 : 256;
+    constexpr unsigned int BB = FMT == 1 ? 18 : (FMT == 3 ? 144 : 176), UV = FMT == 1 ? 32 : 256;
     const unsigned int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const unsigned int blocks = K / UV, row_bytes = blocks * BB;
     const unsigned int chunks = (blocks + chunk - 1) / chunk;
@@ -526,22 +537,39 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
                     acc_b = fmaf(f16_bits(db >> 16), sb, acc_b);
                 }
             } else {
-                // Super-block u: [d, dmin | 12 bytes of scales and mins | 128 quant bytes], 36
-                // words; 64-value chunk c's quant bytes 8t … 8t + 7 are words 4 + 8c + 2t, +1.
+                // Super-block u: [d, dmin | 12 bytes of scales and mins | (Q5_K: 32 bytes of
+                // fifth bits) | 128 quant bytes]; 64-value chunk c's quant bytes 8t … 8t + 7 are
+                // words Q + 8c + 2t and the next (Q = 4, or 12 after Q5_K's fifth bits, whose
+                // bytes 8t … 8t + 7 are words 4 + 2t and the next: bits 2c and 2c + 1).
+                constexpr unsigned int Q = FMT == 3 ? 4 : 12;
                 for (unsigned int u = warp; u < cb; u += QGEMV_RING_WARPS) {
-                    const unsigned* wa = reinterpret_cast<const unsigned*>(ra + 144 * u);
-                    const unsigned* wb = reinterpret_cast<const unsigned*>(rb + 144 * u);
+                    const unsigned* wa = reinterpret_cast<const unsigned*>(ra + BB * u);
+                    const unsigned* wb = reinterpret_cast<const unsigned*>(rb + BB * u);
                     float dsa[8], dma[8], dsb[8], dmb[8];
                     q4k_scales(wa, dsa, dma);
                     q4k_scales(wb, dsb, dmb);
+                    unsigned ha[2] = {0u, 0u}, hb[2] = {0u, 0u};
+                    if (FMT == 4) {
+                        ha[0] = wa[4 + 2 * t4];
+                        ha[1] = wa[5 + 2 * t4];
+                        hb[0] = wb[4 + 2 * t4];
+                        hb[1] = wb[5 + 2 * t4];
+                    }
                     const unsigned int sb0 = (b0 + u) * 8;  // its first 32-value sub-block
 #pragma unroll
                     for (int cc = 0; cc < 4; ++cc) {
                         unsigned ra0[4], ra1[4], rb0[4], rb1[4];
-                        q4_pairs<T>(wa[4 + 8 * cc + 2 * t4], ra0);
-                        q4_pairs<T>(wa[5 + 8 * cc + 2 * t4], ra1);
-                        q4_pairs<T>(wb[4 + 8 * cc + 2 * t4], rb0);
-                        q4_pairs<T>(wb[5 + 8 * cc + 2 * t4], rb1);
+                        if (FMT == 3) {
+                            q4_pairs<T>(wa[Q + 8 * cc + 2 * t4], ra0);
+                            q4_pairs<T>(wa[Q + 1 + 8 * cc + 2 * t4], ra1);
+                            q4_pairs<T>(wb[Q + 8 * cc + 2 * t4], rb0);
+                            q4_pairs<T>(wb[Q + 1 + 8 * cc + 2 * t4], rb1);
+                        } else {
+                            q5_pairs<T>(wa[Q + 8 * cc + 2 * t4], ha[0], 2 * cc, ra0);
+                            q5_pairs<T>(wa[Q + 1 + 8 * cc + 2 * t4], ha[1], 2 * cc, ra1);
+                            q5_pairs<T>(wb[Q + 8 * cc + 2 * t4], hb[0], 2 * cc, rb0);
+                            q5_pairs<T>(wb[Q + 1 + 8 * cc + 2 * t4], hb[1], 2 * cc, rb1);
+                        }
 #pragma unroll
                         for (int h = 0; h < 2; ++h) {
                             // Sub-block 2cc + h: the low (h = 0) or high nibbles.
@@ -593,7 +621,7 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
 #define QGEMV_RING_BODY(T, FMT) __trap();
 #endif
 
-// qgemv_ring_<dt>: Q4_0; qgemv_ring_q4k_<dt>: Q4_K (`chunk` counts 256-value super-blocks).
+// qgemv_ring_<dt>: Q4_0; qgemv_ring_q4k_<dt> / _q5k_: Q4_K / Q5_K (`chunk` counts super-blocks).
 #define QGEMV_RING_KERNELS(T, NAME)                                                                \
 extern "C" __global__ void __launch_bounds__(QGEMV_RING_THREADS, 1) qgemv_ring_##NAME(             \
         const u8* __restrict__ w, const T* __restrict__ x, T* __restrict__ out, unsigned int N,    \
@@ -606,6 +634,12 @@ extern "C" __global__ void __launch_bounds__(QGEMV_RING_THREADS, 1) qgemv_ring_q
         unsigned int K, unsigned int chunk, unsigned int pitch, unsigned int nst,                  \
         unsigned int npre) {                                                                       \
     QGEMV_RING_BODY(T, 3)                                                                          \
+}                                                                                                  \
+extern "C" __global__ void __launch_bounds__(QGEMV_RING_THREADS, 1) qgemv_ring_q5k_##NAME(         \
+        const u8* __restrict__ w, const T* __restrict__ x, T* __restrict__ out, unsigned int N,    \
+        unsigned int K, unsigned int chunk, unsigned int pitch, unsigned int nst,                  \
+        unsigned int npre) {                                                                       \
+    QGEMV_RING_BODY(T, 4)                                                                          \
 }
 
 QGEMV_RING_KERNELS(f16, f16)

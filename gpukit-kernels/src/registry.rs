@@ -96,6 +96,9 @@ pub enum RingFormat {
     /// 256 values in a 144-byte super-block (f16 scale and minimum, 12 bytes of 6-bit
     /// sub-block scales and minimums, 128 bytes of nibbles).
     Q4K,
+    /// 256 values in a 176-byte super-block (Q4_K's, with 32 bytes of fifth bits before the
+    /// nibbles).
+    Q5K,
 }
 
 impl RingFormat {
@@ -104,6 +107,7 @@ impl RingFormat {
         match self {
             RingFormat::Q4_0 => (18, 32),
             RingFormat::Q4K => (144, 256),
+            RingFormat::Q5K => (176, 256),
         }
     }
 }
@@ -182,7 +186,8 @@ pub enum Kernel {
     QGemv(DType),
     /// `qgemv_k_<dt>` (the same for the K-quants Q4_K, Q5_K, Q6_K; format as an argument).
     QGemvK(DType),
-    /// `qgemv_ring_<dt>` (Q4_0) / `qgemv_ring_q4k_<dt>` (Q4_K), f16/bf16: one row of x against
+    /// `qgemv_ring_<dt>` (Q4_0) / `qgemv_ring_q4k_<dt>` (Q4_K) / `qgemv_ring_q5k_<dt>` (Q5_K),
+    /// f16/bf16: one row of x against
     /// quantized weight rows on Hopper, streamed through a shared-memory ring by bulk
     /// asynchronous copies, block sums on the tensor cores ([`launch::qgemv_ring`]); arguments
     /// (w, x, out, N, K, units per chunk, row pitch, stages, stages prefetched). Only the sm_90+
@@ -455,10 +460,10 @@ impl Kernel {
             Kernel::QGemvK(dt) => format!("qgemv_k_{}", float("quantized gemv", dt)?),
             Kernel::QGemvRing { dtype, format } => format!(
                 "qgemv_ring_{}{}",
-                if format == RingFormat::Q4K {
-                    "q4k_"
-                } else {
-                    ""
+                match format {
+                    RingFormat::Q4_0 => "",
+                    RingFormat::Q4K => "q4k_",
+                    RingFormat::Q5K => "q5k_",
                 },
                 half_float("quantized gemv ring", dtype)?
             ),
@@ -755,7 +760,7 @@ pub mod launch {
     /// ([`Kernel::QGemv`]), which spreads a small matrix over more multiprocessors.
     pub const QGEMV_RING_MIN_BYTES: usize = 1 << 20;
 
-    /// The Hopper ring for Q4_0 or Q4_K weights ([`Kernel::QGemvRing`]) for one row of x
+    /// The Hopper ring for Q4_0, Q4_K or Q5_K weights ([`Kernel::QGemvRing`]) for one row of x
     /// (f16/bf16, `x_bytes` per element) against `n` rows of `k` values (a multiple of 256, so
     /// that every row is a whole number of 16-byte units): a block of 9 warps per
     /// multiprocessor (`sms`), tiles of 16 rows streamed as stages of at most 40 KiB (chunks of
@@ -763,7 +768,7 @@ pub mod launch {
     /// allows), each row's chunk in a slot of `pitch` bytes (an odd multiple of 16, so rows g
     /// and g + 8 fall on different banks), a ring of about 160 KiB of stages (2 to 8), and
     /// after it x, x laid out for the MMAs and the sums of x per 32 values (4 bytes each for
-    /// Q4_0, 8 for Q4_K); before the PDL wait the producer asks L2 for the first stage only.
+    /// Q4_0, 8 for the K-quants); before the PDL wait the producer asks L2 for the first stage only.
     /// Returns the launch and the kernel's (units per chunk, pitch, stages, stages prefetched),
     /// or `None` where k is not a multiple of 256, the matrix is below
     /// [`QGEMV_RING_MIN_BYTES`] or two stages do not fit `smem_optin`. Measured on an H200
@@ -800,7 +805,7 @@ pub mod launch {
         let stage = QGEMV_RING_ROWS * pitch;
         // x as copied, x laid out for the MMAs (16 bytes per lane and 32 values: 2k bytes), and
         // the sums of x per 32 values.
-        let sums = if format == RingFormat::Q4K { 8 } else { 4 };
+        let sums = if format == RingFormat::Q4_0 { 4 } else { 8 };
         let extra = k * x_bytes + 2 * k + sums * (k / 32);
         let fits = |stages: usize| stages * stage + extra + QGEMV_RING_STATIC_SMEM <= smem_optin;
         let mut stages = (RING / stage).clamp(2, QGEMV_RING_MAX_STAGES);
@@ -1398,6 +1403,14 @@ mod tests {
         // 33 super-blocks as 16 + 16 + 1.
         assert_eq!(q4k(300, 8448).map(|p| p.1), Some([16, 2320, 4, 1]));
         assert_eq!(q4k(16, 4096), None);
+        // Q5_K: 176-byte super-blocks, 14 fit 40 KiB, rounded down to 8: two chunks a row at
+        // k = 4096 (1408 bytes, 1424-byte slots), 7 stages.
+        assert_eq!(
+            launch::qgemv_ring(RingFormat::Q5K, 14336, 4096, 2, 132, optin)
+                .unwrap()
+                .map(|p| p.1),
+            Some([8, 1424, 7, 1])
+        );
     }
 
     #[test]
@@ -1630,7 +1643,7 @@ mod tests {
                 });
             }
             if matches!(dt, DType::F16 | DType::BF16) {
-                for format in [RingFormat::Q4_0, RingFormat::Q4K] {
+                for format in [RingFormat::Q4_0, RingFormat::Q4K, RingFormat::Q5K] {
                     v.push(Kernel::QGemvRing { dtype: dt, format });
                 }
             }

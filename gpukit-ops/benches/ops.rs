@@ -329,7 +329,8 @@ fn attention_cases(dev: &Device, cases: &mut Vec<Case>) -> Res<()> {
 }
 
 /// GEMV (M = 1) reading GGML blocks directly at (k, n) = (4096, 14336): Q4_0 and Q8_0 from the
-/// reference quantizer, Q4_K and Q6_K (the bulk of a Q4_K_M model) as random super-blocks;
+/// reference quantizer, Q4_K, Q5_K and Q6_K (the bulk of Q4_K_M and Q5_K_M models) as random
+/// super-blocks;
 /// bandwidth counts the quantized bytes.
 fn quantized_gemv_cases(dev: &Device, cases: &mut Vec<Case>) -> Res<()> {
     let (k, n) = (4096usize, 14336usize);
@@ -338,6 +339,7 @@ fn quantized_gemv_cases(dev: &Device, cases: &mut Vec<Case>) -> Res<()> {
         QuantFormat::Q4_0,
         QuantFormat::Q8_0,
         QuantFormat::Q4K,
+        QuantFormat::Q5K,
         QuantFormat::Q6K,
     ] {
         let name = format!("qgemv {f:?} M=1 k={k} n={n}");

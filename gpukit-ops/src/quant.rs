@@ -588,8 +588,8 @@ impl QuantMatrix {
 }
 
 /// `out [1, rows] = x [1, cols] · Wᵀ` reading the quantized blocks directly (no dequantized copy
-/// of W). On CUDA: on Hopper, Q4_0 and Q4_K weights of at least 1 MiB with f16/bf16 x and cols a
-/// multiple of 256 stream through a shared-memory ring with the block sums on the tensor cores
+/// of W). On CUDA: on Hopper, Q4_0, Q4_K and Q5_K weights of at least 1 MiB with f16/bf16 x and
+/// cols a multiple of 256 stream through a shared-memory ring with the block sums on the tensor cores
 /// ([`gpukit_kernels::registry::launch::qgemv_ring`]); other Q8_0, Q4_0 and Q4_1 weights take one
 /// warp per output, four lanes per 32-value block; other K-quants one warp per output, a
 /// half-warp per 256-value super-block and 16 values per lane. On the CPU, rows in parallel, each block's
@@ -652,6 +652,7 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
             let ring_format = match w.format {
                 QuantFormat::Q4_0 => Some(RingFormat::Q4_0),
                 QuantFormat::Q4K => Some(RingFormat::Q4K),
+                QuantFormat::Q5K => Some(RingFormat::Q5K),
                 _ => None,
             };
             let ring = if let Some(format) = ring_format
