@@ -294,8 +294,8 @@ QGEMV_KERNELS(f16, f16)
 QGEMV_KERNELS(bf16, bf16)
 
 // Quantized GEMV on a bulk-copy ring with block sums on the tensor cores (sm_90+;
-// `qgemv_ring_<dt>` for Q4_0 weights, `qgemv_ring_q4k_<dt>` for Q4_K, dt f16 or bf16): one block
-// per multiprocessor, as the bf16 ring GEMV in gemv.cu. A block takes tiles of QGEMV_RING_ROWS = 16 rows (tile i, i + grid, …);
+// `qgemv_ring_<dt>` for Q4_0 weights, `qgemv_ring_q4k_<dt>` / `qgemv_ring_q5k_<dt>` for Q4_K /
+// Q5_K, dt f16 or bf16): one block per multiprocessor, as the bf16 ring GEMV in gemv.cu. A block takes tiles of QGEMV_RING_ROWS = 16 rows (tile i, i + grid, …);
 // each tile streams through the ring as stages of `chunk` blocks of those 16 rows, one bulk copy
 // per row into a slot of `pitch` bytes (the row stride in shared memory, chosen by the launcher
 // so that rows g and g + 8 fall on different banks). The producer warp's lanes copy a stage's
@@ -316,7 +316,8 @@ QGEMV_KERNELS(bf16, bf16)
 // Q4_K: the chunks count 144-byte super-blocks, split among the warps whole; a lane decodes the
 // eight d · sc and dmin · m of its two rows' super-block, and per 32-value sub-block (the low or
 // the high nibbles of a 64-value chunk's quant bytes, of which lane t holds 8t … 8t + 7) two MMAs
-// from C = −M · Σ x give Σ q · x, and the lane adds d · sc · sum − dmin · m · Σ x.
+// from C = −M · Σ x give Σ q · x, and the lane adds d · sc · sum − dmin · m · Σ x. Q5_K: the same,
+// with each value's fifth bit OR-ed into its nibble's byte before the permute (q < 32 < 128).
 #ifndef QGEMV_RING_WARPS
 #define QGEMV_RING_WARPS 8
 #endif
