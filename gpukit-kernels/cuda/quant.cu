@@ -623,25 +623,17 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
 #endif
 
 // qgemv_ring_<dt>: Q4_0; qgemv_ring_q4k_<dt> / _q5k_: Q4_K / Q5_K (`chunk` counts super-blocks).
-#define QGEMV_RING_KERNELS(T, NAME)                                                                \
-extern "C" __global__ void __launch_bounds__(QGEMV_RING_THREADS, 1) qgemv_ring_##NAME(             \
+#define QGEMV_RING_ENTRY(ENTRY, T, FMT)                                                            \
+extern "C" __global__ void __launch_bounds__(QGEMV_RING_THREADS, 1) ENTRY(                         \
         const u8* __restrict__ w, const T* __restrict__ x, T* __restrict__ out, unsigned int N,    \
         unsigned int K, unsigned int chunk, unsigned int pitch, unsigned int nst,                  \
         unsigned int npre) {                                                                       \
-    QGEMV_RING_BODY(T, 1)                                                                          \
-}                                                                                                  \
-extern "C" __global__ void __launch_bounds__(QGEMV_RING_THREADS, 1) qgemv_ring_q4k_##NAME(         \
-        const u8* __restrict__ w, const T* __restrict__ x, T* __restrict__ out, unsigned int N,    \
-        unsigned int K, unsigned int chunk, unsigned int pitch, unsigned int nst,                  \
-        unsigned int npre) {                                                                       \
-    QGEMV_RING_BODY(T, 3)                                                                          \
-}                                                                                                  \
-extern "C" __global__ void __launch_bounds__(QGEMV_RING_THREADS, 1) qgemv_ring_q5k_##NAME(         \
-        const u8* __restrict__ w, const T* __restrict__ x, T* __restrict__ out, unsigned int N,    \
-        unsigned int K, unsigned int chunk, unsigned int pitch, unsigned int nst,                  \
-        unsigned int npre) {                                                                       \
-    QGEMV_RING_BODY(T, 4)                                                                          \
+    QGEMV_RING_BODY(T, FMT)                                                                        \
 }
+#define QGEMV_RING_KERNELS(T, NAME)                                                                \
+    QGEMV_RING_ENTRY(qgemv_ring_##NAME, T, 1)                                                      \
+    QGEMV_RING_ENTRY(qgemv_ring_q4k_##NAME, T, 3)                                                  \
+    QGEMV_RING_ENTRY(qgemv_ring_q5k_##NAME, T, 4)
 
 QGEMV_RING_KERNELS(f16, f16)
 QGEMV_RING_KERNELS(bf16, bf16)

@@ -673,19 +673,17 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
             } else {
                 None
             };
+            // (w, x, out, N, K), then the kernel's own arguments.
+            let args = KernelArgs::new()
+                .arg(dptr(&w.data)?)
+                .arg(dptr(&x)?)
+                .arg(dptr(out)?)
+                .arg(u32_dim("qgemv", w.rows)?)
+                .arg(u32_dim("qgemv", w.cols)?);
             if let (Some(format), Some((cfg, [chunk, pitch, stages, prefetch]))) =
                 (ring_format, ring)
             {
-                let args = KernelArgs::new()
-                    .arg(dptr(&w.data)?)
-                    .arg(dptr(&x)?)
-                    .arg(dptr(out)?)
-                    .arg(u32_dim("qgemv", w.rows)?)
-                    .arg(u32_dim("qgemv", w.cols)?)
-                    .arg(chunk)
-                    .arg(pitch)
-                    .arg(stages)
-                    .arg(prefetch);
+                let args = args.arg(chunk).arg(pitch).arg(stages).arg(prefetch);
                 let kernel = Kernel::QGemvRing {
                     dtype: x.dtype(),
                     format,
@@ -696,16 +694,9 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
                 // shared memory come from launch::qgemv_ring for this shape and format.
                 return unsafe { c.launch(kernel, &cfg, &args) };
             }
-            let args = KernelArgs::new()
-                .arg(dptr(&w.data)?)
-                .arg(dptr(&x)?)
-                .arg(dptr(out)?)
-                .arg(u32_dim("qgemv", w.rows)?)
-                .arg(u32_dim("qgemv", w.cols)?)
-                .arg(w.format.code())
-                .arg(i32::from(
-                    dptr(&x)?.0 % (4 * x.dtype().size_in_bytes()) as u64 == 0,
-                ));
+            let args = args.arg(w.format.code()).arg(i32::from(
+                dptr(&x)?.0 % (4 * x.dtype().size_in_bytes()) as u64 == 0,
+            ));
             // SAFETY: w.data holds rows × cols/32 blocks of the format (checked in
             // `QuantMatrix::new`; blocks start at even offsets, as the kernel's 2-byte loads
             // need), x holds cols values (vector loads only when aligned), out rows.
