@@ -7,7 +7,7 @@
 use gpukit_driver::Event;
 use gpukit_ops::attention::{AttentionMask, attention_shape, sdpa_into, sdpa_workspace_len};
 use gpukit_ops::ops::{self, Activation};
-use gpukit_ops::quant::{QuantFormat, QuantMatrix, qgemv_into, quantize};
+use gpukit_ops::quant::{QuantFormat, QuantMatrix, qgemv_into, quantize, random_blocks};
 use gpukit_ops::sampling::{SamplingParams, sample_tokens_into};
 use gpukit_ops::{BinaryOp, DType, Device, Tensor};
 use gpukit_sched::{LanePriority, Runtime};
@@ -349,7 +349,7 @@ fn quantized_gemv_cases(dev: &Device, cases: &mut Vec<Case>) -> Res<()> {
         let q = if f.block_values() == 32 {
             quantize(f, &w)?
         } else {
-            random_k_quant_blocks(f, n * k)?
+            random_blocks(f, n * k, 42, 0.01)?
         };
         let copies = rotation(q.len());
         let mats = (0..copies)
@@ -377,30 +377,6 @@ fn quantized_gemv_cases(dev: &Device, cases: &mut Vec<Case>) -> Res<()> {
         });
     }
     Ok(())
-}
-
-/// `values` of a K-quant format as random super-blocks (no reference quantizer exists for
-/// them): random quant bytes, finite f16 scales (d, and dmin where the format has one) of
-/// magnitude ≤ 0.01.
-fn random_k_quant_blocks(f: QuantFormat, values: usize) -> Res<Vec<u8>> {
-    let bytes = f.bytes_for(values)?;
-    let mut raw: Vec<u8> = Tensor::rand(&[bytes], 0.0, 255.99, DType::F32, 42, &Device::Cpu)?
-        .to_vec::<f32>()?
-        .iter()
-        .map(|&x| x as u8)
-        .collect();
-    let scales: &[usize] = if f == QuantFormat::Q6K {
-        &[208]
-    } else {
-        &[0, 2]
-    };
-    for (i, b) in raw.chunks_exact_mut(f.block_bytes()).enumerate() {
-        for &at in scales {
-            let v = half::f16::from_f32(((i * 7 + at) % 13) as f32 / 1300.0);
-            b[at..at + 2].copy_from_slice(&v.to_le_bytes());
-        }
-    }
-    Ok(raw)
 }
 
 /// One token from bf16 logits [1, vocab]: greedy, temperature, top-k 50 + top-p 0.9, and

@@ -257,6 +257,42 @@ pub fn dequantize(format: QuantFormat, bytes: &[u8], out: &mut [f32]) -> Result<
     Ok(())
 }
 
+/// Random blocks of `format` holding `values` values, for tests and benchmarks of the formats
+/// that have no quantizer here (the K-quants) and of block layouts in general: random quant bytes
+/// (seeded, reproducible) and every f16 scale and minimum of block i set to
+/// `scale · (((i · 7 + at) mod 13) / 13 − 0.4)` (at = the field's byte offset), finite and of
+/// either sign, so sums stay finite for a chosen `scale`.
+///
+/// # Errors
+/// [`Error::Shape`] unless `values` is a whole number of blocks.
+pub fn random_blocks(format: QuantFormat, values: usize, seed: u64, scale: f32) -> Result<Vec<u8>> {
+    let bytes = format.bytes_for(values)?;
+    let mut raw: Vec<u8> = crate::Tensor::rand(
+        &[bytes],
+        0.0,
+        255.99,
+        gpukit_kernels::DType::F32,
+        seed,
+        &crate::Device::Cpu,
+    )?
+    .to_vec::<f32>()?
+    .iter()
+    .map(|&v| v as u8)
+    .collect();
+    let scales: &[usize] = match format {
+        QuantFormat::Q8_0 | QuantFormat::Q4_0 => &[0],
+        QuantFormat::Q4_1 | QuantFormat::Q4K | QuantFormat::Q5K => &[0, 2],
+        QuantFormat::Q6K => &[208],
+    };
+    for (i, b) in raw.chunks_exact_mut(format.block_bytes()).enumerate() {
+        for &at in scales {
+            let v = f16::from_f32(scale * (((i * 7 + at) % 13) as f32 / 13.0 - 0.4));
+            b[at..at + 2].copy_from_slice(&v.to_le_bytes());
+        }
+    }
+    Ok(raw)
+}
+
 /// Quantizes `x` (a multiple of 32 values) with ggml's reference quantizer for `format`
 /// (Q8_0, Q4_0, Q4_1).
 ///
@@ -723,6 +759,28 @@ mod tests {
         let mut b = f16::from_f32(d).to_le_bytes().to_vec();
         b.extend(qs.iter().map(|&q| q as u8));
         b
+    }
+
+    #[test]
+    fn random_blocks_are_reproducible_and_finite() {
+        for f in [
+            QuantFormat::Q8_0,
+            QuantFormat::Q4_0,
+            QuantFormat::Q4_1,
+            QuantFormat::Q4K,
+            QuantFormat::Q5K,
+            QuantFormat::Q6K,
+        ] {
+            let n = 2 * 256;
+            let a = random_blocks(f, n, 7, 0.5).unwrap();
+            assert_eq!(a.len(), f.bytes_for(n).unwrap());
+            assert_eq!(a, random_blocks(f, n, 7, 0.5).unwrap(), "{}", f.name());
+            assert_ne!(a, random_blocks(f, n, 8, 0.5).unwrap(), "{}", f.name());
+            let mut y = vec![0f32; n];
+            dequantize(f, &a, &mut y).unwrap();
+            assert!(y.iter().all(|v| v.is_finite()), "{}", f.name());
+        }
+        assert!(random_blocks(QuantFormat::Q4K, 100, 1, 1.0).is_err());
     }
 
     #[test]

@@ -137,7 +137,7 @@ fn gpu_every_op_is_bitwise_deterministic_and_graph_equals_eager() {
 fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
     use gpukit_ops::attention::{AttentionMask, attention_shape, sdpa_into, sdpa_workspace_len};
     use gpukit_ops::kv_cache::KvCache;
-    use gpukit_ops::quant::{QuantFormat, QuantMatrix, qgemv_into, quantize};
+    use gpukit_ops::quant::{QuantFormat, QuantMatrix, qgemv_into, quantize, random_blocks};
     use gpukit_ops::rope::{RopeLayout, rope_inplace, rope_kv_append};
     use gpukit_ops::sampling::{SamplingParams, sample_tokens_into};
     let (_rt, cuda) = cuda_device();
@@ -216,26 +216,7 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
             .collect();
         // And Q4_K, 1000 rows of 2048 (1.2 MB: the Q4_K ring on Hopper), as random super-blocks
         // with finite scales (no reference quantizer exists for the K-quants).
-        let mut q4k: Vec<u8> = Tensor::rand(
-            &[1000 * QuantFormat::Q4K.bytes_for(2048).unwrap()],
-            0.0,
-            255.99,
-            DType::F32,
-            25,
-            &Device::Cpu,
-        )
-        .unwrap()
-        .to_vec::<f32>()
-        .unwrap()
-        .iter()
-        .map(|&v| v as u8)
-        .collect();
-        for (i, b) in q4k.chunks_exact_mut(144).enumerate() {
-            for at in [0, 2] {
-                let v = half::f16::from_f32(((i * 7 + at) % 13) as f32 / 130.0 - 0.04);
-                b[at..at + 2].copy_from_slice(&v.to_le_bytes());
-            }
-        }
+        let q4k = random_blocks(QuantFormat::Q4K, 1000 * 2048, 25, 0.1).unwrap();
         qmats.push(
             QuantMatrix::new(
                 Tensor::from_slice(&q4k, &[q4k.len()], &dev).unwrap(),

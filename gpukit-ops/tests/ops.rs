@@ -1473,7 +1473,9 @@ op_test!(
 );
 
 op_test!(k_quants_match_gguf_py, |dev: &Device| {
-    use gpukit_ops::quant::{QuantFormat, QuantMatrix, dequantize, dequantize_tensor, qgemv_into};
+    use gpukit_ops::quant::{
+        QuantFormat, QuantMatrix, dequantize, dequantize_tensor, qgemv_into, random_blocks,
+    };
     // Blocks and values from gguf-py (tests/fixtures/make_kquants.py keeps the script).
     let fixture: serde_json::Value =
         serde_json::from_str(include_str!("fixtures/kquants.json")).unwrap();
@@ -1516,33 +1518,8 @@ op_test!(k_quants_match_gguf_py, |dev: &Device| {
         // at (300, 8448), 1.4 / 1.7 MB, take the Hopper ring (chunks of 16, 16 and 1 / 4 × 8
         // and 1 super-blocks, a last tile of 12 rows).
         for (n, k) in [(37usize, 768usize), (64, 1280), (300, 8448)] {
-            let mut raw: Vec<u8> = Tensor::rand(
-                &[n * f.bytes_for(k).unwrap()],
-                0.0,
-                255.99,
-                DType::F32,
-                s,
-                &Device::Cpu,
-            )
-            .unwrap()
-            .to_vec::<f32>()
-            .unwrap()
-            .iter()
-            .map(|&x| x as u8)
-            .collect();
             // Scales shrink with the row so that f16 sums stay finite (Q6_K's reach 10⁵ at 8448).
-            let scale = 768.0 / k as f32;
-            let scale_at: &[usize] = if f == QuantFormat::Q6K {
-                &[208]
-            } else {
-                &[0, 2]
-            };
-            for (i, b) in raw.chunks_exact_mut(f.block_bytes()).enumerate() {
-                for &at in scale_at {
-                    let v = half::f16::from_f32(scale * (((i * 7 + at) % 13) as f32 / 13.0 - 0.4));
-                    b[at..at + 2].copy_from_slice(&v.to_le_bytes());
-                }
-            }
+            let raw = random_blocks(f, n * k, s, 768.0 / k as f32).unwrap();
             let mut deq = vec![0f32; n * k];
             dequantize(f, &raw, &mut deq).unwrap();
             let qm = QuantMatrix::new(

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Session 32, call 20: Q4_K on the tensor-core ring (`qgemv_ring_q4k_<dt>`) — the quantized GEMV
-# tests (the K-quant test's (300, 8448) Q4_K takes the ring), the determinism tests (a 1000 × 2048
+# Session 32, calls 20, 21 and 22 (the bundles of af52a47, 0d91eb0 and the final one): the rings
+# for Q4_K and Q5_K (`qgemv_ring_q4k_<dt>`, `_q5k_`) — the quantized GEMV
+# tests (the K-quant test's (300, 8448) Q4_K and Q5_K take the ring), the determinism tests (a 1000 × 2048
 # Q4_K matrix), memcheck and racecheck on the quantized GEMV tests, and the quantized GEMV rows of
 # the ops bench beside torch.
 set -u
