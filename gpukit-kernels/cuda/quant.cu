@@ -516,6 +516,8 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
             const unsigned int cb = min(chunk, blocks - c * chunk);
             mbar_wait(&sh.full[s], phase);
             const u8* ra = ring + s * stage_bytes + g * pitch;
+            // Rows past N in a last tile hold stale bytes (the producer copies only the rows
+            // that exist): their MMA rows are independent of the others and never written out.
             const u8* rb = ra + 8 * pitch;
             const unsigned int b0 = c * chunk;
             if (FMT == 1) {
