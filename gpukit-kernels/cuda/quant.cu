@@ -295,12 +295,14 @@ QGEMV_KERNELS(bf16, bf16)
 
 // Quantized GEMV on a bulk-copy ring with block sums on the tensor cores (sm_90+;
 // `qgemv_ring_<dt>` for Q4_0 weights, `qgemv_ring_q4k_<dt>` / `qgemv_ring_q5k_<dt>` for Q4_K /
-// Q5_K, dt f16 or bf16): one block per multiprocessor, as the bf16 ring GEMV in gemv.cu. A block takes tiles of QGEMV_RING_ROWS = 16 rows (tile i, i + grid, …);
-// each tile streams through the ring as stages of `chunk` blocks of those 16 rows, one bulk copy
-// per row into a slot of `pitch` bytes (the row stride in shared memory, chosen by the launcher
-// so that rows g and g + 8 fall on different banks). The producer warp's lanes copy a stage's
-// rows; the QGEMV_RING_WARPS consumer warps split each stage's blocks in pairs (pair p to warp
-// p mod QGEMV_RING_WARPS: two Q4_0 blocks are 36 bytes, so a pair starts 4-byte aligned).
+// Q5_K, dt f16 or bf16): one block per multiprocessor, as the bf16 ring GEMV in gemv.cu. A block
+// takes tiles of QGEMV_RING_ROWS = 16 rows (tile i, i + grid, …); each tile streams through the
+// ring as stages of `chunk` blocks of those 16 rows, one bulk copy per row into a slot of `pitch`
+// bytes (the row stride in shared memory: an odd multiple of 16, so that the 8 rows one load of
+// a warp reads, 0 … 7 or 8 … 15, fall in different banks). The producer warp's lanes copy a
+// stage's rows; the QGEMV_RING_WARPS consumer warps split each stage's blocks in pairs (pair p
+// to warp p mod QGEMV_RING_WARPS: two Q4_0 blocks are 36 bytes, so a pair starts 4-byte
+// aligned).
 //
 // Per block a consumer lane (group g = lane / 4, t = lane % 4) reads 4 bytes of quants of rows g
 // and g + 8 and turns their 8 nibbles q into 4 packed pairs of M + q in T, exact (the nibble
@@ -348,7 +350,8 @@ template <> struct Q4Magic<f16> {
     static constexpr float offset = 1032.0f;
 };
 // The same from the four low-nibble and four high-nibble values already in bytes (each < 128).
-template <typename T> __device__ __forceinline__ void q_pairs(unsigned lo, unsigned hi, unsigned (&r)[4]) {
+template <typename T>
+__device__ __forceinline__ void q_pairs(unsigned lo, unsigned hi, unsigned (&r)[4]) {
     r[0] = __byte_perm(lo, Q4Magic<T>::bytes, 0x4240);
     r[1] = __byte_perm(hi, Q4Magic<T>::bytes, 0x4240);
     r[2] = __byte_perm(lo, Q4Magic<T>::bytes, 0x4341);
@@ -392,8 +395,10 @@ __device__ __forceinline__ void q4k_scales(const unsigned* w, float (&ds)[8], fl
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
         const int i = 8 * (j % 4);
-        const unsigned sc = j < 4 ? (s0 >> i) & 63u : ((s2 >> i) & 0x0Fu) | (((s0 >> i) >> 6 & 3u) << 4);
-        const unsigned m = j < 4 ? (s1 >> i) & 63u : ((s2 >> (i + 4)) & 0x0Fu) | (((s1 >> i) >> 6 & 3u) << 4);
+        const unsigned sc =
+            j < 4 ? (s0 >> i) & 63u : ((s2 >> i) & 0x0Fu) | (((s0 >> i) >> 6 & 3u) << 4);
+        const unsigned m =
+            j < 4 ? (s1 >> i) & 63u : ((s2 >> (i + 4)) & 0x0Fu) | (((s1 >> i) >> 6 & 3u) << 4);
         ds[j] = d * (magic_f(sc) - 8388608.0f);
         dm[j] = dmin * (magic_f(m) - 8388608.0f);
     }

@@ -765,8 +765,9 @@ pub mod launch {
     /// that every row is a whole number of 16-byte units): a block of 9 warps per
     /// multiprocessor (`sms`), tiles of 16 rows streamed as stages of at most 40 KiB (chunks of
     /// a multiple of 8 units — blocks or super-blocks — of each row, as even as the row
-    /// allows), each row's chunk in a slot of `pitch` bytes (an odd multiple of 16, so rows g
-    /// and g + 8 fall on different banks), a ring of about 160 KiB of stages (2 to 8), and
+    /// allows), each row's chunk in a slot of `pitch` bytes (an odd multiple of 16, so that the
+    /// 8 rows one load of a warp reads fall in different banks), a ring of about 160 KiB of
+    /// stages (2 to 8), and
     /// after it x, x laid out for the MMAs and the sums of x per 32 values (4 bytes each for
     /// Q4_0, 8 for the K-quants); before the PDL wait the producer asks L2 for the first stage only.
     /// Returns the launch and the kernel's (units per chunk, pitch, stages, stages prefetched),
