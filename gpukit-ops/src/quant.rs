@@ -763,14 +763,7 @@ mod tests {
 
     #[test]
     fn random_blocks_are_reproducible_and_finite() {
-        for f in [
-            QuantFormat::Q8_0,
-            QuantFormat::Q4_0,
-            QuantFormat::Q4_1,
-            QuantFormat::Q4K,
-            QuantFormat::Q5K,
-            QuantFormat::Q6K,
-        ] {
+        for f in QuantFormat::ALL {
             let n = 2 * 256;
             let a = random_blocks(f, n, 7, 0.5).unwrap();
             assert_eq!(a.len(), f.bytes_for(n).unwrap());
