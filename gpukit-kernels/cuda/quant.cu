@@ -368,6 +368,22 @@ __device__ __forceinline__ void q5_pairs(unsigned q, unsigned qh, unsigned sh, u
                ((q >> 4) & 0x0F0F0F0Fu) | (((qh >> (sh + 1)) & 0x01010101u) << 4), r);
 }
 
+// The 32 values of one block of rows g and g + 8 as two MMAs from C = c0 (every lane gets its
+// rows' sums): the first takes pairs i and 2 + i of ra/rb (as q_pairs makes them) against B
+// operands (xb.x, xb.y), the second pairs j and 2 + j of ra2/rb2 against (xb.z, xb.w).
+template <typename T>
+__device__ __forceinline__ void block_mma(const unsigned (&ra)[4], const unsigned (&rb)[4], int i,
+                                          const unsigned (&ra2)[4], const unsigned (&rb2)[4],
+                                          int j, uint4 xb, float c0, float& sa, float& sb) {
+    float c[4] = {c0, 0.0f, c0, 0.0f};
+    const unsigned a0[4] = {ra[i], rb[i], ra[2 + i], rb[2 + i]};
+    mma16816<T>(c, a0, xb.x, xb.y);
+    const unsigned a1[4] = {ra2[j], rb2[j], ra2[2 + j], rb2[2 + j]};
+    mma16816<T>(c, a1, xb.z, xb.w);
+    sa = c[0];
+    sb = c[2];
+}
+
 // One Q4_0 block of rows g and g + 8 (quants qa, qb: bytes 4t … 4t + 3 of each row's 16) against
 // x's block laid out for lane t (xb: the B operands of the low and the high nibbles' MMAs) with
 // C starting at c0 = −(M + 8) · Σ x: the two rows' Σ (q − 8) · x.
@@ -377,13 +393,7 @@ __device__ __forceinline__ void q4_block_mma(unsigned qa, unsigned qb, uint4 xb,
     unsigned ra[4], rb[4];
     q4_pairs<T>(qa, ra);
     q4_pairs<T>(qb, rb);
-    float c[4] = {c0, 0.0f, c0, 0.0f};
-    const unsigned a0[4] = {ra[0], rb[0], ra[2], rb[2]};
-    mma16816<T>(c, a0, xb.x, xb.y);
-    const unsigned a1[4] = {ra[1], rb[1], ra[3], rb[3]};
-    mma16816<T>(c, a1, xb.z, xb.w);
-    sa = c[0];
-    sb = c[2];
+    block_mma<T>(ra, rb, 0, ra, rb, 1, xb, c0, sa, sb);
 }
 
 // A Q4_K super-block's eight d · sc and dmin · m from its first four words (d and dmin, then
@@ -485,15 +495,6 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
             xp2[(4 * b + t) * 2 + h] =
                 make_uint2(__byte_perm(v.x, v.y, 0x5410), __byte_perm(v.x, v.y, 0x7632));
         }
-        // Σ x per block b by one thread, starting at value b mod 32 (so a warp's 32 blocks read
-        // 32 different banks at each step; the old order, value 0 first in every thread, made them
-        // 16-way conflicts and cost 1–3 µs): a fixed order per block.
-        for (unsigned int b = threadIdx.x; b < blocks; b += QGEMV_RING_WARPS * 32) {
-            float v = 0.0f;
-#pragma unroll 8
-            for (unsigned int j = 0; j < 32; ++j) v += to_f32(xs[32 * b + ((j + b) & 31)]);
-            xsum[b] = -Q4Magic<T>::offset * v;
-        }
     } else {
         // Q4_K: lane t holds quant bytes 8t … 8t + 7 of a 64-value chunk, whose low nibbles
         // are values 8t … 8t + 7 of one 32-value sub-block and whose high nibbles the same of
@@ -504,12 +505,18 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
             xp[i] = make_uint4(__byte_perm(v.x, v.y, 0x5410), __byte_perm(v.x, v.y, 0x7632),
                                __byte_perm(v.z, v.w, 0x5410), __byte_perm(v.z, v.w, 0x7632));
         }
-        for (unsigned int b = threadIdx.x; b < K / 32; b += QGEMV_RING_WARPS * 32) {
-            float v = 0.0f;
+    }
+    // Σ x per 32 values b by one thread, starting at value b mod 32 (so a warp's 32 blocks read
+    // 32 different banks at each step; value 0 first in every thread made them 16-way conflicts
+    // and cost 1–3 µs): a fixed order per block.
+    for (unsigned int b = threadIdx.x; b < K / 32; b += QGEMV_RING_WARPS * 32) {
+        float v = 0.0f;
 #pragma unroll 8
-            for (unsigned int j = 0; j < 32; ++j) v += to_f32(xs[32 * b + ((j + b) & 31)]);
+        for (unsigned int j = 0; j < 32; ++j) v += to_f32(xs[32 * b + ((j + b) & 31)]);
+        if (FMT == 1)
+            xsum[b] = -Q4Magic<T>::offset * v;
+        else
             xsum2[b] = make_float2(-Q4Magic<T>::magic * v, v);
-        }
     }
     named_barrier(1, QGEMV_RING_WARPS * 32);
     const unsigned int g = lane >> 2, t4 = lane & 3;
@@ -584,14 +591,11 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
                             const unsigned int sub = sb0 + 2 * cc + h;
                             const float2 sx = xsum2[sub];
                             const uint4 xb = xp[4 * sub + t4];
-                            float acc[4] = {sx.x, 0.0f, sx.x, 0.0f};
-                            const unsigned a0[4] = {ra0[h], rb0[h], ra0[2 + h], rb0[2 + h]};
-                            mma16816<T>(acc, a0, xb.x, xb.y);
-                            const unsigned a1[4] = {ra1[h], rb1[h], ra1[2 + h], rb1[2 + h]};
-                            mma16816<T>(acc, a1, xb.z, xb.w);
-                            acc_a = fmaf(dsa[2 * cc + h], acc[0], acc_a);
+                            float sa, sb;
+                            block_mma<T>(ra0, rb0, h, ra1, rb1, h, xb, sx.x, sa, sb);
+                            acc_a = fmaf(dsa[2 * cc + h], sa, acc_a);
                             acc_a = fmaf(-dma[2 * cc + h], sx.y, acc_a);
-                            acc_b = fmaf(dsb[2 * cc + h], acc[2], acc_b);
+                            acc_b = fmaf(dsb[2 * cc + h], sb, acc_b);
                             acc_b = fmaf(-dmb[2 * cc + h], sx.y, acc_b);
                         }
                     }

@@ -767,12 +767,11 @@ pub mod launch {
     /// a multiple of 8 units — blocks or super-blocks — of each row, as even as the row
     /// allows), each row's chunk in a slot of `pitch` bytes (an odd multiple of 16, so that the
     /// 8 rows one load of a warp reads fall in different banks), a ring of about 160 KiB of
-    /// stages (2 to 8), and
-    /// after it x, x laid out for the MMAs and the sums of x per 32 values (4 bytes each for
-    /// Q4_0, 8 for the K-quants); before the PDL wait the producer asks L2 for the first stage only.
-    /// Returns the launch and the kernel's (units per chunk, pitch, stages, stages prefetched),
-    /// or `None` where k is not a multiple of 256, the matrix is below
-    /// [`QGEMV_RING_MIN_BYTES`] or two stages do not fit `smem_optin`. Measured on an H200
+    /// stages (2 to 8), and after it x, x laid out for the MMAs and the sums of x per 32 values
+    /// (4 bytes each for Q4_0, 8 for the K-quants); before the PDL wait the producer asks L2 for
+    /// the first stage only. Returns the launch and the kernel's (units per chunk, pitch,
+    /// stages, stages prefetched), or `None` where k is not a multiple of 256, the matrix is
+    /// below [`QGEMV_RING_MIN_BYTES`] or two stages do not fit `smem_optin`. Measured on an H200
     /// (docs/RESULTS.md, session 32, Q4_0): 12.0 µs at (k, n) = (4096, 14336) and 12.1 at
     /// (14336, 4096), against the one-warp-per-row kernel's 21.4 and 27.3; 20 KiB stages were
     /// 2.1–2.6 µs slower, asking L2 for 2 or 3 stages before the wait 0.3–1.8 µs slower than 1,

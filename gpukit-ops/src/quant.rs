@@ -625,12 +625,12 @@ impl QuantMatrix {
 
 /// `out [1, rows] = x [1, cols] · Wᵀ` reading the quantized blocks directly (no dequantized copy
 /// of W). On CUDA: on Hopper, Q4_0, Q4_K and Q5_K weights of at least 1 MiB with f16/bf16 x and
-/// cols a multiple of 256 stream through a shared-memory ring with the block sums on the tensor cores
-/// ([`gpukit_kernels::registry::launch::qgemv_ring`]); other Q8_0, Q4_0 and Q4_1 weights take one
-/// warp per output, four lanes per 32-value block; other K-quants one warp per output, a
-/// half-warp per 256-value super-block and 16 values per lane. On the CPU, rows in parallel, each block's
-/// values expanded in registers (Q8_0, Q4_0, Q4_1) or into a small buffer (K-quants) and dotted
-/// with x in f32.
+/// cols a multiple of 256 stream through a shared-memory ring with the block sums on the tensor
+/// cores ([`gpukit_kernels::registry::launch::qgemv_ring`]); other Q8_0, Q4_0 and Q4_1 weights
+/// take one warp per output, four lanes per 32-value block; other K-quants one warp per output,
+/// a half-warp per 256-value super-block and 16 values per lane. On the CPU, rows in parallel,
+/// each block's values expanded in registers (Q8_0, Q4_0, Q4_1) or into a small buffer
+/// (K-quants) and dotted with x in f32.
 ///
 /// # Errors
 /// Shape, dtype and device errors.
@@ -691,6 +691,7 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
                 QuantFormat::Q5K => Some(RingFormat::Q5K),
                 _ => None,
             };
+            // The ring's format and launch, where it takes this call.
             let ring = if let Some(format) = ring_format
                 && matches!(x.dtype(), DType::F16 | DType::BF16)
                 && c.kernels().target() == "sm_90a"
@@ -706,6 +707,7 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
                     props.multiprocessor_count as usize,
                     props.shared_memory_per_block_optin_bytes as usize,
                 )?
+                .map(|plan| (format, plan))
             } else {
                 None
             };
@@ -716,9 +718,7 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
                 .arg(dptr(out)?)
                 .arg(u32_dim("qgemv", w.rows)?)
                 .arg(u32_dim("qgemv", w.cols)?);
-            if let (Some(format), Some((cfg, [chunk, pitch, stages, prefetch]))) =
-                (ring_format, ring)
-            {
+            if let Some((format, (cfg, [chunk, pitch, stages, prefetch]))) = ring {
                 let args = args.arg(chunk).arg(pitch).arg(stages).arg(prefetch);
                 let kernel = Kernel::QGemvRing {
                     dtype: x.dtype(),

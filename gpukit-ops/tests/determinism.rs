@@ -339,8 +339,8 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
         println!(
             "[gpu] determinism {dt}: sdpa prefill + split-K decode, rope, kv append, sampling, \
              swiglu gemv, rope_kv_append, pre-norm gemv / swiglu / greedy head / qkv + rope + \
-             kv append, quantized gemv (Q8_0, Q4_0, Q4_1, Q4_K) bitwise equal twice and under graph \
-             replay"
+             kv append, quantized gemv (Q8_0, Q4_0, Q4_1, Q4_K) bitwise equal twice and under \
+             graph replay"
         );
     }
 }
