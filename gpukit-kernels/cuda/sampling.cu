@@ -1,39 +1,44 @@
-// Token sampling on the device: one 1024-thread block per row of logits [rows, vocab], writing
-// the chosen id to out[row]. Every f32 operation happens in the order of the CPU reference
-// (gpukit-ops/src/sampling.rs, which documents the algorithm), so both pick the same id:
-// thread t owns ids t, t + 1024, t + 2048, … (so a warp's loads coalesce); sums run
-// sequentially over a thread's ids, then over 32 groups of 32 threads, then over the groups.
-// (A greedy pick has no sums: any split of the ids gives the same first maximum, so it reads the
-// row as 16-byte vectors, `greedy_scan`.)
-// The draw is Philox-4x32-10 (Salmon et al. 2011) at counter (step, row), key seed; the step is
-// read from device memory so a captured decode step replays with the next one.
+// Token sampling on the device, writing one id per row of logits [rows, vocab] to out[row]. The
+// CPU reference (gpukit-ops/src/sampling.rs) documents the algorithm; both pick the same id:
+// every weight is a 40-bit fixed-point integer q = floor(e · 2^40) of e = exp(z − max z), so all
+// sums are exact and no order of the work below changes a threshold or a draw.
 //
-// Top-k / top-p thresholds are bisections over f32 bit patterns, each step a pass over the
-// probabilities. To keep those passes short, the pass that computes the normaliser also builds a
-// histogram of the unnormalised exponentials e = exp(z − max) by their top 12 bits (8 bins per
-// octave); it bounds from below every threshold the filters can reach, and the ids whose e lies
-// at or above one bin under that bound (all that can survive) are compacted, in id order and
-// thread by thread, into a candidate list in shared memory. The bisections and the draw then run
-// over each thread's segment of that list: a segment holds every probability of the thread's ids
-// at or above the list's floor, and every threshold searched starts there, so each sum and count
-// equals the reference's bit for bit. When the candidates do not fit, or the thresholds land
-// under the floor, the searches run over the whole vocabulary instead (same result, slower).
+// Greedy (`sample_greedy_<dt>`): one 1024-thread block per row finds the first maximum.
+// Otherwise a grid of (chunks, rows) blocks of SAMPLE_THREADS threads, each block one chunk of
+// SAMPLE_CHUNK consecutive ids (4 per thread), in up to six launches sharing a per-row workspace:
+//   sample_scale_<dt>  z = penalised logit / temperature into the workspace, chunk maxima;
+//                      zeroes the row's accumulators;
+//   sample_exp         e = exp_det(z − max) over z, the total weight, and (for top-k / top-p)
+//                      the histogram of counts and weights by e's top 12 bits;
+//   sample_refine      (levels 2 and 3, only for top-k / top-p) the radix select's next round:
+//                      each block reads the previous histogram, picks the bin holding each
+//                      threshold, and histograms the next 10 bits of the ids in that bin;
+//   sample_theta       (any filter) the exact thresholds, theta, and each chunk's kept weight;
+//   sample_draw        the 24-bit uniform of Philox-4x32-10 (Salmon et al. 2011) at counter
+//                      (step, row), key seed, scales the kept weight; the chunk holding the
+//                      target finds the id by an exclusive scan of its threads' kept weights.
+// Histograms are built in shared memory and added to the workspace with integer atomics
+// (exact, so deterministic). The step is read from device memory so a captured decode step
+// replays with the next one.
 #include "common.cuh"
 
 #define SAMPLER_THREADS 1024
-#define SAMPLER_BINS 1024
-static_assert(SAMPLER_BINS == SAMPLER_THREADS, "the block zeroes one histogram bin per thread");
+#define SAMPLE_THREADS 256
+#define SAMPLE_CHUNK 1024
+#define SAMPLE_BINS 1024
+static_assert(SAMPLE_CHUNK == 4 * SAMPLE_THREADS, "a thread takes 4 consecutive ids of its chunk");
 
 struct SamplerArgs {
     float temperature;   // 0: greedy
     float top_p;         // 1: off
     float min_p;         // 0: off
     float penalty;       // 1: off
-    unsigned int top_k;  // 0: off
+    unsigned int top_k;  // 0: off (also when ≥ vocab)
     unsigned int vocab;
     unsigned int window; // recent ids per row (negative entries are empty)
-    unsigned int list;   // candidate-list capacity in dynamic shared memory (0: none)
+    unsigned int chunks; // blocks per row: ceil(vocab / SAMPLE_CHUNK)
     unsigned long long seed;
+    unsigned long long row_bytes;  // workspace bytes per row
 };
 
 __device__ __forceinline__ void philox4x32_10(unsigned c[4], unsigned k0, unsigned k1) {
@@ -68,43 +73,6 @@ __device__ __forceinline__ float exp_det(float x) {
     r = fmaf(r, f, __int_as_float(0x3f317218));
     r = fmaf(r, f, __int_as_float(0x3f800000));
     return __fmul_rn(r, __int_as_float(((int)n + 127) << 23));
-}
-
-// Shared scratch of the block's sums: the threads' partials at SH_AT(t) (one pad word per 32, so
-// warp 0 summing a group per lane reads 32 banks), the 32 group sums at SH_GROUPS + g.
-#define SH_AT(t) ((t) + ((t) >> 5))
-#define SH_GROUPS (SAMPLER_THREADS + 32)
-#define SH_WORDS (SAMPLER_THREADS + 64)
-
-// The sums of the 32 groups of 32 partials in sh, in order, into sh[SH_GROUPS + g] (warp 0).
-__device__ __forceinline__ void group_sums(float* sh) {
-    if (threadIdx.x < 32) {
-        float g = 0.0f;
-        for (int i = 0; i < 32; ++i) g = __fadd_rn(g, sh[SH_AT(threadIdx.x * 32 + i)]);
-        sh[SH_GROUPS + threadIdx.x] = g;
-    }
-}
-
-// The reference's two-level sum of the threads' partials (result in every thread).
-__device__ __forceinline__ float sum2(float v, float* sh) {
-    sh[SH_AT(threadIdx.x)] = v;
-    __syncthreads();
-    group_sums(sh);
-    __syncthreads();
-    float total = 0.0f;
-    for (int i = 0; i < 32; ++i) total = __fadd_rn(total, sh[SH_GROUPS + i]);
-    __syncthreads();
-    return total;
-}
-
-__device__ __forceinline__ unsigned count_all(unsigned v, unsigned* sh) {
-    v = warp_reduce<false>(v);
-    if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
-    __syncthreads();
-    unsigned total = 0;
-    for (int i = 0; i < 32; ++i) total += sh[i];
-    __syncthreads();
-    return total;
 }
 
 // Logit x of id i after the repetition penalty (ids set in the bitmap `pen`).
@@ -160,207 +128,18 @@ __device__ __forceinline__ void block_argmax_out(float best, unsigned at, float*
     }
 }
 
-// Block-wide exclusive prefix sum of one count per thread (in thread order). `sh`: 32 entries.
-__device__ __forceinline__ unsigned exclusive_scan(unsigned v, unsigned* sh) {
-    unsigned inc = v;
-    for (int o = 1; o < 32; o <<= 1) {
-        const unsigned u = __shfl_up_sync(0xffffffffu, inc, o);
-        if ((threadIdx.x & 31) >= (unsigned)o) inc += u;
-    }
-    if ((threadIdx.x & 31) == 31) sh[threadIdx.x >> 5] = inc;
-    __syncthreads();
-    unsigned off = inc - v;
-    for (unsigned w = 0; w < (threadIdx.x >> 5); ++w) off += sh[w];
-    __syncthreads();
-    return off;
-}
-
-// A thread's probabilities, recomputed from the logits: ids lo, lo + 1024, … below hi.
+// The greedy draw of one row: the block's first maximum of the penalised logits. Dynamic shared
+// memory: the penalty bitmap [ceil(vocab / 32)].
 template <typename T>
-struct OwnedProbs {
-    static constexpr unsigned step = SAMPLER_THREADS;
-    const T* row;
-    const unsigned* pen;
-    float penalty, temperature, m, total;
-    unsigned lo, hi;
-    // The reference's unnormalised exp(z − max) and probability of id i.
-    __device__ __forceinline__ float e(unsigned i) const {
-        return exp_det(__fsub_rn(__fdiv_rn(logit(row, pen, i, penalty), temperature), m));
-    }
-    __device__ __forceinline__ float p(unsigned i) const { return __fdiv_rn(e(i), total); }
-    __device__ __forceinline__ unsigned id(unsigned i) const { return i; }
-};
-
-// A thread's segment [lo, hi) of the candidate list (ids and probabilities, id order).
-struct ListProbs {
-    static constexpr unsigned step = 1;
-    const unsigned* ids;
-    const float* ps;
-    unsigned lo, hi;
-    __device__ __forceinline__ float p(unsigned j) const { return ps[j]; }
-    __device__ __forceinline__ unsigned id(unsigned j) const { return ids[j]; }
-};
-
-// The top-k and top-p thresholds combined with `theta` (the min-p one): the largest bit pattern
-// b with count(p ≥ b) ≥ top_k, and with mass(p ≥ b) ≥ top_p, each searched from `base` up when
-// its predicate holds at `base` (it always does at 0, where top-p applies only if the whole
-// mass reaches top_p, as in the reference).
-template <class Src>
-__device__ float search_thresholds(const Src& s, float theta, unsigned base, const SamplerArgs& a,
-                                   bool topk, bool topp, float* sh, unsigned* shi) {
-    const float fb = __uint_as_float(base);
-    if (topk) {
-        bool from_base = base == 0;
-        if (!from_base) {
-            unsigned c = 0;
-            for (unsigned j = s.lo; j < s.hi; j += Src::step) c += s.p(j) >= fb;
-            from_base = count_all(c, shi) >= a.top_k;
-        }
-        if (from_base) {
-            unsigned blo = base, bhi = 0x3f800001u;
-            while (bhi - blo > 1) {
-                const unsigned mid = blo + (bhi - blo) / 2;
-                const float th = __uint_as_float(mid);
-                unsigned c = 0;
-                for (unsigned j = s.lo; j < s.hi; j += Src::step) c += s.p(j) >= th;
-                if (count_all(c, shi) >= a.top_k) blo = mid; else bhi = mid;
-            }
-            theta = fmaxf(theta, __uint_as_float(blo));
-        }
-    }
-    if (topp) {
-        float s0 = 0.0f;
-        for (unsigned j = s.lo; j < s.hi; j += Src::step) {
-            const float p = s.p(j);
-            if (p >= fb) s0 = __fadd_rn(s0, p);
-        }
-        if (sum2(s0, sh) >= a.top_p) {
-            unsigned blo = base, bhi = 0x3f800001u;
-            while (bhi - blo > 1) {
-                const unsigned mid = blo + (bhi - blo) / 2;
-                const float th = __uint_as_float(mid);
-                float ms = 0.0f;
-                for (unsigned j = s.lo; j < s.hi; j += Src::step) {
-                    const float p = s.p(j);
-                    if (p >= th) ms = __fadd_rn(ms, p);
-                }
-                if (sum2(ms, sh) >= a.top_p) blo = mid; else bhi = mid;
-            }
-            theta = fmaxf(theta, __uint_as_float(blo));
-        }
-    }
-    return theta;
-}
-
-// The draw among the probabilities at or above `theta`: kept mass per thread, the exclusive
-// scan within groups of 32 then over the groups, one uniform scaled by the kept mass, then the
-// cumulative walk through the chosen thread's probabilities.
-template <class Src>
-__device__ void draw(const Src& s, float theta, unsigned long long step, unsigned long long seed,
-                     float* sh, unsigned* shi, int* out) {
-    const unsigned tid = threadIdx.x;
-    float mass = 0.0f;
-    for (unsigned j = s.lo; j < s.hi; j += Src::step) {
-        const float p = s.p(j);
-        if (p >= theta) mass = __fadd_rn(mass, p);
-    }
-    sh[SH_AT(tid)] = mass;
-    __syncthreads();
-    group_sums(sh);
-    __syncthreads();
-    float offset = 0.0f, M = 0.0f;
-    const unsigned g = tid >> 5;
-    for (unsigned i = 0; i < 32; ++i) {
-        if (i == g) offset = M;
-        M = __fadd_rn(M, sh[SH_GROUPS + i]);
-    }
-    float local = 0.0f;
-    for (unsigned i = g * 32; i < tid; ++i) local = __fadd_rn(local, sh[SH_AT(i)]);
-    const float excl = __fadd_rn(local, offset);
-    unsigned c[4] = {(unsigned)step, (unsigned)(step >> 32), blockIdx.x, 0u};
-    philox4x32_10(c, (unsigned)seed, (unsigned)(seed >> 32));
-    const float target = __fmul_rn((float)(c[0] >> 8) * (1.0f / 16777216.0f), M);
-    // The chosen thread: the last one with kept mass starting at or before the target.
-    unsigned cand = mass > 0.0f && excl <= target ? tid : 0u;
-    cand = warp_reduce<true>(cand);
-    __syncthreads();
-    if ((tid & 31) == 0) shi[tid >> 5] = cand;
-    __syncthreads();
-    unsigned chosen = 0;
-    for (int i = 0; i < 32; ++i) chosen = max(chosen, shi[i]);
-    if (tid == chosen) {
-        float acc = excl;
-        int last = -1;
-        for (unsigned j = s.lo; j < s.hi; j += Src::step) {
-            const float p = s.p(j);
-            if (p >= theta) {
-                acc = __fadd_rn(acc, p);
-                last = (int)s.id(j);
-                if (target < acc) break;
-            }
-        }
-        *out = last < 0 ? 0 : last;
-    }
-}
-
-// Warp 0 reads the histogram of e's top 12 bits and returns (in every lane) the bin under which
-// no filter threshold can fall: the highest bin whose ids and those above number at least top_k;
-// the highest whose lower bounds of e, summed, reach top_p of the normaliser (with a 2^-10
-// margin); min_p's own bin. 0 when none applies.
-__device__ __forceinline__ unsigned threshold_bin(const unsigned* hist, const SamplerArgs& a,
-                                                  bool topk, bool topp, float total) {
-    const unsigned l = threadIdx.x & 31;
-    unsigned cnt = 0;
-    double mass = 0.0;
-    for (unsigned b = 32 * l; b < 32 * l + 32; ++b) {
-        cnt += hist[b];
-        mass += (double)hist[b] * (double)__uint_as_float(b << 20);
-    }
-    for (int o = 1; o < 32; o <<= 1) {
-        const unsigned c2 = __shfl_down_sync(0xffffffffu, cnt, o);
-        const double m2 = __shfl_down_sync(0xffffffffu, mass, o);
-        if (l + o < 32) { cnt += c2; mass += m2; }
-    }
-    // Counts and lower-bound masses of the bins above this lane's.
-    unsigned c = __shfl_down_sync(0xffffffffu, cnt, 1);
-    double ms = __shfl_down_sync(0xffffffffu, mass, 1);
-    if (l == 31) { c = 0; ms = 0.0; }
-    const double need = (double)a.top_p * (double)total * (1.0 + 1.0 / 1024.0);
-    int bk = -1, bp = -1;
-    for (int b = (int)(32 * l + 31); b >= (int)(32 * l); --b) {
-        c += hist[b];
-        ms += (double)hist[b] * (double)__uint_as_float((unsigned)b << 20);
-        if (topk && bk < 0 && c >= a.top_k) bk = b;
-        if (topp && bp < 0 && ms >= need) bp = b;
-    }
-    int bin = max(bk, bp);
-    bin = warp_reduce<true>(bin);
-    if (a.min_p > 0.0f) bin = max(bin, (int)min(__float_as_uint(a.min_p) >> 20, SAMPLER_BINS - 1u));
-    return (unsigned)max(bin, 0);
-}
-
-template <typename T>
-__device__ void sample_row(const T* __restrict__ logits, const int* __restrict__ recent,
-                           const long long* __restrict__ step_ptr, const SamplerArgs& a,
-                           int* __restrict__ out) {
-    // Dynamic shared memory: the penalty bitmap [ceil(vocab / 32)]; with a list capacity, the
-    // histogram [SAMPLER_BINS], then the candidate ids [list] and probabilities [list].
+__device__ void sample_greedy_row(const T* __restrict__ logits, const int* __restrict__ recent,
+                                  const SamplerArgs& a, int* __restrict__ out) {
     extern __shared__ unsigned sampler_smem[];
-    __shared__ float sh[SH_WORDS];
     __shared__ float shv[32];
     __shared__ unsigned shi[32];
-    __shared__ unsigned plan[2];
     const unsigned row_i = blockIdx.x, tid = threadIdx.x, V = a.vocab;
-    const T* row = logits + (unsigned long long)row_i * V;
     unsigned* pen = sampler_smem;
     const unsigned words = (V + 31) / 32;
-    unsigned* hist = pen + words;
-    unsigned* list_id = hist + SAMPLER_BINS;
-    float* list_p = reinterpret_cast<float*>(list_id + a.list);
-    const bool topk = a.top_k > 0 && a.top_k < V, topp = a.top_p < 1.0f;
-    const bool bins = a.temperature > 0.0f && (topk || topp) && a.list > 0;
     for (unsigned w = tid; w < words; w += SAMPLER_THREADS) pen[w] = 0u;
-    if (bins) hist[tid] = 0u;
     __syncthreads();
     if (a.penalty != 1.0f) {
         for (unsigned j = tid; j < a.window; j += SAMPLER_THREADS) {
@@ -369,80 +148,364 @@ __device__ void sample_row(const T* __restrict__ logits, const int* __restrict__
         }
     }
     __syncthreads();
-    if (a.temperature <= 0.0f) {
-        // Greedy: first maximum (NaN above numbers, then value, then the lower id).
-        float best = -GPUKIT_INF;
-        unsigned bid = GPUKIT_NO_INDEX;
-        greedy_scan(row, pen, a.penalty, V, best, bid);
-        block_argmax_out(best, bid, shv, shi, out + row_i);
+    // First maximum: NaN above numbers, then value, then the lower id.
+    float best = -GPUKIT_INF;
+    unsigned bid = GPUKIT_NO_INDEX;
+    greedy_scan(logits + (unsigned long long)row_i * V, pen, a.penalty, V, best, bid);
+    block_argmax_out(best, bid, shv, shi, out + row_i);
+}
+
+// One row's workspace (SamplerArgs::row_bytes bytes at row · row_bytes; the host's
+// `launch::sampler_row_bytes` lays it out the same way). The accumulators from `total` to the
+// end of `count` are zeroed by sample_scale.
+struct SampleSel {
+    unsigned prefix_k, above_k, prefix_p, pad;  // bit-pattern prefix chosen so far, count above
+    unsigned long long above_p;                 // weight above the chosen prefix
+    unsigned long long pad2;
+};
+struct SampleWs {
+    unsigned long long* total;  // Σq of the row
+    float* theta;               // the filters' threshold on e (0: none)
+    SampleSel* sel;             // [2]: the radix select after rounds 1 and 2
+    unsigned long long* mass;   // [3][SAMPLE_BINS]: weights per bin, rounds 1-3 (top-p)
+    unsigned* count;            // [3][SAMPLE_BINS]: ids per bin, rounds 1-3 (top-k)
+    unsigned long long* kept;   // [chunks]: each chunk's kept weight
+    float* maxz;                // [chunks]: each chunk's largest z
+    float* e;                   // [chunks · SAMPLE_CHUNK]: z, then e (0 past the vocabulary)
+};
+#define SAMPLE_HEAD_BYTES (16 + 2 * 32)
+#define SAMPLE_ZEROED_WORDS ((SAMPLE_HEAD_BYTES + 3 * SAMPLE_BINS * 12) / 4)
+
+__device__ __forceinline__ SampleWs sample_ws(unsigned char* base, const SamplerArgs& a) {
+    unsigned char* p = base + (unsigned long long)blockIdx.y * a.row_bytes;
+    SampleWs w;
+    w.total = reinterpret_cast<unsigned long long*>(p);
+    w.theta = reinterpret_cast<float*>(p + 8);
+    w.sel = reinterpret_cast<SampleSel*>(p + 16);
+    p += SAMPLE_HEAD_BYTES;
+    w.mass = reinterpret_cast<unsigned long long*>(p);
+    p += 3 * SAMPLE_BINS * 8;
+    w.count = reinterpret_cast<unsigned*>(p);
+    p += 3 * SAMPLE_BINS * 4;
+    w.kept = reinterpret_cast<unsigned long long*>(p);
+    p += 8ull * a.chunks;
+    w.maxz = reinterpret_cast<float*>(p);
+    p += 4ull * a.chunks;
+    w.e = reinterpret_cast<float*>(base + (unsigned long long)blockIdx.y * a.row_bytes +
+                                   ((p - (base + (unsigned long long)blockIdx.y * a.row_bytes) + 15) & ~15ull));
+    return w;
+}
+
+// The fixed-point weight of e ∈ [0, 1]: floor(e · 2^40) (exact).
+__device__ __forceinline__ unsigned long long fixed_weight(float e) {
+    return __float2ull_rz(__fmul_rn(e, 1099511627776.0f));
+}
+
+// Block-wide sum of one u64 per thread (exact; every thread gets it). `sh`: 8 entries.
+__device__ __forceinline__ unsigned long long block_sum_u64(unsigned long long v, unsigned long long* sh) {
+    for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
+    __syncthreads();
+    unsigned long long s = 0;
+    for (unsigned w = 0; w < SAMPLE_THREADS / 32; ++w) s += sh[w];
+    return s;
+}
+
+// Block-wide exclusive prefix sum of one u64 per thread, in thread order. `sh`: 8 entries.
+__device__ __forceinline__ unsigned long long block_exclusive_u64(unsigned long long v, unsigned long long* sh) {
+    const unsigned lane = threadIdx.x & 31;
+    unsigned long long inc = v;
+    for (int o = 1; o < 32; o <<= 1) {
+        const unsigned long long u = __shfl_up_sync(0xffffffffu, inc, o);
+        if (lane >= (unsigned)o) inc += u;
+    }
+    __syncthreads();
+    if (lane == 31) sh[threadIdx.x >> 5] = inc;
+    __syncthreads();
+    unsigned long long off = inc - v;
+    for (unsigned w = 0; w < (threadIdx.x >> 5); ++w) off += sh[w];
+    return off;
+}
+
+// One warp (every lane returns the same): the highest bin b of h[SAMPLE_BINS] with
+// ok(above + Σ_{b' ≥ b} h[b']), or 0 when none; *rest = above + Σ_{b' > b} h[b'].
+template <typename V, typename Ok>
+__device__ __forceinline__ unsigned select_bin(const V* h, V above, Ok ok, V* rest) {
+    const unsigned lane = threadIdx.x & 31;
+    V own = 0;
+    for (unsigned k = 0; k < 32; ++k) own += h[32 * lane + k];
+    V incl = own;
+    for (int o = 1; o < 32; o <<= 1) {
+        const V u = __shfl_down_sync(0xffffffffu, incl, o);
+        if (lane + o < 32) incl += u;
+    }
+    V acc = above + (incl - own), at = above;
+    int best = -1;
+    for (int k = 31; k >= 0; --k) {
+        const V before = acc;
+        acc += h[32 * lane + k];
+        if (ok(acc)) {
+            best = (int)(32 * lane) + k;
+            at = before;
+            break;
+        }
+    }
+    const int win = warp_reduce<true>(best);
+    const V r = __shfl_sync(0xffffffffu, at, win < 0 ? 0 : (unsigned)win / 32);
+    *rest = win < 0 ? above : r;
+    return win < 0 ? 0u : (unsigned)win;
+}
+
+// The radix select's round `level` (1-3) for top-k and top-p, from that round's histograms and
+// the selection before it (`prev`; zero for round 1), by warp 0: the prefix grows by the chosen
+// bin (12 bits in round 1, then 10).
+__device__ __forceinline__ SampleSel select_round(const SampleWs& w, const SamplerArgs& a, unsigned level,
+                                                  const SampleSel& prev) {
+    SampleSel s = prev;
+    const unsigned shift = level == 1 ? 0 : 10;
+    if (a.top_k > 0) {
+        unsigned rest;
+        const unsigned b = select_bin<unsigned>(w.count + (level - 1) * SAMPLE_BINS, prev.above_k,
+                                                [&](unsigned c) { return c >= a.top_k; }, &rest);
+        s.prefix_k = (prev.prefix_k << shift) | b;
+        s.above_k = rest;
+    }
+    if (a.top_p < 1.0f) {
+        const double need = (double)a.top_p * (double)*w.total;
+        unsigned long long rest;
+        const unsigned b = select_bin<unsigned long long>(
+            w.mass + (level - 1) * SAMPLE_BINS, prev.above_p,
+            [&](unsigned long long m) { return (double)m >= need; }, &rest);
+        s.prefix_p = (prev.prefix_p << shift) | b;
+        s.above_p = rest;
+    }
+    return s;
+}
+
+// z of the chunk's ids (−∞ past the vocabulary) into the workspace, the chunk's largest z into
+// maxz; the blocks of a row also zero its accumulators.
+template <typename T>
+__device__ void sample_scale_chunk(const T* __restrict__ logits, const int* __restrict__ recent,
+                                   const SamplerArgs& a, unsigned char* ws) {
+    __shared__ unsigned pen[SAMPLE_CHUNK / 32];
+    __shared__ float shm[SAMPLE_THREADS / 32];
+    const SampleWs w = sample_ws(ws, a);
+    const unsigned tid = threadIdx.x, row = blockIdx.y, lo = blockIdx.x * SAMPLE_CHUNK, V = a.vocab;
+    unsigned* zero = reinterpret_cast<unsigned*>(w.total);
+    for (unsigned i = blockIdx.x * SAMPLE_THREADS + tid; i < SAMPLE_ZEROED_WORDS; i += a.chunks * SAMPLE_THREADS)
+        zero[i] = 0u;
+    if (tid < SAMPLE_CHUNK / 32) pen[tid] = 0u;
+    __syncthreads();
+    if (a.penalty != 1.0f) {
+        for (unsigned j = tid; j < a.window; j += SAMPLE_THREADS) {
+            const int id = recent[(unsigned long long)row * a.window + j];
+            if (id >= 0 && (unsigned)id < V && (unsigned)id - lo < SAMPLE_CHUNK)
+                atomicOr(&pen[((unsigned)id - lo) >> 5], 1u << (((unsigned)id - lo) & 31));
+        }
+    }
+    __syncthreads();
+    const T* x = logits + (unsigned long long)row * V;
+    float z[4], m = -GPUKIT_INF;
+#pragma unroll
+    for (unsigned j = 0; j < 4; ++j) {
+        const unsigned i = lo + 4 * tid + j;
+        z[j] = -GPUKIT_INF;
+        if (i < V) {
+            z[j] = __fdiv_rn(penalised(to_f32(x[i]), pen, i - lo, a.penalty), a.temperature);
+            m = fmaxf(m, z[j]);
+        }
+    }
+    reinterpret_cast<float4*>(w.e + lo)[tid] = make_float4(z[0], z[1], z[2], z[3]);
+    m = warp_reduce<true>(m);
+    if ((tid & 31) == 0) shm[tid >> 5] = m;
+    __syncthreads();
+    if (tid == 0) {
+        for (unsigned i = 1; i < SAMPLE_THREADS / 32; ++i) m = fmaxf(m, shm[i]);
+        w.maxz[blockIdx.x] = m;
+    }
+}
+
+// Adds the block's shared histograms (counts `hc`, weights `hm`) into the workspace's.
+__device__ __forceinline__ void flush_histograms(const unsigned* hc, const unsigned long long* hm,
+                                                 unsigned* count, unsigned long long* mass) {
+    __syncthreads();
+    for (unsigned b = threadIdx.x; b < SAMPLE_BINS; b += SAMPLE_THREADS) {
+        if (count && hc[b]) atomicAdd(count + b, hc[b]);
+        if (mass && hm[b]) atomicAdd(mass + b, hm[b]);
+    }
+}
+
+__device__ __forceinline__ void zero_histograms(unsigned* hc, unsigned long long* hm) {
+    for (unsigned b = threadIdx.x; b < SAMPLE_BINS; b += SAMPLE_THREADS) {
+        hc[b] = 0u;
+        hm[b] = 0ull;
+    }
+    __syncthreads();
+}
+
+extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS) sample_exp(SamplerArgs a, unsigned char* ws) {
+    __shared__ unsigned hc[SAMPLE_BINS];
+    __shared__ unsigned long long hm[SAMPLE_BINS];
+    __shared__ unsigned long long sh[SAMPLE_THREADS / 32];
+    __shared__ float shm[SAMPLE_THREADS / 32];
+    pdl_enter();
+    const SampleWs w = sample_ws(ws, a);
+    const unsigned tid = threadIdx.x, lo = blockIdx.x * SAMPLE_CHUNK;
+    const bool search = a.top_k > 0 || a.top_p < 1.0f, filters = search || a.min_p > 0.0f;
+    // The row's largest z (order-free).
+    float m = -GPUKIT_INF;
+    for (unsigned c = tid; c < a.chunks; c += SAMPLE_THREADS) m = fmaxf(m, w.maxz[c]);
+    m = warp_reduce<true>(m);
+    if ((tid & 31) == 0) shm[tid >> 5] = m;
+    if (search) zero_histograms(hc, hm); else __syncthreads();
+    for (unsigned i = 0; i < SAMPLE_THREADS / 32; ++i) m = fmaxf(m, shm[i]);
+    float4 v = reinterpret_cast<const float4*>(w.e + lo)[tid];
+    float* e = reinterpret_cast<float*>(&v);
+    unsigned long long s = 0;
+#pragma unroll
+    for (unsigned j = 0; j < 4; ++j) {
+        e[j] = exp_det(__fsub_rn(e[j], m));
+        const unsigned long long q = fixed_weight(e[j]);
+        s += q;
+        if (search && lo + 4 * tid + j < a.vocab) {
+            const unsigned b = __float_as_uint(e[j]) >> 20;
+            atomicAdd(&hc[b], 1u);
+            atomicAdd(&hm[b], q);
+        }
+    }
+    reinterpret_cast<float4*>(w.e + lo)[tid] = v;
+    s = block_sum_u64(s, sh);
+    if (tid == 0) {
+        atomicAdd(w.total, s);
+        if (!filters) w.kept[blockIdx.x] = s;
+    }
+    if (search) flush_histograms(hc, hm, w.count, w.mass);
+}
+
+// Round `level` (2 or 3) of the radix select: the ids whose e lies in the bin chosen for a
+// threshold in the previous round, histogrammed by their next 10 bits.
+extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS) sample_refine(SamplerArgs a, unsigned char* ws,
+                                                                          unsigned int level) {
+    __shared__ unsigned hc[SAMPLE_BINS];
+    __shared__ unsigned long long hm[SAMPLE_BINS];
+    __shared__ SampleSel sel;
+    pdl_enter();
+    const SampleWs w = sample_ws(ws, a);
+    const unsigned tid = threadIdx.x, lo = blockIdx.x * SAMPLE_CHUNK;
+    if (tid < 32) {
+        const SampleSel prev = level == 2 ? SampleSel{} : w.sel[0];
+        const SampleSel s = select_round(w, a, level - 1, prev);
+        if (tid == 0) {
+            sel = s;
+            if (blockIdx.x == 0) w.sel[level - 2] = s;
+        }
+    }
+    zero_histograms(hc, hm);
+    const unsigned shift = level == 2 ? 20 : 10, sub = level == 2 ? 10 : 0;
+    const float4 v = reinterpret_cast<const float4*>(w.e + lo)[tid];
+    const float* e = reinterpret_cast<const float*>(&v);
+#pragma unroll
+    for (unsigned j = 0; j < 4; ++j) {
+        if (lo + 4 * tid + j >= a.vocab) continue;
+        const unsigned bits = __float_as_uint(e[j]), b = (bits >> sub) & (SAMPLE_BINS - 1);
+        if (a.top_k > 0 && bits >> shift == sel.prefix_k) atomicAdd(&hc[b], 1u);
+        if (a.top_p < 1.0f && bits >> shift == sel.prefix_p) atomicAdd(&hm[b], fixed_weight(e[j]));
+    }
+    flush_histograms(hc, hm, a.top_k > 0 ? w.count + (level - 1) * SAMPLE_BINS : nullptr,
+                     a.top_p < 1.0f ? w.mass + (level - 1) * SAMPLE_BINS : nullptr);
+}
+
+// The filters' threshold theta on e (the exact top-k and top-p ones from round 3, min-p) and each
+// chunk's weight at or above it.
+extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS) sample_theta(SamplerArgs a, unsigned char* ws) {
+    __shared__ unsigned long long sh[SAMPLE_THREADS / 32];
+    __shared__ float theta_sh;
+    pdl_enter();
+    const SampleWs w = sample_ws(ws, a);
+    const unsigned tid = threadIdx.x, lo = blockIdx.x * SAMPLE_CHUNK;
+    if (tid < 32) {
+        float theta = a.min_p;
+        if (a.top_k > 0 || a.top_p < 1.0f) {
+            const SampleSel s = select_round(w, a, 3, w.sel[1]);
+            if (a.top_k > 0) theta = fmaxf(theta, __uint_as_float(s.prefix_k));
+            if (a.top_p < 1.0f) theta = fmaxf(theta, __uint_as_float(s.prefix_p));
+        }
+        if (tid == 0) {
+            theta_sh = theta;
+            if (blockIdx.x == 0) *w.theta = theta;
+        }
+    }
+    __syncthreads();
+    const float theta = theta_sh;
+    const float4 v = reinterpret_cast<const float4*>(w.e + lo)[tid];
+    const float* e = reinterpret_cast<const float*>(&v);
+    unsigned long long s = 0;
+#pragma unroll
+    for (unsigned j = 0; j < 4; ++j) s += e[j] >= theta ? fixed_weight(e[j]) : 0ull;
+    s = block_sum_u64(s, sh);
+    if (tid == 0) w.kept[blockIdx.x] = s;
+}
+
+// The draw: target = floor(u24 · K / 2^24) of the kept weight K; the chunk whose kept weight
+// covers it finds the id. Id 0 when nothing has weight.
+extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS) sample_draw(const long long* __restrict__ step_ptr,
+                                                                        SamplerArgs a, unsigned char* ws,
+                                                                        int* __restrict__ out) {
+    __shared__ unsigned long long sh[SAMPLE_THREADS / 32];
+    pdl_enter();
+    const SampleWs w = sample_ws(ws, a);
+    const unsigned tid = threadIdx.x, c = blockIdx.x, row = blockIdx.y, lo = c * SAMPLE_CHUNK;
+    unsigned long long before = 0, all = 0;
+    for (unsigned b = tid; b < a.chunks; b += SAMPLE_THREADS) {
+        const unsigned long long k = w.kept[b];
+        all += k;
+        if (b < c) before += k;
+    }
+    all = block_sum_u64(all, sh);
+    before = block_sum_u64(before, sh);
+    if (all == 0) {
+        if (c == 0 && tid == 0) out[row] = 0;
         return;
     }
-    // Max of logits / temperature (order-free).
-    float m = -GPUKIT_INF;
-    for (unsigned i = tid; i < V; i += SAMPLER_THREADS)
-        m = fmaxf(m, __fdiv_rn(logit(row, pen, i, a.penalty), a.temperature));
-    m = warp_reduce<true>(m);
-    if ((tid & 31) == 0) shv[tid >> 5] = m;
-    __syncthreads();
-    m = shv[0];
-    for (int i = 1; i < 32; ++i) m = fmaxf(m, shv[i]);
-    __syncthreads();
-    OwnedProbs<T> cp{row, pen, a.penalty, a.temperature, m, 0.0f, tid, V};
-    // Normaliser (and, for the searches, the histogram of e).
-    float s = 0.0f;
-    for (unsigned i = tid; i < V; i += SAMPLER_THREADS) {
-        const float e = cp.e(i);
-        s = __fadd_rn(s, e);
-        if (bins) atomicAdd(&hist[min(__float_as_uint(e) >> 20, SAMPLER_BINS - 1u)], 1u);
-    }
-    const float total = sum2(s, sh);
-    cp.total = total;
-    float theta = 0.0f;
-    if (a.min_p > 0.0f) theta = fmaxf(theta, __fmul_rn(a.min_p, __fdiv_rn(1.0f, total)));
     const unsigned long long step = (unsigned long long)*step_ptr;
-    if (bins) {
-        // The list holds the ids with e ≥ the bin under the threshold bin (a margin of at least
-        // 1/16 in value, far beyond rounding); `floor` is the smallest probability it is sure
-        // to hold all of: an id left out has e < 2^(bits of the list bin), so p ≤ q below.
-        if (tid < 32) {
-            const unsigned b = threshold_bin(hist, a, topk, topp, total);
-            const unsigned lb = b > 0 ? b - 1 : 0;
-            unsigned n = 0;
-            for (unsigned k = 32 * tid; k < 32 * tid + 32; ++k) n += k >= lb ? hist[k] : 0u;
-            n = warp_reduce<false>(n);
-            if (tid == 0) { plan[0] = lb; plan[1] = n; }
-        }
-        __syncthreads();
-        const unsigned lb = plan[0], n = plan[1];
-        if (n <= a.list) {
-            const unsigned crit = lb << 20;
-            const unsigned floor_bits =
-                lb == 0 ? 0u : __float_as_uint(__fdiv_rn(__uint_as_float(crit - 1), total)) + 1;
-            unsigned cnt = 0;
-            for (unsigned i = tid; i < V; i += SAMPLER_THREADS) cnt += __float_as_uint(cp.e(i)) >= crit;
-            unsigned j = exclusive_scan(cnt, shi);
-            const ListProbs lp{list_id, list_p, j, j + cnt};
-            for (unsigned i = tid; i < V; i += SAMPLER_THREADS) {
-                const float e = cp.e(i);
-                if (__float_as_uint(e) >= crit) { list_id[j] = i; list_p[j] = __fdiv_rn(e, total); ++j; }
-            }
-            // Each thread reads only its own segment: no barrier needed.
-            const float t = search_thresholds(lp, theta, floor_bits, a, topk, topp, sh, shi);
-            if (__float_as_uint(t) >= floor_bits) {
-                draw(lp, t, step, a.seed, sh, shi, out + row_i);
-                return;
+    unsigned r[4] = {(unsigned)step, (unsigned)(step >> 32), row, 0u};
+    philox4x32_10(r, (unsigned)a.seed, (unsigned)(a.seed >> 32));
+    const unsigned long long target = __umul64hi((unsigned long long)(r[0] >> 8) << 40, all);
+    const unsigned long long mine = w.kept[c];
+    if (target < before || target - before >= mine) return;
+    const unsigned long long rel = target - before;
+    const float theta = *w.theta;
+    const float4 v = reinterpret_cast<const float4*>(w.e + lo)[tid];
+    const float* e = reinterpret_cast<const float*>(&v);
+    unsigned long long q[4], own = 0;
+#pragma unroll
+    for (unsigned j = 0; j < 4; ++j) {
+        q[j] = e[j] >= theta ? fixed_weight(e[j]) : 0ull;
+        own += q[j];
+    }
+    unsigned long long acc = block_exclusive_u64(own, sh);
+    if (acc <= rel && rel - acc < own) {
+        for (unsigned j = 0; j < 4; ++j) {
+            acc += q[j];
+            if (acc > rel) {
+                out[row] = (int)(lo + 4 * tid + j);
+                break;
             }
         }
     }
-    theta = search_thresholds(cp, theta, 0u, a, topk, topp, sh, shi);
-    draw(cp, theta, step, a.seed, sh, shi, out + row_i);
 }
 
 #define SAMPLER_KERNELS(T, NAME)                                                                   \
-extern "C" __global__ void __launch_bounds__(SAMPLER_THREADS) sample_##NAME(                       \
-        const T* logits, const int* recent, const long long* step, SamplerArgs a, int* out) {      \
+extern "C" __global__ void __launch_bounds__(SAMPLER_THREADS) sample_greedy_##NAME(                \
+        const T* logits, const int* recent, SamplerArgs a, int* out) {                             \
     pdl_enter();                                                                                   \
-    sample_row<T>(logits, recent, step, a, out);                                                   \
+    sample_greedy_row<T>(logits, recent, a, out);                                                  \
+}                                                                                                  \
+extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS) sample_scale_##NAME(                  \
+        const T* logits, const int* recent, SamplerArgs a, unsigned char* ws) {                    \
+    pdl_enter();                                                                                   \
+    sample_scale_chunk<T>(logits, recent, a, ws);                                                  \
 }
 
 SAMPLER_KERNELS(float, f32)

@@ -126,18 +126,20 @@ pub struct SamplerArgs {
     pub min_p: f32,
     /// Repetition penalty (1 = off).
     pub penalty: f32,
-    /// Top-k (0 = off).
+    /// Top-k (0 = off; also pass 0 when it is not below the vocabulary).
     pub top_k: u32,
     /// Vocabulary size (logits per row).
     pub vocab: u32,
     /// Recent ids per row.
     pub window: u32,
-    /// Capacity of the top-k / top-p candidate list in dynamic shared memory, in entries (0:
-    /// none; the launch must provide
-    /// [`registry::launch::sampler`](crate::registry::launch::sampler)'s bytes for it).
-    pub list: u32,
+    /// Blocks per row of the stages at a temperature above 0
+    /// ([`registry::launch::sampler_chunks`](crate::registry::launch::sampler_chunks)).
+    pub chunks: u32,
     /// The request's seed.
     pub seed: u64,
+    /// Workspace bytes per row
+    /// ([`registry::launch::sampler_row_bytes`](crate::registry::launch::sampler_row_bytes)).
+    pub row_bytes: u64,
 }
 
 // SAFETY: `repr(C)`, integers and floats, no implicit padding (seed falls on offset 32).
@@ -168,6 +170,6 @@ mod tests {
         );
         assert_eq!(std::mem::offset_of!(AttentionArgs, partial), 144);
         assert_eq!(std::mem::offset_of!(AttentionArgs, position), 152);
-        assert_eq!(std::mem::size_of::<SamplerArgs>(), 40);
+        assert_eq!(std::mem::size_of::<SamplerArgs>(), 48);
     }
 }

@@ -233,8 +233,21 @@ pub enum Kernel {
         /// Values per head.
         head_dim: u32,
     },
-    /// `sample_<dt>`: one token id per row of logits.
-    Sample(DType),
+    /// `sample_greedy_<dt>`: the first maximum of each row of logits (a draw at temperature 0),
+    /// one block of 1024 threads per row ([`launch::sampler_greedy`]).
+    SampleGreedy(DType),
+    /// `sample_scale_<dt>`, first stage of a draw at a temperature above 0: z = penalised
+    /// logit / temperature into the workspace and each chunk's maximum (grid
+    /// [`launch::sampler_grid`], as every stage below).
+    SampleScale(DType),
+    /// `sample_exp`: e = exp(z − max), the total fixed-point weight and the first histogram.
+    SampleExp,
+    /// `sample_refine`: rounds 2 and 3 of the top-k / top-p radix select.
+    SampleRefine,
+    /// `sample_theta`: the filters' threshold and each chunk's kept weight.
+    SampleTheta,
+    /// `sample_draw`: the uniform draw over the kept weight, one id per row.
+    SampleDraw,
     /// `decode_advance`: a decode step's device position, step and recent-id window, moved on
     /// by one token.
     DecodeAdvance,
@@ -369,9 +382,14 @@ impl Kernel {
             | Kernel::SdpaPrefillWgmma { .. }
             | Kernel::SdpaCombine(_)
             | Kernel::SdpaDecodeRing { .. } => KernelModule::Attention,
-            Kernel::Sample(_) | Kernel::DecodeAdvance | Kernel::SampleArgmaxParts => {
-                KernelModule::Sampling
-            }
+            Kernel::SampleGreedy(_)
+            | Kernel::SampleScale(_)
+            | Kernel::SampleExp
+            | Kernel::SampleRefine
+            | Kernel::SampleTheta
+            | Kernel::SampleDraw
+            | Kernel::DecodeAdvance
+            | Kernel::SampleArgmaxParts => KernelModule::Sampling,
         }
     }
 
@@ -396,7 +414,12 @@ impl Kernel {
                 | Kernel::KvAppend(_)
                 | Kernel::SdpaCombine(_)
                 | Kernel::SdpaDecodeRing { .. }
-                | Kernel::Sample(_)
+                | Kernel::SampleGreedy(_)
+                | Kernel::SampleScale(_)
+                | Kernel::SampleExp
+                | Kernel::SampleRefine
+                | Kernel::SampleTheta
+                | Kernel::SampleDraw
                 | Kernel::DecodeAdvance
                 | Kernel::Gemv { .. }
                 | Kernel::GemvRing(_)
@@ -480,7 +503,12 @@ impl Kernel {
                     half_float("sdpa", dtype)?
                 )
             }
-            Kernel::Sample(dt) => format!("sample_{}", float("sampling", dt)?),
+            Kernel::SampleGreedy(dt) => format!("sample_greedy_{}", float("sampling", dt)?),
+            Kernel::SampleScale(dt) => format!("sample_scale_{}", float("sampling", dt)?),
+            Kernel::SampleExp => "sample_exp".into(),
+            Kernel::SampleRefine => "sample_refine".into(),
+            Kernel::SampleTheta => "sample_theta".into(),
+            Kernel::SampleDraw => "sample_draw".into(),
             Kernel::DecodeAdvance => "decode_advance".into(),
             Kernel::GemvSwiglu(dt) => format!("gemv_swiglu_{}", float("gemv", dt)?),
             Kernel::GemvSwigluNorm(dt) => format!("gemv_swiglu_norm_{}", float("gemv", dt)?),
@@ -1104,39 +1132,48 @@ pub mod launch {
         )))
     }
 
-    /// The sampler: one block of 1024 threads per row, a penalty bitmap of the vocabulary in
-    /// dynamic shared memory and, when the filters need threshold searches (`search`: top-k or
-    /// top-p at a temperature above 0), a 1024-bin histogram and a candidate list of 8 bytes
-    /// per entry, as many entries as fit `smem_optin` (the device's per-block opt-in limit,
-    /// less the kernel's 4.5 KB of static shared memory), at most one per token. (Asking for
-    /// ~200 KB of shared memory made greedy and plain temperature draws 2.5× slower on an
-    /// H100, so they never do.) Returns the launch and the list capacity (0: none).
-    pub fn sampler(
-        rows: usize,
-        vocab: usize,
-        search: bool,
-        smem_optin: usize,
-    ) -> Result<(LaunchConfig, u32)> {
-        const STATIC: usize = 5 * 1024;
-        const HISTOGRAM: usize = 1024 * 4;
+    /// Threads per block of the sampler's stages at a temperature above 0
+    /// ([`Kernel::SampleScale`] … [`Kernel::SampleDraw`]).
+    pub const SAMPLE_THREADS: u32 = 256;
+    /// Vocabulary ids per block of those stages (4 consecutive ids per thread).
+    pub const SAMPLE_CHUNK: usize = 1024;
+
+    /// The greedy sampler ([`Kernel::SampleGreedy`]): one block of 1024 threads per row and the
+    /// penalty bitmap of the vocabulary (4 bytes per 32 ids) in dynamic shared memory.
+    pub fn sampler_greedy(rows: usize, vocab: usize) -> Result<LaunchConfig> {
         let grid = u32::try_from(rows.max(1))
             .map_err(|_| Error::InvalidArgument(format!("{rows} rows exceed the grid limit")))?;
-        let bitmap = vocab.div_ceil(32) * 4;
-        let list = if search {
-            (smem_optin.saturating_sub(STATIC + bitmap + HISTOGRAM) / 8).min(vocab)
-        } else {
-            0
-        };
-        let list = u32::try_from(list).unwrap_or(u32::MAX);
-        let bytes = if list > 0 {
-            bitmap + HISTOGRAM + 8 * list as usize
-        } else {
-            bitmap
-        };
-        let bytes = u32::try_from(bytes).map_err(|_| {
+        let bytes = u32::try_from(vocab.div_ceil(32) * 4).map_err(|_| {
             Error::InvalidArgument(format!("vocabulary of {vocab} too large for the sampler"))
         })?;
-        Ok((LaunchConfig::new(grid, 1024).shared_mem(bytes), list))
+        Ok(LaunchConfig::new(grid, 1024).shared_mem(bytes))
+    }
+
+    /// Blocks per row of the sampler's stages: one per [`SAMPLE_CHUNK`] ids.
+    pub fn sampler_chunks(vocab: usize) -> usize {
+        vocab.div_ceil(SAMPLE_CHUNK).max(1)
+    }
+
+    /// Workspace bytes per row of the sampler's stages (`SampleWs` in `cuda/sampling.cu`): an
+    /// 80-byte head (total weight, threshold, two radix-select records), the three rounds'
+    /// histograms (1024 u64 weights each, then 1024 u32 counts each), a u64 kept weight and an
+    /// f32 maximum per chunk, then (16-byte aligned) one f32 per id of every chunk. A multiple
+    /// of 16.
+    pub fn sampler_row_bytes(vocab: usize) -> usize {
+        let chunks = sampler_chunks(vocab);
+        (80 + 3 * 1024 * 12 + 12 * chunks).next_multiple_of(16) + 4 * SAMPLE_CHUNK * chunks
+    }
+
+    /// The grid of the sampler's stages: (chunks, rows) blocks of [`SAMPLE_THREADS`].
+    pub fn sampler_grid(rows: usize, vocab: usize) -> Result<LaunchConfig> {
+        let chunks = u32::try_from(sampler_chunks(vocab)).map_err(|_| {
+            Error::InvalidArgument(format!("vocabulary of {vocab} too large for the sampler"))
+        })?;
+        let rows = u32::try_from(rows.max(1))
+            .ok()
+            .filter(|&r| r <= 65_535)
+            .ok_or_else(|| Error::InvalidArgument(format!("{rows} rows exceed the grid limit")))?;
+        Ok(LaunchConfig::new((chunks, rows), SAMPLE_THREADS))
     }
 }
 
@@ -1620,7 +1657,14 @@ mod tests {
     }
 
     fn all_kernels() -> Vec<Kernel> {
-        let mut v = vec![Kernel::DecodeAdvance, Kernel::SampleArgmaxParts];
+        let mut v = vec![
+            Kernel::DecodeAdvance,
+            Kernel::SampleArgmaxParts,
+            Kernel::SampleExp,
+            Kernel::SampleRefine,
+            Kernel::SampleTheta,
+            Kernel::SampleDraw,
+        ];
         for dt in DType::ALL {
             for c in [true, false] {
                 v.push(Kernel::Binary {
@@ -1668,7 +1712,8 @@ mod tests {
                 Kernel::QGemvK(dt),
                 Kernel::KvAppend(dt),
                 Kernel::SdpaCombine(dt),
-                Kernel::Sample(dt),
+                Kernel::SampleGreedy(dt),
+                Kernel::SampleScale(dt),
                 Kernel::GemvSwiglu(dt),
                 Kernel::GemvSwigluNorm(dt),
                 Kernel::GemvNormRopeKv(dt),

@@ -81,7 +81,9 @@ fn generate(
     sync(dev)?;
     let t = Instant::now();
     let logits = model.forward(&mut session, prompt)?;
-    sample_tokens_into(&logits, None, &greedy, &step0, &first)?;
+    // Greedy draws do not use the sampler's workspace.
+    let no_ws = Tensor::empty(&[1], DType::U8, dev)?;
+    sample_tokens_into(&logits, None, &greedy, &step0, &no_ws, &first)?;
     let id = first.to_vec::<i32>()?[0].max(0) as u32;
     let ttft = t.elapsed().as_secs_f64();
     drop(logits);

@@ -29,7 +29,9 @@ use gpukit_ops::kv_cache::KvCache;
 use gpukit_ops::ops::{self, Activation, PreNorm};
 use gpukit_ops::quant::qgemv_into;
 use gpukit_ops::rope::{rope_inplace, rope_kv_append};
-use gpukit_ops::sampling::{SamplingParams, advance_decode_state, sample_tokens_into};
+use gpukit_ops::sampling::{
+    SamplingParams, advance_decode_state, sample_tokens_into, sampler_workspace_len,
+};
 use gpukit_ops::{BinaryOp, DType, Device, Tensor, UnaryOp};
 
 use crate::model::{Layer, Linear, Model, Norm, Session, Weight};
@@ -80,6 +82,8 @@ struct Buffers {
     logits: Tensor,
     /// f32: the split attention's partial results, then the LM head's per-block maxima.
     workspace: Tensor,
+    /// u8: the sampler's workspace (one byte when the draws are greedy).
+    sampler_ws: Tensor,
 }
 
 /// One decode step of a model over a session, replayed as a CUDA graph after its first run.
@@ -203,6 +207,16 @@ impl Model {
                     .max(1)],
                 DType::F32,
             )?,
+            sampler_ws: Tensor::empty(
+                &[if params.temperature > 0.0 {
+                    sampler_workspace_len(1, s.vocab)
+                } else {
+                    1
+                }],
+                DType::U8,
+                dev,
+            )
+            .map_err(op_err)?,
         };
         Ok(DecodeStep {
             model: self,
@@ -482,7 +496,14 @@ fn record(
         }
         _ => {
             norm_linear(&mut r, &m.norm, head, b, &b.logits)?;
-            sample_tokens_into(&b.logits, b.recent.as_ref(), params, &b.step, &b.token)?;
+            sample_tokens_into(
+                &b.logits,
+                b.recent.as_ref(),
+                params,
+                &b.step,
+                &b.sampler_ws,
+                &b.token,
+            )?;
         }
     }
     advance_decode_state(&b.position, &b.step, b.recent.as_ref(), &b.token)

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use gpukit_ops::sampling::{SamplingParams, sample_tokens_into};
+use gpukit_ops::sampling::{SamplingParams, sample_tokens_into, sampler_workspace_len};
 use gpukit_ops::{DType, Device, Tensor};
 use gpukit_sched::{DeviceRuntime, LanePriority, Runtime};
 
@@ -527,11 +527,12 @@ enum Decoder<'a> {
     Forward(&'a mut Session),
 }
 
-/// The sampler's device buffers: the window of recent ids, the step and the chosen id.
+/// The sampler's device buffers: the chosen id and the workspace (made for the first logits).
 struct Sampler<'a> {
     opts: &'a GenerateOptions,
     device: Device,
     out: Tensor,
+    workspace: Option<Tensor>,
 }
 
 fn sampling_err(e: gpukit_ops::Error) -> Error {
@@ -547,6 +548,7 @@ impl<'a> Sampler<'a> {
             opts,
             device: device.clone(),
             out: Tensor::zeros(&[1], DType::I32, device).map_err(sampling_err)?,
+            workspace: None,
         })
     }
 
@@ -563,14 +565,21 @@ impl<'a> Sampler<'a> {
             )
         };
         let step = Tensor::from_slice(&[step], &[1], &self.device).map_err(sampling_err)?;
-        sample_tokens_into(
+        let need = sampler_workspace_len(1, logits.shape().last().copied().unwrap_or(1));
+        let workspace = match self.workspace.take() {
+            Some(w) if w.numel() >= need => w,
+            _ => Tensor::empty(&[need], DType::U8, &self.device).map_err(sampling_err)?,
+        };
+        let drawn = sample_tokens_into(
             logits,
             recent.as_ref(),
             &self.opts.sampling,
             &step,
+            &workspace,
             &self.out,
-        )
-        .map_err(sampling_err)?;
+        );
+        self.workspace = Some(workspace);
+        drawn.map_err(sampling_err)?;
         let id = self.out.to_vec::<i32>().map_err(sampling_err)?;
         Ok(id.first().map_or(0, |&i| i.max(0) as u32))
     }

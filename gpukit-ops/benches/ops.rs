@@ -8,7 +8,7 @@ use gpukit_driver::Event;
 use gpukit_ops::attention::{AttentionMask, attention_shape, sdpa_into, sdpa_workspace_len};
 use gpukit_ops::ops::{self, Activation};
 use gpukit_ops::quant::{QuantFormat, QuantMatrix, qgemv_into, quantize, random_blocks};
-use gpukit_ops::sampling::{SamplingParams, sample_tokens_into};
+use gpukit_ops::sampling::{SamplingParams, sample_tokens_into, sampler_workspace_len};
 use gpukit_ops::{BinaryOp, DType, Device, Tensor};
 use gpukit_sched::{LanePriority, Runtime};
 
@@ -417,8 +417,11 @@ fn sampling_cases(dev: &Device, cases: &mut Vec<Case>) -> Res<()> {
             let logits = Tensor::rand(&[1, vocab], -8.0, 8.0, DType::BF16, 50, dev)?;
             let step = Tensor::from_slice(&[3i64], &[1], dev)?;
             let out = Tensor::empty(&[1], DType::I32, dev)?;
+            let ws = Tensor::empty(&[sampler_workspace_len(1, vocab)], DType::U8, dev)?;
             let ms = time_ms(dev, 20, 20, 5, |_| {
-                Ok(sample_tokens_into(&logits, None, &params, &step, &out)?)
+                Ok(sample_tokens_into(
+                    &logits, None, &params, &step, &ws, &out,
+                )?)
             })?;
             cases.push(Case {
                 name,

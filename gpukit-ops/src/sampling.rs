@@ -1,35 +1,39 @@
 //! Token sampling: the Philox-4x32-10 counter-based generator (Salmon et al., "Parallel random
 //! numbers: as easy as 1, 2, 3", SC 2011), the CPU reference of the sampler, and
-//! [`sample_tokens_into`], which runs it on tensors (on CUDA: one 1024-thread block per row,
-//! `gpukit-kernels/cuda/sampling.cu`).
+//! [`sample_tokens_into`], which runs it on tensors (on CUDA: a few launches per step, each a
+//! grid of blocks over 1024-id chunks of the vocabulary, `gpukit-kernels/cuda/sampling.cu`).
 //!
 //! A draw is a pure function of (seed, step, row): the same seed gives the same tokens on any run
-//! and any device. The reference does every f32 operation in the order the device block does
-//! (the vocabulary dealt to [`SAMPLER_THREADS`] threads, thread t owning ids t, t + 1024,
-//! t + 2048, … so that the device's loads coalesce; sums thread by thread), and
-//! uses its own [`exp_det`], so device and CPU pick the same id, bit for bit:
+//! and any device. Every sum is exact — probabilities are 40-bit fixed-point integers — so no
+//! order of the device's parallel work can change a threshold or a draw, and the reference is
+//! plain sequential code:
 //! 1. repetition penalty over the window of previous ids (CTRL, Keskar et al. 2019): a positive
 //!    logit is divided by the penalty, a negative one multiplied;
 //! 2. temperature 0 → greedy (first maximum; NaN counts as the maximum, like `torch.argmax`);
-//! 3. p = softmax(logits / temperature) (max-subtracted);
-//! 4. filters, each a threshold on p, ties at the threshold kept (as HF transformers' top-k
-//!    does): top-k keeps p ≥ the k-th largest; top-p keeps the highest probabilities whose mass
-//!    (over the whole distribution) reaches p; min-p keeps p ≥ min_p · the largest. The
-//!    thresholds are found by bisection on the f32 bit patterns (on the device, over a
-//!    candidate list that a histogram of the probabilities bounds, when it fits in shared
-//!    memory; `sampling.cu` explains why that changes no sum);
-//! 5. one uniform draw in [0, 1) scaled by the kept mass picks the token by cumulative sum in
-//!    the threads' order (thread 0's ids in order, then thread 1's, …).
+//! 3. z = logit / temperature, e = [`exp_det`](z − max z) ∈ [0, 1] (a NaN logit gives e = 0), and
+//!    the weight q = ⌊e · 2⁴⁰⌋, an integer ([`fixed_weight`]; e < 2⁻⁴⁰ — a probability below
+//!    10⁻¹² of the most likely token's — weighs nothing). The softmax is q / Σq;
+//! 4. filters, each a threshold on e, ties at the threshold kept (as HF transformers' top-k
+//!    does): top-k keeps e ≥ the k-th largest e; top-p keeps e ≥ the largest threshold whose
+//!    kept weight reaches top_p · Σq (compared in f64); min-p keeps e ≥ min_p (p ≥ min_p · the
+//!    largest p, as e of the most likely token is 1). The device finds the top-k and top-p
+//!    thresholds by a three-round radix select over e's bit patterns (12, 10, 10 bits) with
+//!    histograms of counts and weights;
+//! 5. one uniform u in [0, 1) with 24 bits picks, in id order, the first id whose cumulative
+//!    kept weight exceeds ⌊u · 2²⁴ · K⌋ / 2²⁴ (K the kept weight).
 
 use gpukit_driver::KernelArgs;
+use gpukit_kernels::registry::launch;
 use gpukit_kernels::{DType, Kernel, SamplerArgs};
 
 use crate::ops::{check_out, dptr, same_device, u32_dim};
 use crate::{Device, Error, Result, Tensor};
 
-/// Threads of the device sampler's block: the vocabulary is dealt to this many threads (thread
-/// t owns ids t, t + 1024, …), on the device and in the reference.
-pub const SAMPLER_THREADS: usize = 1024;
+/// The scale of the sampler's fixed-point weights: q = ⌊e · 2⁴⁰⌋ for e ∈ [0, 1].
+pub const FIXED_SCALE: f32 = (1u64 << 40) as f32;
+
+/// The largest vocabulary the sampler takes: its weights (≤ 2⁴⁰ each) then sum below 2⁶⁴.
+pub const MAX_VOCAB: usize = 1 << 23;
 
 /// Philox-4x32-10: 128-bit counter, 64-bit key → four 32-bit words.
 pub fn philox4x32_10(counter: [u32; 4], key: [u32; 2]) -> [u32; 4] {
@@ -134,22 +138,18 @@ impl Default for SamplingParams {
     }
 }
 
-/// The ids sampler thread `t` owns, in order: t, t + 1024, … below `v`.
-fn owned(v: usize, t: usize) -> impl Iterator<Item = usize> {
-    (t..v).step_by(SAMPLER_THREADS)
+/// The fixed-point weight of `e` ∈ [0, 1]: ⌊e · 2⁴⁰⌋ (exact: the scaling is by a power of two,
+/// the truncation of an f32 to an integer).
+pub fn fixed_weight(e: f32) -> u64 {
+    (e * FIXED_SCALE) as u64
 }
 
-/// Per-thread partial sums → total: 32 groups of 32 summed in order, then the group sums in
-/// order (the device's two-level reduction).
-fn sum2(s: &[f32; SAMPLER_THREADS]) -> f32 {
-    s.chunks(32)
-        .map(|g| g.iter().fold(0.0f32, |a, &b| a + b))
-        .fold(0.0f32, |a, b| a + b)
-}
-
-/// The sampler's probabilities and the threshold the filters leave (see the module docs).
+/// The sampler's distribution over one row: e per id, the weights, their sum and the threshold
+/// on e the filters leave (see the module docs).
 struct Dist {
-    p: Vec<f32>,
+    e: Vec<f32>,
+    q: Vec<u64>,
+    total: u64,
     theta: f32,
 }
 
@@ -171,55 +171,53 @@ fn penalized(logits: &[f32], recent: &[u32], penalty: f32) -> Vec<f32> {
     l
 }
 
-fn distribution(l: &[f32], p: &SamplingParams) -> Dist {
-    let v = l.len();
-    let z: Vec<f32> = l.iter().map(|&x| x / p.temperature).collect();
-    let m = z.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
-    let e: Vec<f32> = z.iter().map(|&x| exp_det(x - m)).collect();
-    let mut s = [0f32; SAMPLER_THREADS];
-    for (t, st) in s.iter_mut().enumerate() {
-        *st = owned(v, t).fold(0.0f32, |a, i| a + e[i]);
-    }
-    let total = sum2(&s);
-    let prob: Vec<f32> = e.iter().map(|&x| x / total).collect();
-    let mut theta = 0f32;
-    if p.min_p > 0.0 {
-        theta = theta.max(p.min_p * (1.0 / total));
-    }
-    // Largest bit pattern b in [0, 1.0] with pred(b); pred(0) holds, pred(1.0 + ulp) does not.
-    let bisect = |pred: &dyn Fn(f32) -> bool| -> f32 {
-        let (mut lo, mut hi) = (0u32, 0x3f80_0001u32);
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if pred(f32::from_bits(mid)) {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        f32::from_bits(lo)
-    };
-    if p.top_k > 0 && p.top_k < v {
-        let count = |th: f32| prob.iter().filter(|&&x| x >= th).count() >= p.top_k;
-        theta = theta.max(bisect(&count));
-    }
-    if p.top_p < 1.0 {
-        let mass = |th: f32| {
-            let mut s = [0f32; SAMPLER_THREADS];
-            for (t, st) in s.iter_mut().enumerate() {
-                *st = owned(v, t).fold(0.0f32, |a, i| if prob[i] >= th { a + prob[i] } else { a });
-            }
-            sum2(&s) >= p.top_p
-        };
-        if mass(0.0) {
-            theta = theta.max(bisect(&mass));
-        }
-    }
-    Dist { p: prob, theta }
+/// Whether `kept` of `total` weight reaches the top-p mass: `kept ≥ top_p · total`, in f64 (as
+/// the device compares).
+pub fn reaches_top_p(kept: u64, total: u64, top_p: f32) -> bool {
+    kept as f64 >= f64::from(top_p) * total as f64
 }
 
-/// The ids that survive the filters, in id order, with their probabilities (not renormalised).
-/// Greedy gives the one chosen id. Empty `logits` give none.
+fn distribution(l: &[f32], p: &SamplingParams) -> Dist {
+    let z: Vec<f32> = l.iter().map(|&x| x / p.temperature).collect();
+    // f32::max ignores NaN, as the device's fmaxf does.
+    let m = z.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+    let e: Vec<f32> = z.iter().map(|&x| exp_det(x - m)).collect();
+    let q: Vec<u64> = e.iter().map(|&x| fixed_weight(x)).collect();
+    let total: u64 = q.iter().sum();
+    let mut theta = 0f32;
+    if p.min_p > 0.0 {
+        theta = theta.max(p.min_p);
+    }
+    let topk = p.top_k > 0 && p.top_k < l.len();
+    if topk || p.top_p < 1.0 {
+        // Ids by e, largest first; a threshold is the e of one of them, ties kept together.
+        let mut order: Vec<usize> = (0..l.len()).collect();
+        order.sort_by(|&a, &b| e[b].total_cmp(&e[a]));
+        if topk {
+            theta = theta.max(e[order[p.top_k - 1]]);
+        }
+        if p.top_p < 1.0 {
+            // The largest e whose kept weight (every id with e at least it) reaches the mass.
+            let mut kept = 0u64;
+            let mut i = 0;
+            while i < order.len() {
+                let v = e[order[i]];
+                while i < order.len() && e[order[i]] == v {
+                    kept += q[order[i]];
+                    i += 1;
+                }
+                if reaches_top_p(kept, total, p.top_p) {
+                    theta = theta.max(v);
+                    break;
+                }
+            }
+        }
+    }
+    Dist { e, q, total, theta }
+}
+
+/// The ids that survive the filters, in id order, with their probabilities (q / Σq, not
+/// renormalised over the kept ids). Greedy gives the one chosen id. Empty `logits` give none.
 pub fn candidates(logits: &[f32], recent: &[u32], p: &SamplingParams) -> Vec<(u32, f32)> {
     if logits.is_empty() {
         return Vec::new();
@@ -229,10 +227,9 @@ pub fn candidates(logits: &[f32], recent: &[u32], p: &SamplingParams) -> Vec<(u3
         return vec![(greedy(&l), 1.0)];
     }
     let d = distribution(&l, p);
-    d.p.iter()
-        .enumerate()
-        .filter(|(_, x)| **x >= d.theta)
-        .map(|(i, &x)| (i as u32, x))
+    (0..l.len())
+        .filter(|&i| d.e[i] >= d.theta)
+        .map(|i| (i as u32, (d.q[i] as f64 / d.total.max(1) as f64) as f32))
         .collect()
 }
 
@@ -254,7 +251,15 @@ pub fn sample(logits: &[f32], recent: &[u32], p: &SamplingParams, step: u64) -> 
     sample_row(logits, recent, p, step, 0)
 }
 
-/// Samples the token of `row` of a batch for `step` (CPU reference).
+/// The draw's target in [0, kept): ⌊u24 · kept / 2²⁴⌋ for the 24-bit uniform u24 of
+/// (seed, step, row).
+pub fn draw_target(seed: u64, step: u64, row: u32, kept: u64) -> u64 {
+    let u24 = (uniform_at(seed, step, row) * 16_777_216.0) as u128;
+    ((u24 * u128::from(kept)) >> 24) as u64
+}
+
+/// Samples the token of `row` of a batch for `step` (CPU reference). Id 0 when no id has any
+/// weight (every logit NaN or −∞).
 pub fn sample_row(
     logits: &[f32],
     recent: &[u32],
@@ -269,45 +274,18 @@ pub fn sample_row(
     if p.temperature <= 0.0 {
         return Some(greedy(&l));
     }
-    let v = l.len();
     let d = distribution(&l, p);
-    let kept = |x: f32| x >= d.theta;
-    let mut mass = [0f32; SAMPLER_THREADS];
-    for (t, ms) in mass.iter_mut().enumerate() {
-        *ms = owned(v, t).fold(0.0f32, |a, i| if kept(d.p[i]) { a + d.p[i] } else { a });
-    }
-    // Exclusive scan in the device's order: within each group of 32, then over the groups.
-    let mut excl = [0f32; SAMPLER_THREADS];
-    let mut offset = 0f32;
-    for (g, group) in mass.chunks(32).enumerate() {
-        let mut local = 0f32;
-        for (i, &m) in group.iter().enumerate() {
-            excl[g * 32 + i] = local;
-            local += m;
-        }
-        for e in &mut excl[g * 32..g * 32 + 32] {
-            *e += offset;
-        }
-        offset += local;
-    }
-    let target = uniform_at(p.seed, step, row) * offset;
-    let t = (0..SAMPLER_THREADS)
-        .rev()
-        .find(|&t| mass[t] > 0.0 && excl[t] <= target)
-        .unwrap_or(0);
-    let mut acc = excl[t];
-    let mut last = None;
-    for i in owned(v, t) {
-        if kept(d.p[i]) {
-            acc += d.p[i];
-            last = Some(i as u32);
-            if target < acc {
-                return last;
-            }
+    let kept_q = |i: usize| if d.e[i] >= d.theta { d.q[i] } else { 0 };
+    let kept: u64 = (0..l.len()).map(kept_q).sum();
+    let target = draw_target(p.seed, step, row, kept);
+    let mut acc = 0u64;
+    for i in 0..l.len() {
+        acc += kept_q(i);
+        if acc > target {
+            return Some(i as u32);
         }
     }
-    // Unreachable with finite logits (the most probable id is always kept); the device agrees.
-    last.or(Some(0))
+    Some(0)
 }
 
 impl SamplingParams {
@@ -343,19 +321,29 @@ impl SamplingParams {
     }
 }
 
-/// Samples one token id per row of `logits [rows, vocab]` (float) into `out [rows]` (i32), for
-/// the step held in `step` (i64 `[1]`, read on the device so a captured decode step replays with
-/// the next value). `recent [rows, window]` (i32, negative entries empty) are the ids the
-/// repetition penalty applies to. Row `r` draws at Philox counter (step, r). Allocates nothing;
-/// capturable. The CPU runs the reference, which picks the same ids.
+/// Bytes of the u8 workspace [`sample_tokens_into`] needs on CUDA for a draw at a temperature
+/// above 0 over `rows` rows of `vocab` logits (the fixed-point weights, histograms and e of every
+/// id; ~4 bytes per id plus 37 KB per row).
+pub fn sampler_workspace_len(rows: usize, vocab: usize) -> usize {
+    rows.max(1) * launch::sampler_row_bytes(vocab)
+}
+
+/// Samples one token id per row of `logits [rows, vocab]` (float, vocab ≤ [`MAX_VOCAB`]) into
+/// `out [rows]` (i32), for the step held in `step` (i64 `[1]`, read on the device so a captured
+/// decode step replays with the next value). `recent [rows, window]` (i32, negative entries
+/// empty) are the ids the repetition penalty applies to. Row `r` draws at Philox counter
+/// (step, r). `workspace`: u8, contiguous, at least [`sampler_workspace_len`] bytes on CUDA
+/// (unused on the CPU and by greedy draws). Allocates nothing; capturable. The CPU runs the
+/// reference, which picks the same ids.
 ///
 /// # Errors
-/// Shape, dtype and device errors; out-of-range parameters.
+/// Shape, dtype and device errors (a short workspace among them); out-of-range parameters.
 pub fn sample_tokens_into(
     logits: &Tensor,
     recent: Option<&Tensor>,
     params: &SamplingParams,
     step: &Tensor,
+    workspace: &Tensor,
     out: &Tensor,
 ) -> Result<()> {
     params.validate()?;
@@ -373,6 +361,12 @@ pub fn sample_tokens_into(
         ));
     }
     let (rows, vocab) = (logits.shape()[0], logits.shape()[1]);
+    if vocab > MAX_VOCAB {
+        return Err(Error::shape(
+            "sampling",
+            format!("a vocabulary of {vocab} ids exceeds the sampler's {MAX_VOCAB}"),
+        ));
+    }
     Error::expect_dtype("sampling step", step.dtype(), DType::I64)?;
     if step.shape() != [1] {
         return Err(Error::shape("sampling", "step must be an i64 [1]"));
@@ -416,42 +410,101 @@ pub fn sample_tokens_into(
             let logits = logits.contiguous()?;
             let recent = recent.map(Tensor::contiguous).transpose()?;
             crate::ops::need_contiguous("sampling", out, "the output")?;
-            let search = params.temperature > 0.0
-                && ((params.top_k > 0 && params.top_k < vocab) || params.top_p < 1.0);
-            let (cfg, list) = gpukit_kernels::registry::launch::sampler(
-                rows,
-                vocab,
-                search,
-                c.props().shared_memory_per_block_optin_bytes as usize,
-            )?;
+            let topk = params.top_k > 0 && params.top_k < vocab;
+            let search = topk || params.top_p < 1.0;
             let args = SamplerArgs {
                 temperature: params.temperature,
                 top_p: params.top_p,
                 min_p: params.min_p,
                 penalty: params.repetition_penalty,
-                top_k: u32::try_from(params.top_k).unwrap_or(u32::MAX),
+                top_k: if topk { params.top_k as u32 } else { 0 },
                 vocab: u32_dim("sampling", vocab)?,
                 window: u32_dim("sampling", window)?,
-                list,
+                chunks: u32_dim("sampling", launch::sampler_chunks(vocab))?,
                 seed: params.seed,
+                row_bytes: launch::sampler_row_bytes(vocab) as u64,
             };
-            let kernel = Kernel::Sample(logits.dtype());
-            let ka = KernelArgs::new()
-                .arg(dptr(&logits)?)
-                .arg(match &recent {
-                    Some(r) => dptr(r)?,
-                    None => gpukit_driver::DevicePtr::default(),
-                })
-                .arg(dptr(step)?)
-                .arg(args)
-                .arg(dptr(out)?);
-            // SAFETY: logits hold rows × vocab values, recent rows × window i32 (read only when
-            // window > 0), step one i64, out rows i32; the penalty bitmap (and, with a `list`
-            // capacity, the histogram and that many candidates) fit the dynamic shared memory
-            // asked for.
-            unsafe { c.launch(kernel, &cfg, &ka) }
+            let recent_ptr = match &recent {
+                Some(r) => dptr(r)?,
+                None => gpukit_driver::DevicePtr::default(),
+            };
+            let dt = logits.dtype();
+            if params.temperature <= 0.0 {
+                let ka = KernelArgs::new()
+                    .arg(dptr(&logits)?)
+                    .arg(recent_ptr)
+                    .arg(args)
+                    .arg(dptr(out)?);
+                // SAFETY: logits hold rows × vocab values, recent rows × window i32 (read only
+                // when window > 0), out rows i32; the penalty bitmap fits the dynamic shared
+                // memory asked for.
+                return unsafe {
+                    c.launch(
+                        Kernel::SampleGreedy(dt),
+                        &launch::sampler_greedy(rows, vocab)?,
+                        &ka,
+                    )
+                };
+            }
+            let need = sampler_workspace_len(rows, vocab);
+            check_workspace(workspace, need, &dev)?;
+            let ws = dptr(workspace)?;
+            let grid = launch::sampler_grid(rows, vocab)?;
+            let run = |kernel: Kernel, ka: KernelArgs| {
+                // SAFETY: every stage reads and writes only the rows × row_bytes workspace
+                // (checked above), laid out as `launch::sampler_row_bytes` says; the scale stage
+                // reads logits (rows × vocab) and recent (rows × window i32, when window > 0),
+                // the draw reads step (one i64) and writes out (rows i32).
+                unsafe { c.launch(kernel, &grid, &ka) }
+            };
+            run(
+                Kernel::SampleScale(dt),
+                KernelArgs::new()
+                    .arg(dptr(&logits)?)
+                    .arg(recent_ptr)
+                    .arg(args)
+                    .arg(ws),
+            )?;
+            run(Kernel::SampleExp, KernelArgs::new().arg(args).arg(ws))?;
+            if search {
+                for level in [2u32, 3] {
+                    run(
+                        Kernel::SampleRefine,
+                        KernelArgs::new().arg(args).arg(ws).arg(level),
+                    )?;
+                }
+            }
+            if search || params.min_p > 0.0 {
+                run(Kernel::SampleTheta, KernelArgs::new().arg(args).arg(ws))?;
+            }
+            run(
+                Kernel::SampleDraw,
+                KernelArgs::new()
+                    .arg(dptr(step)?)
+                    .arg(args)
+                    .arg(ws)
+                    .arg(dptr(out)?),
+            )
         }
     }
+}
+
+/// Checks the sampler's workspace: u8, contiguous, on `dev`, at least `need` bytes.
+fn check_workspace(workspace: &Tensor, need: usize, dev: &Device) -> Result<()> {
+    Error::expect_dtype("sampling workspace", workspace.dtype(), DType::U8)?;
+    if !workspace.device().same(dev) || !workspace.is_contiguous() || workspace.numel() < need {
+        return Err(Error::shape(
+            "sampling",
+            format!(
+                "the workspace {:?} on {} must be a contiguous u8 tensor of at least {need} bytes \
+                 on {} (sampler_workspace_len)",
+                workspace.shape(),
+                workspace.device().describe(),
+                dev.describe()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Moves a decode step's device state on by one token, after [`sample_tokens_into`] drew `token`

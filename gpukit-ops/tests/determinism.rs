@@ -139,7 +139,7 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
     use gpukit_ops::kv_cache::KvCache;
     use gpukit_ops::quant::{QuantFormat, QuantMatrix, qgemv_into, quantize, random_blocks};
     use gpukit_ops::rope::{RopeLayout, rope_inplace, rope_kv_append};
-    use gpukit_ops::sampling::{SamplingParams, sample_tokens_into};
+    use gpukit_ops::sampling::{SamplingParams, sample_tokens_into, sampler_workspace_len};
     let (_rt, cuda) = cuda_device();
     let dev = Device::Cuda(cuda.clone());
     let mask = AttentionMask {
@@ -169,6 +169,8 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
         let (kn, vn) = (r(&[3, 2, 64], 9), r(&[3, 2, 64], 10));
         let pos = Tensor::from_slice(&[5i32], &[1], &dev).unwrap();
         let logits = r(&[3, 49_159], 11);
+        let sampler_ws =
+            Tensor::empty(&[sampler_workspace_len(3, 49_159)], DType::U8, &dev).unwrap();
         // The decode step's fused ops: SwiGLU GEMV; QKV → q/k norm → RoPE → KV append.
         let (x_glu, w_glu) = (r(&[1, 2048], 12), r(&[2 * 1000, 2048], 13));
         let qkv = r(&[1, (8 + 2 * 2) * 64], 14);
@@ -265,7 +267,7 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
                 RopeLayout::RotateHalf,
             )?;
             cache.append_at(&kn, &vn, &pos)?;
-            sample_tokens_into(&logits, None, &sampling, &step, &o[3])?;
+            sample_tokens_into(&logits, None, &sampling, &step, &sampler_ws, &o[3])?;
             ops::linear_swiglu_into(&x_glu, &w_glu, &mut o[4])?;
             let rope = Some((&inv_freq, 1.0, RopeLayout::RotateHalf));
             rope_kv_append(

@@ -1284,7 +1284,7 @@ op_test!(sdpa_attention, |dev: &Device| {
 op_test!(
     sampling_on_the_device_matches_the_reference,
     |dev: &Device| {
-        use gpukit_ops::sampling::{SamplingParams, sample_tokens_into};
+        use gpukit_ops::sampling::{SamplingParams, sample_tokens_into, sampler_workspace_len};
         let s = seed();
         let greedy = SamplingParams::default();
         let t = SamplingParams {
@@ -1339,14 +1339,16 @@ op_test!(
                 ..t.clone()
             },
         ];
-        // On CUDA the searches run over a candidate list in shared memory when it fits (the
-        // peaked and top-k cases; top-p 0.9 at 49_159 tokens keeps ~11k) and over the whole
-        // vocabulary when not (top-p 0.9 at 128_257 tokens keeps ~30k, more than fit).
+        // On CUDA the vocabularies span one chunk of 1024 ids (5, 1000) to 126, none a whole
+        // number of chunks; the floored logits put thousands of ties in the radix select's bins.
         let rows = 3;
         let sizes: &[usize] = if matches!(dev, Device::Cuda(_)) {
-            &[5, 1000, 49_159, 128_257] // the last too large for the shared-memory cache
+            &[5, 1000, 49_159, 128_257]
         } else {
             &[5, 1000]
+        };
+        let ws_for = |d: &Device, vocab: usize| {
+            Tensor::empty(&[sampler_workspace_len(rows, vocab)], DType::U8, d).unwrap()
         };
         let mut n = 0;
         for &vocab in sizes {
@@ -1367,15 +1369,17 @@ op_test!(
                 let recent = Tensor::from_slice(&ids, &[rows, 6], dev).unwrap();
                 let cpu_logits = logits.to_device(&Device::Cpu).unwrap();
                 let cpu_recent = recent.to_device(&Device::Cpu).unwrap();
+                let (ws, cpu_ws) = (ws_for(dev, vocab), ws_for(&Device::Cpu, 0));
                 for p in &configs {
                     for step in [0i64, 1, 17, 1 << 33] {
                         let st = Tensor::from_slice(&[step], &[1], dev).unwrap();
                         let out = Tensor::full(&[rows], -7.0, DType::I32, dev).unwrap();
-                        sample_tokens_into(&logits, Some(&recent), p, &st, &out).unwrap();
+                        sample_tokens_into(&logits, Some(&recent), p, &st, &ws, &out).unwrap();
                         let got = out.to_vec::<i32>().unwrap();
                         let want = Tensor::full(&[rows], -7.0, DType::I32, &Device::Cpu).unwrap();
                         let cst = Tensor::from_slice(&[step], &[1], &Device::Cpu).unwrap();
-                        sample_tokens_into(&cpu_logits, Some(&cpu_recent), p, &cst, &want).unwrap();
+                        sample_tokens_into(&cpu_logits, Some(&cpu_recent), p, &cst, &cpu_ws, &want)
+                            .unwrap();
                         assert_eq!(
                             got,
                             want.to_vec::<i32>().unwrap(),
@@ -1415,13 +1419,51 @@ op_test!(
                 for p in [&configs[0], &configs[1]] {
                     let st = Tensor::from_slice(&[3i64], &[1], dev).unwrap();
                     let out = Tensor::full(&[rows], -7.0, DType::I32, dev).unwrap();
-                    sample_tokens_into(&logits, Some(&recent), p, &st, &out).unwrap();
+                    let ws = ws_for(dev, vocab);
+                    sample_tokens_into(&logits, Some(&recent), p, &st, &ws, &out).unwrap();
                     let cst = Tensor::from_slice(&[3i64], &[1], &Device::Cpu).unwrap();
                     let cpu = Tensor::full(&[rows], -7.0, DType::I32, &Device::Cpu).unwrap();
-                    sample_tokens_into(&cpu_logits, Some(&cpu_recent), p, &cst, &cpu).unwrap();
+                    let cpu_ws = ws_for(&Device::Cpu, 0);
+                    sample_tokens_into(&cpu_logits, Some(&cpu_recent), p, &cst, &cpu_ws, &cpu)
+                        .unwrap();
                     let what = format!("NaN logits, vocab {vocab} {dt} {p:?}");
                     assert_eq!(out.to_vec::<i32>().unwrap(), want, "{what}");
                     assert_eq!(cpu.to_vec::<i32>().unwrap(), want, "{what}: CPU");
+                }
+            }
+        }
+        // At a temperature above 0, NaN and −∞ logits weigh nothing, and a row where nothing
+        // weighs draws id 0: row 0 all −∞, row 1 NaN but for id vocab − 2, row 2 −∞ but for
+        // ids 1 and vocab − 1 (equal, so top-k 1 keeps both).
+        for &vocab in sizes {
+            let mut v = vec![f32::NEG_INFINITY; rows * vocab];
+            v[vocab..2 * vocab].fill(f32::NAN);
+            v[vocab + vocab - 2] = 1.5;
+            v[2 * vocab + 1] = 0.25;
+            v[2 * vocab + vocab - 1] = 0.25;
+            let logits = Tensor::from_slice(&v, &[rows, vocab], dev).unwrap();
+            let cpu_logits = logits.to_device(&Device::Cpu).unwrap();
+            let (ws, cpu_ws) = (ws_for(dev, vocab), ws_for(&Device::Cpu, 0));
+            for p in [&configs[2], &configs[3], &configs[4], &configs[5]] {
+                let p = SamplingParams {
+                    top_k: p.top_k.min(1),
+                    ..p.clone()
+                };
+                for step in [0i64, 5] {
+                    let st = Tensor::from_slice(&[step], &[1], dev).unwrap();
+                    let out = Tensor::full(&[rows], -7.0, DType::I32, dev).unwrap();
+                    sample_tokens_into(&logits, None, &p, &st, &ws, &out).unwrap();
+                    let cst = Tensor::from_slice(&[step], &[1], &Device::Cpu).unwrap();
+                    let cpu = Tensor::full(&[rows], -7.0, DType::I32, &Device::Cpu).unwrap();
+                    sample_tokens_into(&cpu_logits, None, &p, &cst, &cpu_ws, &cpu).unwrap();
+                    let got = out.to_vec::<i32>().unwrap();
+                    let what = format!("NaN / −∞ logits, vocab {vocab} step {step} {p:?}");
+                    assert_eq!(got, cpu.to_vec::<i32>().unwrap(), "{what}");
+                    assert_eq!(got[..2], [0, (vocab - 2) as i32], "{what}");
+                    assert!(
+                        got[2] == 1 || got[2] == (vocab - 1) as i32,
+                        "{what}: {got:?}"
+                    );
                 }
             }
         }
@@ -1439,11 +1481,12 @@ op_test!(
             ..Default::default()
         };
         let out = Tensor::zeros(&[1], DType::I32, dev).unwrap();
+        let ws = ws_for(dev, 4);
         let mut counts = [0f64; 4];
         let draws = 8000;
         for step in 0..draws {
             let st = Tensor::from_slice(&[step as i64], &[1], dev).unwrap();
-            sample_tokens_into(&logits, None, &p, &st, &out).unwrap();
+            sample_tokens_into(&logits, None, &p, &st, &ws, &out).unwrap();
             counts[out.to_vec::<i32>().unwrap()[0] as usize] += 1.0;
         }
         let z: f64 = lg.iter().map(|&l| f64::from(l).exp()).sum();
@@ -1466,9 +1509,16 @@ op_test!(
             top_p: 1.5,
             ..p.clone()
         };
-        assert!(sample_tokens_into(&logits, None, &bad, &st, &out).is_err());
+        assert!(sample_tokens_into(&logits, None, &bad, &st, &ws, &out).is_err());
         let st32 = Tensor::from_slice(&[0i32], &[1], dev).unwrap();
-        assert!(sample_tokens_into(&logits, None, &p, &st32, &out).is_err());
+        assert!(sample_tokens_into(&logits, None, &p, &st32, &ws, &out).is_err());
+        if matches!(dev, Device::Cuda(_)) {
+            // A workspace one byte short, or of another dtype, is refused before any launch.
+            let short = Tensor::empty(&[sampler_workspace_len(1, 4) - 1], DType::U8, dev).unwrap();
+            assert!(sample_tokens_into(&logits, None, &p, &st, &short, &out).is_err());
+            let f32_ws = Tensor::empty(&[sampler_workspace_len(1, 4)], DType::F32, dev).unwrap();
+            assert!(sample_tokens_into(&logits, None, &p, &st, &f32_ws, &out).is_err());
+        }
     }
 );
 

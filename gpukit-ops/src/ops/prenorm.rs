@@ -333,7 +333,7 @@ pub fn rms_norm_linear_greedy_into(
             linear_into(&x.normalised()?, w, None, Activation::None, logits)?;
             let step = Tensor::from_slice(&[0i64], &[1], &dev)?;
             let greedy = SamplingParams::default();
-            sample_tokens_into(logits, None, &greedy, &step, token)
+            sample_tokens_into(logits, None, &greedy, &step, workspace, token)
         }
         Device::Cuda(c) => {
             let dt = x.residual.dtype();
