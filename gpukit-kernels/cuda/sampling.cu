@@ -3,9 +3,11 @@
 // every weight is a 40-bit fixed-point integer q = floor(e · 2^40) of e = exp(z − max z), so all
 // sums are exact and no order of the work below changes a threshold or a draw.
 //
-// Greedy (`sample_greedy_<dt>`): one 1024-thread block per row finds the first maximum.
-// Otherwise a grid of (chunks, rows) blocks of SAMPLE_THREADS threads, each block one chunk of
-// SAMPLE_CHUNK consecutive ids (4 per thread), in up to six launches sharing a per-row workspace:
+// Every draw runs on a grid of (chunks, rows) blocks of SAMPLE_THREADS threads, each block one
+// chunk of SAMPLE_CHUNK consecutive ids (4 per thread), sharing a per-row workspace. Greedy:
+//   sample_greedy_<dt> each chunk's first maximum of the penalised logits;
+//   sample_greedy_merge (one 1024-thread block per row) the row's first maximum of those.
+// At a temperature above 0, up to six launches:
 //   sample_scale_<dt>  z = penalised logit / temperature into the workspace, chunk maxima;
 //                      zeroes the row's accumulators;
 //   sample_exp         e = exp_det(z − max) over z, the total weight, and (for top-k / top-p)
@@ -81,78 +83,25 @@ __device__ __forceinline__ float penalised(float x, const unsigned* pen, unsigne
     return x;
 }
 
-template <typename T>
-__device__ __forceinline__ float logit(const T* row, const unsigned* pen, unsigned i, float penalty) {
-    return penalised(to_f32(row[i]), pen, i, penalty);
-}
-
-// The thread's first maximum of the row's penalised logits for a greedy pick. Which ids a thread
-// takes does not change the block's answer (argmax_merge's order is total), so a 16-byte aligned
-// row is read as 16-byte vectors, GREEDY_BATCH of them in flight per thread (one block reads the
-// whole row); the ids past the last whole vector, or every id of an unaligned row, go one by one.
-#define GREEDY_BATCH 4
-template <typename T>
-__device__ __forceinline__ void greedy_scan(const T* row, const unsigned* pen, float penalty, unsigned V,
-                                            float& best, unsigned& bid) {
-    constexpr unsigned P = Vec16<T>::N;
-    const unsigned tid = threadIdx.x;
-    unsigned rest = 0;
-    if (aligned16(row)) {
-        const unsigned nv = V / P;
-        const uint4* rv = reinterpret_cast<const uint4*>(row);
-        batched_scan<GREEDY_BATCH>(tid, SAMPLER_THREADS, nv, [&](unsigned j) { return __ldg(rv + j); },
-                                   [&](const uint4& w, unsigned j) {
-                                       const T* e = reinterpret_cast<const T*>(&w);
-#pragma unroll
-                                       for (unsigned p = 0; p < P; ++p)
-                                           argmax_merge(best, bid, penalised(to_f32(e[p]), pen, j * P + p, penalty),
-                                                        j * P + p);
-                                   });
-        rest = nv * P;
-    }
-    argmax_scan<8>(best, bid, rest + tid, SAMPLER_THREADS, V, [&](unsigned i) { return logit(row, pen, i, penalty); });
-}
-
-// The block's first maximum of the threads' (best, at) into *out (0 when there is none):
-// warps by butterfly, then warp 0's results in warp order. `shv`, `shi`: 32 entries each.
-__device__ __forceinline__ void block_argmax_out(float best, unsigned at, float* shv,
-                                                 unsigned* shi, int* out) {
+// The block's first maximum of the threads' (best, at), in thread 0 (GPUKIT_NO_INDEX when there
+// is none): warps by butterfly, then warp 0's results in warp order. `shv`, `shi`: 32 entries.
+__device__ __forceinline__ void block_argmax(float& best, unsigned& at, float* shv, unsigned* shi) {
     warp_argmax(best, at);
     if ((threadIdx.x & 31) == 0) { shv[threadIdx.x >> 5] = best; shi[threadIdx.x >> 5] = at; }
     __syncthreads();
-    if (threadIdx.x == 0) {
-        float b = shv[0];
-        unsigned id = shi[0];
-        for (unsigned i = 1; i < (blockDim.x + 31) / 32; ++i) argmax_merge(b, id, shv[i], shi[i]);
-        *out = (int)(id == GPUKIT_NO_INDEX ? 0 : id);
-    }
+    if (threadIdx.x == 0)
+        for (unsigned i = 1; i < (blockDim.x + 31) / 32; ++i) argmax_merge(best, at, shv[i], shi[i]);
 }
 
-// The greedy draw of one row: the block's first maximum of the penalised logits. Dynamic shared
-// memory: the penalty bitmap [ceil(vocab / 32)].
-template <typename T>
-__device__ void sample_greedy_row(const T* __restrict__ logits, const int* __restrict__ recent,
-                                  const SamplerArgs& a, int* __restrict__ out) {
-    extern __shared__ unsigned sampler_smem[];
+// One block merges `n` first maxima into *out (0 when there is none).
+__device__ __forceinline__ void merge_parts(const ArgmaxPart* __restrict__ parts, unsigned n, int* out) {
     __shared__ float shv[32];
     __shared__ unsigned shi[32];
-    const unsigned row_i = blockIdx.x, tid = threadIdx.x, V = a.vocab;
-    unsigned* pen = sampler_smem;
-    const unsigned words = (V + 31) / 32;
-    for (unsigned w = tid; w < words; w += SAMPLER_THREADS) pen[w] = 0u;
-    __syncthreads();
-    if (a.penalty != 1.0f) {
-        for (unsigned j = tid; j < a.window; j += SAMPLER_THREADS) {
-            const int id = recent[(unsigned long long)row_i * a.window + j];
-            if (id >= 0 && (unsigned)id < V) atomicOr(&pen[id >> 5], 1u << (id & 31));
-        }
-    }
-    __syncthreads();
-    // First maximum: NaN above numbers, then value, then the lower id.
     float best = -GPUKIT_INF;
-    unsigned bid = GPUKIT_NO_INDEX;
-    greedy_scan(logits + (unsigned long long)row_i * V, pen, a.penalty, V, best, bid);
-    block_argmax_out(best, bid, shv, shi, out + row_i);
+    unsigned at = GPUKIT_NO_INDEX;
+    for (unsigned i = threadIdx.x; i < n; i += blockDim.x) argmax_merge(best, at, parts[i].value, parts[i].index);
+    block_argmax(best, at, shv, shi);
+    if (threadIdx.x == 0) *out = (int)(at == GPUKIT_NO_INDEX ? 0 : at);
 }
 
 // One row's workspace (SamplerArgs::row_bytes bytes at row · row_bytes; the host's
@@ -169,10 +118,11 @@ struct SampleWs {
     SampleSel* sel;             // [2]: the radix select after rounds 1 and 2
     unsigned long long* mass;   // [3][SAMPLE_BINS]: weights per bin, rounds 1-3 (top-p)
     unsigned* count;            // [3][SAMPLE_BINS]: ids per bin, rounds 1-3 (top-k)
-    unsigned long long* kept;   // [chunks]: each chunk's kept weight
+    unsigned long long* kept;   // [chunks]: each chunk's kept weight (greedy: its ArgmaxPart)
     float* maxz;                // [chunks]: each chunk's largest z
     float* e;                   // [chunks · SAMPLE_CHUNK]: z, then e (0 past the vocabulary)
 };
+static_assert(sizeof(SampleSel) == 32, "the host's layout (launch::sampler_row_bytes) assumes it");
 #define SAMPLE_HEAD_BYTES (16 + 2 * 32)
 #define SAMPLE_ZEROED_WORDS ((SAMPLE_HEAD_BYTES + 3 * SAMPLE_BINS * 12) / 4)
 
@@ -283,6 +233,45 @@ __device__ __forceinline__ SampleSel select_round(const SampleWs& w, const Sampl
     return s;
 }
 
+// The penalty bitmap of the block's chunk (ids lo … lo + SAMPLE_CHUNK − 1) from the row's window.
+__device__ __forceinline__ void chunk_penalty(unsigned* pen, const int* __restrict__ recent, const SamplerArgs& a,
+                                              unsigned lo) {
+    if (threadIdx.x < SAMPLE_CHUNK / 32) pen[threadIdx.x] = 0u;
+    __syncthreads();
+    if (a.penalty != 1.0f) {
+        for (unsigned j = threadIdx.x; j < a.window; j += SAMPLE_THREADS) {
+            const int id = recent[(unsigned long long)blockIdx.y * a.window + j];
+            if (id >= 0 && (unsigned)id < a.vocab && (unsigned)id - lo < SAMPLE_CHUNK)
+                atomicOr(&pen[((unsigned)id - lo) >> 5], 1u << (((unsigned)id - lo) & 31));
+        }
+    }
+    __syncthreads();
+}
+
+// A greedy draw's first stage: the chunk's first maximum of the penalised logits (NaN above
+// numbers, then value, then the lower id) into its slot of the workspace (`kept`, as an
+// ArgmaxPart); sample_greedy_merge takes the row's first maximum of those.
+template <typename T>
+__device__ void sample_greedy_chunk(const T* __restrict__ logits, const int* __restrict__ recent,
+                                    const SamplerArgs& a, unsigned char* ws) {
+    __shared__ unsigned pen[SAMPLE_CHUNK / 32];
+    __shared__ float shv[32];
+    __shared__ unsigned shi[32];
+    const SampleWs w = sample_ws(ws, a);
+    const unsigned lo = blockIdx.x * SAMPLE_CHUNK;
+    chunk_penalty(pen, recent, a, lo);
+    const T* x = logits + (unsigned long long)blockIdx.y * a.vocab;
+    float best = -GPUKIT_INF;
+    unsigned at = GPUKIT_NO_INDEX;
+#pragma unroll
+    for (unsigned j = 0; j < 4; ++j) {
+        const unsigned i = lo + 4 * threadIdx.x + j;
+        if (i < a.vocab) argmax_merge(best, at, penalised(to_f32(x[i]), pen, i - lo, a.penalty), i);
+    }
+    block_argmax(best, at, shv, shi);
+    if (threadIdx.x == 0) reinterpret_cast<ArgmaxPart*>(w.kept)[blockIdx.x] = ArgmaxPart{best, at};
+}
+
 // z of the chunk's ids (−∞ past the vocabulary) into the workspace, the chunk's largest z into
 // maxz; the blocks of a row also zero its accumulators.
 template <typename T>
@@ -295,16 +284,7 @@ __device__ void sample_scale_chunk(const T* __restrict__ logits, const int* __re
     unsigned* zero = reinterpret_cast<unsigned*>(w.total);
     for (unsigned i = blockIdx.x * SAMPLE_THREADS + tid; i < SAMPLE_ZEROED_WORDS; i += a.chunks * SAMPLE_THREADS)
         zero[i] = 0u;
-    if (tid < SAMPLE_CHUNK / 32) pen[tid] = 0u;
-    __syncthreads();
-    if (a.penalty != 1.0f) {
-        for (unsigned j = tid; j < a.window; j += SAMPLE_THREADS) {
-            const int id = recent[(unsigned long long)row * a.window + j];
-            if (id >= 0 && (unsigned)id < V && (unsigned)id - lo < SAMPLE_CHUNK)
-                atomicOr(&pen[((unsigned)id - lo) >> 5], 1u << (((unsigned)id - lo) & 31));
-        }
-    }
-    __syncthreads();
+    chunk_penalty(pen, recent, a, lo);
     const T* x = logits + (unsigned long long)row * V;
     float z[4], m = -GPUKIT_INF;
 #pragma unroll
@@ -497,10 +477,10 @@ extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS) sample_draw(const l
 }
 
 #define SAMPLER_KERNELS(T, NAME)                                                                   \
-extern "C" __global__ void __launch_bounds__(SAMPLER_THREADS) sample_greedy_##NAME(                \
-        const T* logits, const int* recent, SamplerArgs a, int* out) {                             \
+extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS) sample_greedy_##NAME(                  \
+        const T* logits, const int* recent, SamplerArgs a, unsigned char* ws) {                    \
     pdl_enter();                                                                                   \
-    sample_greedy_row<T>(logits, recent, a, out);                                                  \
+    sample_greedy_chunk<T>(logits, recent, a, ws);                                                 \
 }                                                                                                  \
 extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS) sample_scale_##NAME(                  \
         const T* logits, const int* recent, SamplerArgs a, unsigned char* ws) {                    \
@@ -513,17 +493,21 @@ SAMPLER_KERNELS(f16, f16)
 SAMPLER_KERNELS(bf16, bf16)
 
 // Greedy sampling from the LM head GEMV's per-block first maxima (gemv_norm_*_argmax): one block
-// merges `n` partials into out[0]. Equal to sample_* with temperature 0 and no penalty on the
-// logits that GEMV wrote.
+// merges `n` partials into out[0]. Equal to a greedy sample_* with no penalty on the logits that
+// GEMV wrote.
 extern "C" __global__ void __launch_bounds__(SAMPLER_THREADS) sample_argmax_parts(
         const ArgmaxPart* __restrict__ parts, unsigned int n, int* __restrict__ out) {
-    __shared__ float shv[32];
-    __shared__ unsigned shi[32];
     pdl_enter();
-    float best = -GPUKIT_INF;
-    unsigned at = GPUKIT_NO_INDEX;
-    for (unsigned i = threadIdx.x; i < n; i += blockDim.x) argmax_merge(best, at, parts[i].value, parts[i].index);
-    block_argmax_out(best, at, shv, shi, out);
+    merge_parts(parts, n, out);
+}
+
+// A greedy draw's second stage: grid (1, rows), the row's first maximum of its chunks' into
+// out[row].
+extern "C" __global__ void __launch_bounds__(SAMPLER_THREADS) sample_greedy_merge(SamplerArgs a, unsigned char* ws,
+                                                                                 int* __restrict__ out) {
+    pdl_enter();
+    const SampleWs w = sample_ws(ws, a);
+    merge_parts(reinterpret_cast<const ArgmaxPart*>(w.kept), a.chunks, out + blockIdx.y);
 }
 
 // Moves a captured decode step's device state on by one token after sample_* drew token[rows]:

@@ -233,9 +233,12 @@ pub enum Kernel {
         /// Values per head.
         head_dim: u32,
     },
-    /// `sample_greedy_<dt>`: the first maximum of each row of logits (a draw at temperature 0),
-    /// one block of 1024 threads per row ([`launch::sampler_greedy`]).
+    /// `sample_greedy_<dt>`, first stage of a draw at temperature 0: each chunk's first maximum
+    /// of the penalised logits (grid [`launch::sampler_grid`]).
     SampleGreedy(DType),
+    /// `sample_greedy_merge`: each row's first maximum of its chunks' (grid
+    /// [`launch::sampler_merge_grid`]).
+    SampleGreedyMerge,
     /// `sample_scale_<dt>`, first stage of a draw at a temperature above 0: z = penalised
     /// logit / temperature into the workspace and each chunk's maximum (grid
     /// [`launch::sampler_grid`], as every stage below).
@@ -383,6 +386,7 @@ impl Kernel {
             | Kernel::SdpaCombine(_)
             | Kernel::SdpaDecodeRing { .. } => KernelModule::Attention,
             Kernel::SampleGreedy(_)
+            | Kernel::SampleGreedyMerge
             | Kernel::SampleScale(_)
             | Kernel::SampleExp
             | Kernel::SampleRefine
@@ -415,6 +419,7 @@ impl Kernel {
                 | Kernel::SdpaCombine(_)
                 | Kernel::SdpaDecodeRing { .. }
                 | Kernel::SampleGreedy(_)
+                | Kernel::SampleGreedyMerge
                 | Kernel::SampleScale(_)
                 | Kernel::SampleExp
                 | Kernel::SampleRefine
@@ -505,6 +510,7 @@ impl Kernel {
             }
             Kernel::SampleGreedy(dt) => format!("sample_greedy_{}", float("sampling", dt)?),
             Kernel::SampleScale(dt) => format!("sample_scale_{}", float("sampling", dt)?),
+            Kernel::SampleGreedyMerge => "sample_greedy_merge".into(),
             Kernel::SampleExp => "sample_exp".into(),
             Kernel::SampleRefine => "sample_refine".into(),
             Kernel::SampleTheta => "sample_theta".into(),
@@ -1132,22 +1138,11 @@ pub mod launch {
         )))
     }
 
-    /// Threads per block of the sampler's stages at a temperature above 0
-    /// ([`Kernel::SampleScale`] … [`Kernel::SampleDraw`]).
+    /// Threads per block of the sampler's stages ([`Kernel::SampleGreedy`],
+    /// [`Kernel::SampleScale`] … [`Kernel::SampleDraw`]).
     pub const SAMPLE_THREADS: u32 = 256;
     /// Vocabulary ids per block of those stages (4 consecutive ids per thread).
     pub const SAMPLE_CHUNK: usize = 1024;
-
-    /// The greedy sampler ([`Kernel::SampleGreedy`]): one block of 1024 threads per row and the
-    /// penalty bitmap of the vocabulary (4 bytes per 32 ids) in dynamic shared memory.
-    pub fn sampler_greedy(rows: usize, vocab: usize) -> Result<LaunchConfig> {
-        let grid = u32::try_from(rows.max(1))
-            .map_err(|_| Error::InvalidArgument(format!("{rows} rows exceed the grid limit")))?;
-        let bytes = u32::try_from(vocab.div_ceil(32) * 4).map_err(|_| {
-            Error::InvalidArgument(format!("vocabulary of {vocab} too large for the sampler"))
-        })?;
-        Ok(LaunchConfig::new(grid, 1024).shared_mem(bytes))
-    }
 
     /// Blocks per row of the sampler's stages: one per [`SAMPLE_CHUNK`] ids.
     pub fn sampler_chunks(vocab: usize) -> usize {
@@ -1156,8 +1151,8 @@ pub mod launch {
 
     /// Workspace bytes per row of the sampler's stages (`SampleWs` in `cuda/sampling.cu`): an
     /// 80-byte head (total weight, threshold, two radix-select records), the three rounds'
-    /// histograms (1024 u64 weights each, then 1024 u32 counts each), a u64 kept weight and an
-    /// f32 maximum per chunk, then (16-byte aligned) one f32 per id of every chunk. A multiple
+    /// histograms (1024 u64 weights each, then 1024 u32 counts each), a u64 kept weight (a
+    /// greedy draw's chunk maximum) and an f32 maximum per chunk, then (16-byte aligned) one f32 per id of every chunk. A multiple
     /// of 16.
     pub fn sampler_row_bytes(vocab: usize) -> usize {
         let chunks = sampler_chunks(vocab);
@@ -1174,6 +1169,15 @@ pub mod launch {
             .filter(|&r| r <= 65_535)
             .ok_or_else(|| Error::InvalidArgument(format!("{rows} rows exceed the grid limit")))?;
         Ok(LaunchConfig::new((chunks, rows), SAMPLE_THREADS))
+    }
+
+    /// The grid of [`Kernel::SampleGreedyMerge`]: (1, rows) blocks of 1024 threads.
+    pub fn sampler_merge_grid(rows: usize) -> Result<LaunchConfig> {
+        let rows = u32::try_from(rows.max(1))
+            .ok()
+            .filter(|&r| r <= 65_535)
+            .ok_or_else(|| Error::InvalidArgument(format!("{rows} rows exceed the grid limit")))?;
+        Ok(LaunchConfig::new((1, rows), 1024))
     }
 }
 
@@ -1660,6 +1664,7 @@ mod tests {
         let mut v = vec![
             Kernel::DecodeAdvance,
             Kernel::SampleArgmaxParts,
+            Kernel::SampleGreedyMerge,
             Kernel::SampleExp,
             Kernel::SampleRefine,
             Kernel::SampleTheta,

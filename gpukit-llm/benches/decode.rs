@@ -26,7 +26,7 @@ use std::time::Instant;
 
 use gpukit_llm::engine::ComputeDevice;
 use gpukit_llm::model::{LoadOptions, Model};
-use gpukit_ops::sampling::{SamplingParams, sample_tokens_into};
+use gpukit_ops::sampling::{SamplingParams, sample_tokens_into, sampler_workspace_len};
 use gpukit_ops::{DType, Device, Tensor};
 use serde_json::{Value, json};
 
@@ -78,12 +78,15 @@ fn generate(
     let mut session = model.session(prompt.len() + new_tokens)?;
     let first = Tensor::zeros(&[1], DType::I32, dev)?;
     let step0 = Tensor::from_slice(&[0i64], &[1], dev)?;
+    let ws = Tensor::empty(
+        &[sampler_workspace_len(1, model.spec().vocab)],
+        DType::U8,
+        dev,
+    )?;
     sync(dev)?;
     let t = Instant::now();
     let logits = model.forward(&mut session, prompt)?;
-    // Greedy draws do not use the sampler's workspace.
-    let no_ws = Tensor::empty(&[1], DType::U8, dev)?;
-    sample_tokens_into(&logits, None, &greedy, &step0, &no_ws, &first)?;
+    sample_tokens_into(&logits, None, &greedy, &step0, &ws, &first)?;
     let id = first.to_vec::<i32>()?[0].max(0) as u32;
     let ttft = t.elapsed().as_secs_f64();
     drop(logits);

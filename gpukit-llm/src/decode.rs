@@ -82,7 +82,7 @@ struct Buffers {
     logits: Tensor,
     /// f32: the split attention's partial results, then the LM head's per-block maxima.
     workspace: Tensor,
-    /// u8: the sampler's workspace (one byte when the draws are greedy).
+    /// u8: the sampler's workspace.
     sampler_ws: Tensor,
 }
 
@@ -207,16 +207,8 @@ impl Model {
                     .max(1)],
                 DType::F32,
             )?,
-            sampler_ws: Tensor::empty(
-                &[if params.temperature > 0.0 {
-                    sampler_workspace_len(1, s.vocab)
-                } else {
-                    1
-                }],
-                DType::U8,
-                dev,
-            )
-            .map_err(op_err)?,
+            sampler_ws: Tensor::empty(&[sampler_workspace_len(1, s.vocab)], DType::U8, dev)
+                .map_err(op_err)?,
         };
         Ok(DecodeStep {
             model: self,

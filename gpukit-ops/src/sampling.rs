@@ -19,8 +19,10 @@
 //!    largest p, as e of the most likely token is 1). The device finds the top-k and top-p
 //!    thresholds by a three-round radix select over e's bit patterns (12, 10, 10 bits) with
 //!    histograms of counts and weights;
-//! 5. one uniform u in [0, 1) with 24 bits picks, in id order, the first id whose cumulative
-//!    kept weight exceeds ⌊u · 2²⁴ · K⌋ / 2²⁴ (K the kept weight).
+//! 5. one uniform u in [0, 1) with 24 bits, u24 = u · 2²⁴, picks, in id order, the first id
+//!    whose cumulative kept weight exceeds ⌊u24 · K / 2²⁴⌋ (K the kept weight). Where nothing
+//!    weighs — every logit NaN or −∞, or any z = +∞ (a +∞ logit; then z − max is NaN for it and
+//!    −∞ for the rest) — the draw is id 0.
 
 use gpukit_driver::KernelArgs;
 use gpukit_kernels::registry::launch;
@@ -259,7 +261,7 @@ pub fn draw_target(seed: u64, step: u64, row: u32, kept: u64) -> u64 {
 }
 
 /// Samples the token of `row` of a batch for `step` (CPU reference). Id 0 when no id has any
-/// weight (every logit NaN or −∞).
+/// weight (see the module docs).
 pub fn sample_row(
     logits: &[f32],
     recent: &[u32],
@@ -321,9 +323,8 @@ impl SamplingParams {
     }
 }
 
-/// Bytes of the u8 workspace [`sample_tokens_into`] needs on CUDA for a draw at a temperature
-/// above 0 over `rows` rows of `vocab` logits (the fixed-point weights, histograms and e of every
-/// id; ~4 bytes per id plus 37 KB per row).
+/// Bytes of the u8 workspace [`sample_tokens_into`] needs on CUDA over `rows` rows of `vocab`
+/// logits (each id's e, the histograms and per-chunk sums; ~4 bytes per id plus 37 KB per row).
 pub fn sampler_workspace_len(rows: usize, vocab: usize) -> usize {
     rows.max(1) * launch::sampler_row_bytes(vocab)
 }
@@ -332,8 +333,9 @@ pub fn sampler_workspace_len(rows: usize, vocab: usize) -> usize {
 /// `out [rows]` (i32), for the step held in `step` (i64 `[1]`, read on the device so a captured
 /// decode step replays with the next value). `recent [rows, window]` (i32, negative entries
 /// empty) are the ids the repetition penalty applies to. Row `r` draws at Philox counter
-/// (step, r). `workspace`: u8, contiguous, at least [`sampler_workspace_len`] bytes on CUDA
-/// (unused on the CPU and by greedy draws). Allocates nothing; capturable. The CPU runs the
+/// (step, r). `workspace`: u8, contiguous, 16-byte aligned (a tensor of its own, or a view at a
+/// multiple of 16 bytes), at least [`sampler_workspace_len`] bytes (unused on the CPU).
+/// Allocates nothing; capturable. The CPU runs the
 /// reference, which picks the same ids.
 ///
 /// # Errors
@@ -429,34 +431,36 @@ pub fn sample_tokens_into(
                 None => gpukit_driver::DevicePtr::default(),
             };
             let dt = logits.dtype();
-            if params.temperature <= 0.0 {
-                let ka = KernelArgs::new()
-                    .arg(dptr(&logits)?)
-                    .arg(recent_ptr)
-                    .arg(args)
-                    .arg(dptr(out)?);
-                // SAFETY: logits hold rows × vocab values, recent rows × window i32 (read only
-                // when window > 0), out rows i32; the penalty bitmap fits the dynamic shared
-                // memory asked for.
-                return unsafe {
-                    c.launch(
-                        Kernel::SampleGreedy(dt),
-                        &launch::sampler_greedy(rows, vocab)?,
-                        &ka,
-                    )
-                };
-            }
             let need = sampler_workspace_len(rows, vocab);
             check_workspace(workspace, need, &dev)?;
+            if rows == 0 {
+                return Ok(());
+            }
             let ws = dptr(workspace)?;
             let grid = launch::sampler_grid(rows, vocab)?;
-            let run = |kernel: Kernel, ka: KernelArgs| {
+            let run_on = |kernel: Kernel, grid: &gpukit_driver::LaunchConfig, ka: KernelArgs| {
                 // SAFETY: every stage reads and writes only the rows × row_bytes workspace
-                // (checked above), laid out as `launch::sampler_row_bytes` says; the scale stage
+                // (checked above), laid out as `launch::sampler_row_bytes` says; the first stage
                 // reads logits (rows × vocab) and recent (rows × window i32, when window > 0),
-                // the draw reads step (one i64) and writes out (rows i32).
-                unsafe { c.launch(kernel, &grid, &ka) }
+                // the last reads step (one i64) and writes out (rows i32).
+                unsafe { c.launch(kernel, grid, &ka) }
             };
+            let run = |kernel: Kernel, ka: KernelArgs| run_on(kernel, &grid, ka);
+            if params.temperature <= 0.0 {
+                run(
+                    Kernel::SampleGreedy(dt),
+                    KernelArgs::new()
+                        .arg(dptr(&logits)?)
+                        .arg(recent_ptr)
+                        .arg(args)
+                        .arg(ws),
+                )?;
+                return run_on(
+                    Kernel::SampleGreedyMerge,
+                    &launch::sampler_merge_grid(rows)?,
+                    KernelArgs::new().arg(args).arg(ws).arg(dptr(out)?),
+                );
+            }
             run(
                 Kernel::SampleScale(dt),
                 KernelArgs::new()
@@ -489,15 +493,21 @@ pub fn sample_tokens_into(
     }
 }
 
-/// Checks the sampler's workspace: u8, contiguous, on `dev`, at least `need` bytes.
+/// Checks the sampler's workspace: u8, contiguous, on `dev`, 16-byte aligned, at least `need`
+/// bytes.
 fn check_workspace(workspace: &Tensor, need: usize, dev: &Device) -> Result<()> {
+    // Being u8, it cannot share storage with the float logits or the integer ids, step and
+    // output (a tensor's storage has one dtype).
     Error::expect_dtype("sampling workspace", workspace.dtype(), DType::U8)?;
-    if !workspace.device().same(dev) || !workspace.is_contiguous() || workspace.numel() < need {
+    // Device, then layout: only a CUDA tensor has an address to check.
+    let usable =
+        workspace.device().same(dev) && workspace.is_contiguous() && dptr(workspace)?.0 % 16 == 0;
+    if !usable || workspace.numel() < need {
         return Err(Error::shape(
             "sampling",
             format!(
-                "the workspace {:?} on {} must be a contiguous u8 tensor of at least {need} bytes \
-                 on {} (sampler_workspace_len)",
+                "the workspace {:?} on {} must be a contiguous, 16-byte aligned u8 tensor of at \
+                 least {need} bytes on {} (sampler_workspace_len)",
                 workspace.shape(),
                 workspace.device().describe(),
                 dev.describe()

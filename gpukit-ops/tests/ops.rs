@@ -1518,6 +1518,15 @@ op_test!(
             assert!(sample_tokens_into(&logits, None, &p, &st, &short, &out).is_err());
             let f32_ws = Tensor::empty(&[sampler_workspace_len(1, 4)], DType::F32, dev).unwrap();
             assert!(sample_tokens_into(&logits, None, &p, &st, &f32_ws, &out).is_err());
+            // A view 8 bytes in is long enough but not 16-byte aligned; 16 bytes in, it works.
+            let big = Tensor::empty(&[sampler_workspace_len(1, 4) + 16], DType::U8, dev).unwrap();
+            let at = |o: usize| big.narrow(0, o, sampler_workspace_len(1, 4)).unwrap();
+            assert!(sample_tokens_into(&logits, None, &p, &st, &at(8), &out).is_err());
+            sample_tokens_into(&logits, None, &p, &st, &at(16), &out).unwrap();
+            // No rows: nothing to draw, nothing launched.
+            let none = Tensor::zeros(&[0, 4], DType::F32, dev).unwrap();
+            let no_out = Tensor::zeros(&[0], DType::I32, dev).unwrap();
+            sample_tokens_into(&none, None, &p, &st, &ws, &no_out).unwrap();
         }
     }
 );
