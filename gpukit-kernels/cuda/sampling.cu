@@ -178,46 +178,46 @@ __device__ __forceinline__ unsigned long long block_exclusive_u64(unsigned long 
     return off;
 }
 
-// One warp (every lane returns the same): the highest bin b of h[SAMPLE_BINS] with
-// ok(above + Σ_{b' ≥ b} h[b']), or 0 when none; *rest = above + Σ_{b' > b} h[b'].
+// One warp (every lane returns the same): the highest bin b of h[SAMPLE_BINS] (shared memory)
+// with ok(above + Σ_{b' ≥ b} h[b']), or 0 when none; *rest = above + Σ_{b' > b} h[b']. Rounds of
+// 32 consecutive bins from the top (lane l reads bin base + l: no bank conflicts), each a suffix
+// scan by shuffles; ok holds for every bin at or below the answer, so the round's highest lane
+// where it holds is the answer.
 template <typename V, typename Ok>
 __device__ __forceinline__ unsigned select_bin(const V* h, V above, Ok ok, V* rest) {
     const unsigned lane = threadIdx.x & 31;
-    V own = 0;
-    for (unsigned k = 0; k < 32; ++k) own += h[32 * lane + k];
-    V incl = own;
-    for (int o = 1; o < 32; o <<= 1) {
-        const V u = __shfl_down_sync(0xffffffffu, incl, o);
-        if (lane + o < 32) incl += u;
-    }
-    V acc = above + (incl - own), at = above;
-    int best = -1;
-    for (int k = 31; k >= 0; --k) {
-        const V before = acc;
-        acc += h[32 * lane + k];
-        if (ok(acc)) {
-            best = (int)(32 * lane) + k;
-            at = before;
-            break;
+    V carry = above;
+    for (int base = SAMPLE_BINS - 32; base >= 0; base -= 32) {
+        const V v = h[base + lane];
+        V suf = v;
+        for (int o = 1; o < 32; o <<= 1) {
+            const V u = __shfl_down_sync(0xffffffffu, suf, o);
+            if (lane + o < 32) suf += u;
         }
+        const V at = carry + suf;
+        const unsigned hit = __ballot_sync(0xffffffffu, ok(at));
+        if (hit) {
+            const unsigned l = 31 - __clz(hit);
+            *rest = __shfl_sync(0xffffffffu, at - v, l);
+            return (unsigned)base + l;
+        }
+        carry += __shfl_sync(0xffffffffu, suf, 0);
     }
-    const int win = warp_reduce<true>(best);
-    const V r = __shfl_sync(0xffffffffu, at, win < 0 ? 0 : (unsigned)win / 32);
-    *rest = win < 0 ? above : r;
-    return win < 0 ? 0u : (unsigned)win;
+    *rest = above;
+    return 0;
 }
 
-// The radix select's round `level` (1-3) for top-k and top-p, from that round's histograms and
-// the selection before it (`prev`; zero for round 1), by warp 0: the prefix grows by the chosen
-// bin (12 bits in round 1, then 10).
+// The radix select's round `level` (1-3) for top-k and top-p, from that round's histograms (the
+// block's copies in shared memory: `stage_round`) and the selection before it (`prev`; zero for
+// round 1), by warp 0: the prefix grows by the chosen bin (12 bits in round 1, then 10).
 __device__ __forceinline__ SampleSel select_round(const SampleWs& w, const SamplerArgs& a, unsigned level,
-                                                  const SampleSel& prev) {
+                                                  const SampleSel& prev, const unsigned* hc,
+                                                  const unsigned long long* hm) {
     SampleSel s = prev;
     const unsigned shift = level == 1 ? 0 : 10;
     if (a.top_k > 0) {
         unsigned rest;
-        const unsigned b = select_bin<unsigned>(w.count + (level - 1) * SAMPLE_BINS, prev.above_k,
-                                                [&](unsigned c) { return c >= a.top_k; }, &rest);
+        const unsigned b = select_bin<unsigned>(hc, prev.above_k, [&](unsigned c) { return c >= a.top_k; }, &rest);
         s.prefix_k = (prev.prefix_k << shift) | b;
         s.above_k = rest;
     }
@@ -225,12 +225,23 @@ __device__ __forceinline__ SampleSel select_round(const SampleWs& w, const Sampl
         const double need = (double)a.top_p * (double)*w.total;
         unsigned long long rest;
         const unsigned b = select_bin<unsigned long long>(
-            w.mass + (level - 1) * SAMPLE_BINS, prev.above_p,
-            [&](unsigned long long m) { return (double)m >= need; }, &rest);
+            hm, prev.above_p, [&](unsigned long long m) { return (double)m >= need; }, &rest);
         s.prefix_p = (prev.prefix_p << shift) | b;
         s.above_p = rest;
     }
     return s;
+}
+
+// The block copies round `level`'s histograms from the workspace into shared memory (`hc`
+// counts for top-k, `hm` weights for top-p), so warp 0's scans read shared memory (scanning the
+// workspace's copies, each step a dependent global load, cost ~10 µs a round).
+__device__ __forceinline__ void stage_round(const SampleWs& w, const SamplerArgs& a, unsigned level, unsigned* hc,
+                                            unsigned long long* hm) {
+    for (unsigned b = threadIdx.x; b < SAMPLE_BINS; b += SAMPLE_THREADS) {
+        if (a.top_k > 0) hc[b] = w.count[(level - 1) * SAMPLE_BINS + b];
+        if (a.top_p < 1.0f) hm[b] = w.mass[(level - 1) * SAMPLE_BINS + b];
+    }
+    __syncthreads();
 }
 
 // The penalty bitmap of the block's chunk (ids lo … lo + SAMPLE_CHUNK − 1) from the row's window.
@@ -373,14 +384,16 @@ extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS) sample_refine(Sampl
     pdl_enter();
     const SampleWs w = sample_ws(ws, a);
     const unsigned tid = threadIdx.x, lo = blockIdx.x * SAMPLE_CHUNK;
+    stage_round(w, a, level - 1, hc, hm);
     if (tid < 32) {
         const SampleSel prev = level == 2 ? SampleSel{} : w.sel[0];
-        const SampleSel s = select_round(w, a, level - 1, prev);
+        const SampleSel s = select_round(w, a, level - 1, prev, hc, hm);
         if (tid == 0) {
             sel = s;
             if (blockIdx.x == 0) w.sel[level - 2] = s;
         }
     }
+    __syncthreads();
     zero_histograms(hc, hm);
     const unsigned shift = level == 2 ? 20 : 10, sub = level == 2 ? 10 : 0;
     const float4 v = reinterpret_cast<const float4*>(w.e + lo)[tid];
@@ -399,15 +412,19 @@ extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS) sample_refine(Sampl
 // The filters' threshold theta on e (the exact top-k and top-p ones from round 3, min-p) and each
 // chunk's weight at or above it.
 extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS) sample_theta(SamplerArgs a, unsigned char* ws) {
+    __shared__ unsigned hc[SAMPLE_BINS];
+    __shared__ unsigned long long hm[SAMPLE_BINS];
     __shared__ unsigned long long sh[SAMPLE_THREADS / 32];
     __shared__ float theta_sh;
     pdl_enter();
     const SampleWs w = sample_ws(ws, a);
     const unsigned tid = threadIdx.x, lo = blockIdx.x * SAMPLE_CHUNK;
+    const bool search = a.top_k > 0 || a.top_p < 1.0f;
+    if (search) stage_round(w, a, 3, hc, hm);
     if (tid < 32) {
         float theta = a.min_p;
-        if (a.top_k > 0 || a.top_p < 1.0f) {
-            const SampleSel s = select_round(w, a, 3, w.sel[1]);
+        if (search) {
+            const SampleSel s = select_round(w, a, 3, w.sel[1], hc, hm);
             if (a.top_k > 0) theta = fmaxf(theta, __uint_as_float(s.prefix_k));
             if (a.top_p < 1.0f) theta = fmaxf(theta, __uint_as_float(s.prefix_p));
         }
