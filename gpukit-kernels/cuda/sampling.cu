@@ -178,33 +178,40 @@ __device__ __forceinline__ unsigned long long block_exclusive_u64(unsigned long 
     return off;
 }
 
+// Inclusive suffix sums over the warp's lanes: lane l gets Σ_{l' ≥ l} v(l').
+template <typename V> __device__ __forceinline__ V warp_suffix_sum(V v) {
+    const unsigned lane = threadIdx.x & 31;
+    for (int o = 1; o < 32; o <<= 1) {
+        const V u = __shfl_down_sync(0xffffffffu, v, o);
+        if (lane + o < 32) v += u;
+    }
+    return v;
+}
+
 // One warp (every lane returns the same): the highest bin b of h[SAMPLE_BINS] (shared memory)
-// with ok(above + Σ_{b' ≥ b} h[b']), or 0 when none; *rest = above + Σ_{b' > b} h[b']. Rounds of
-// 32 consecutive bins from the top (lane l reads bin base + l: no bank conflicts), each a suffix
-// scan by shuffles; ok holds for every bin at or below the answer, so the round's highest lane
-// where it holds is the answer.
+// with ok(above + Σ_{b' ≥ b} h[b']), or 0 when none; *rest = above + Σ_{b' > b} h[b']. ok holds
+// for every bin at or below the answer, so: lane l sums bins 32 l … 32 l + 31 (rotated reads,
+// no bank conflicts), the highest lane where ok holds at its lowest bin owns the answer, and the
+// warp then scans that lane's 32 bins the same way, one bin per lane.
 template <typename V, typename Ok>
 __device__ __forceinline__ unsigned select_bin(const V* h, V above, Ok ok, V* rest) {
     const unsigned lane = threadIdx.x & 31;
-    V carry = above;
-    for (int base = SAMPLE_BINS - 32; base >= 0; base -= 32) {
-        const V v = h[base + lane];
-        V suf = v;
-        for (int o = 1; o < 32; o <<= 1) {
-            const V u = __shfl_down_sync(0xffffffffu, suf, o);
-            if (lane + o < 32) suf += u;
-        }
-        const V at = carry + suf;
-        const unsigned hit = __ballot_sync(0xffffffffu, ok(at));
-        if (hit) {
-            const unsigned l = 31 - __clz(hit);
-            *rest = __shfl_sync(0xffffffffu, at - v, l);
-            return (unsigned)base + l;
-        }
-        carry += __shfl_sync(0xffffffffu, suf, 0);
+    V own = 0;
+#pragma unroll
+    for (unsigned k = 0; k < 32; ++k) own += h[32 * lane + ((k + lane) & 31)];
+    const V suf = warp_suffix_sum(own);
+    const unsigned hit = __ballot_sync(0xffffffffu, ok(above + suf));
+    if (!hit) {
+        *rest = above;
+        return 0;
     }
-    *rest = above;
-    return 0;
+    const unsigned l = 31 - __clz(hit);
+    const V base = __shfl_sync(0xffffffffu, above + suf - own, l);
+    const V v = h[32 * l + lane];
+    const V at = base + warp_suffix_sum(v);
+    const unsigned j = 31 - __clz(__ballot_sync(0xffffffffu, ok(at)));
+    *rest = __shfl_sync(0xffffffffu, at - v, j);
+    return 32 * l + j;
 }
 
 // The radix select's round `level` (1-3) for top-k and top-p, from that round's histograms (the
