@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 33, call 8 (bundle of the shared-memory radix select): the sampling test, the
+# Session 33, calls 8 and 9 (bundles of the shared-memory radix select, then its two-scan bin search): the sampling test, the
 # determinism tests, memcheck on the sampling test, the sampling rows of the ops bench.
 set -u
 . docs/bench/device-calls.sh
