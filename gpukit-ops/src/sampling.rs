@@ -446,29 +446,27 @@ pub fn sample_tokens_into(
                 unsafe { c.launch(kernel, grid, &ka) }
             };
             let run = |kernel: Kernel, ka: KernelArgs| run_on(kernel, &grid, ka);
-            if params.temperature <= 0.0 {
-                run(
-                    Kernel::SampleGreedy(dt),
-                    KernelArgs::new()
-                        .arg(dptr(&logits)?)
-                        .arg(recent_ptr)
-                        .arg(args)
-                        .arg(ws),
-                )?;
-                return run_on(
-                    Kernel::SampleGreedyMerge,
-                    &launch::sampler_merge_grid(rows)?,
-                    KernelArgs::new().arg(args).arg(ws).arg(dptr(out)?),
-                );
-            }
+            // The first stage reads the logits: each chunk's first maximum (greedy) or its z.
+            let greedy = params.temperature <= 0.0;
             run(
-                Kernel::SampleScale(dt),
+                if greedy {
+                    Kernel::SampleGreedy(dt)
+                } else {
+                    Kernel::SampleScale(dt)
+                },
                 KernelArgs::new()
                     .arg(dptr(&logits)?)
                     .arg(recent_ptr)
                     .arg(args)
                     .arg(ws),
             )?;
+            if greedy {
+                return run_on(
+                    Kernel::SampleGreedyMerge,
+                    &launch::sampler_merge_grid(rows)?,
+                    KernelArgs::new().arg(args).arg(ws).arg(dptr(out)?),
+                );
+            }
             run(Kernel::SampleExp, KernelArgs::new().arg(args).arg(ws))?;
             if search {
                 for level in [2u32, 3] {
