@@ -1100,7 +1100,7 @@ pub mod launch {
     /// The Hopper decode ring ([`Kernel::SdpaDecodeRing`]) for `splits` splits of each of
     /// `batch × kv_heads` heads: a block of four consumer warps and a producer warp per
     /// multiprocessor (`sms`; fewer where there are fewer units), a ring of 64-key K+V tiles
-    /// holding [`SDPA_RING_BYTES`] (4 slots at head_dim 128, 8 at 64), then the four warps'
+    /// holding `SDPA_RING_BYTES` (4 slots at head_dim 128, 8 at 64), then the four warps'
     /// merge area (as [`sdpa_decode`]'s), and 1024 bytes to align the ring in. Returns the launch and the slot count
     /// (`AttentionArgs::stages`), or `None` for head dims other than 64 and 128 or where it
     /// does not fit `smem_optin` (the caller then uses [`sdpa_decode`]).

@@ -173,8 +173,8 @@ impl ChatTemplate {
     ///
     /// # Errors
     /// [`Error::Format`] with minijinja's message (a `raise_exception` in the template, an
-    /// undefined method, …), also when the template runs out of its [`TEMPLATE_FUEL`]
-    /// instructions or its output passes [`MAX_RENDERED_BYTES`].
+    /// undefined method, …), also when the template runs out of its `TEMPLATE_FUEL`
+    /// instructions or its output passes `MAX_RENDERED_BYTES`.
     pub fn render(&self, messages: &[Message], add_generation_prompt: bool) -> Result<String> {
         let t = self.env.get_template("chat").map_err(template_err)?;
         let mut out = CappedOutput(Vec::new());

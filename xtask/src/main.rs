@@ -128,6 +128,13 @@ fn test(root: &Path) -> Result<()> {
             "warnings",
         ],
     )?;
+    // Every doc link resolves (rustdoc's warnings: broken or private intra-doc links).
+    run_env(
+        root,
+        &cargo,
+        &["doc", "--workspace", "--no-deps"],
+        &[("RUSTDOCFLAGS", "-D warnings")],
+    )?;
     layering()?;
     let gpu = gpu_present();
     let mut args = vec!["test", "--workspace", "--"];
