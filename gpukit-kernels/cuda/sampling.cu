@@ -127,7 +127,8 @@ static_assert(sizeof(SampleSel) == 32, "the host's layout (launch::sampler_row_b
 #define SAMPLE_ZEROED_WORDS ((SAMPLE_HEAD_BYTES + 3 * SAMPLE_BINS * 12) / 4)
 
 __device__ __forceinline__ SampleWs sample_ws(unsigned char* base, const SamplerArgs& a) {
-    unsigned char* p = base + (unsigned long long)blockIdx.y * a.row_bytes;
+    unsigned char* const row = base + (unsigned long long)blockIdx.y * a.row_bytes;
+    unsigned char* p = row;
     SampleWs w;
     w.total = reinterpret_cast<unsigned long long*>(p);
     w.theta = reinterpret_cast<float*>(p + 8);
@@ -141,8 +142,7 @@ __device__ __forceinline__ SampleWs sample_ws(unsigned char* base, const Sampler
     p += 8ull * a.chunks;
     w.maxz = reinterpret_cast<float*>(p);
     p += 4ull * a.chunks;
-    w.e = reinterpret_cast<float*>(base + (unsigned long long)blockIdx.y * a.row_bytes +
-                                   ((p - (base + (unsigned long long)blockIdx.y * a.row_bytes) + 15) & ~15ull));
+    w.e = reinterpret_cast<float*>(row + ((p - row + 15) & ~15ll));
     return w;
 }
 
@@ -296,7 +296,7 @@ template <typename T>
 __device__ void sample_scale_chunk(const T* __restrict__ logits, const int* __restrict__ recent,
                                    const SamplerArgs& a, unsigned char* ws) {
     __shared__ unsigned pen[SAMPLE_CHUNK / 32];
-    __shared__ float shm[SAMPLE_THREADS / 32];
+    __shared__ float scratch[32];
     const SampleWs w = sample_ws(ws, a);
     const unsigned tid = threadIdx.x, row = blockIdx.y, lo = blockIdx.x * SAMPLE_CHUNK, V = a.vocab;
     unsigned* zero = reinterpret_cast<unsigned*>(w.total);
@@ -315,13 +315,8 @@ __device__ void sample_scale_chunk(const T* __restrict__ logits, const int* __re
         }
     }
     reinterpret_cast<float4*>(w.e + lo)[tid] = make_float4(z[0], z[1], z[2], z[3]);
-    m = warp_reduce<true>(m);
-    if ((tid & 31) == 0) shm[tid >> 5] = m;
-    __syncthreads();
-    if (tid == 0) {
-        for (unsigned i = 1; i < SAMPLE_THREADS / 32; ++i) m = fmaxf(m, shm[i]);
-        w.maxz[blockIdx.x] = m;
-    }
+    m = block_max(m, scratch);
+    if (tid == 0) w.maxz[blockIdx.x] = m;
 }
 
 // Adds the block's shared histograms (counts `hc`, weights `hm`) into the workspace's.
@@ -346,7 +341,7 @@ extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS) sample_exp(SamplerA
     __shared__ unsigned hc[SAMPLE_BINS];
     __shared__ unsigned long long hm[SAMPLE_BINS];
     __shared__ unsigned long long sh[SAMPLE_THREADS / 32];
-    __shared__ float shm[SAMPLE_THREADS / 32];
+    __shared__ float scratch[32];
     pdl_enter();
     const SampleWs w = sample_ws(ws, a);
     const unsigned tid = threadIdx.x, lo = blockIdx.x * SAMPLE_CHUNK;
@@ -354,10 +349,8 @@ extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS) sample_exp(SamplerA
     // The row's largest z (order-free).
     float m = -GPUKIT_INF;
     for (unsigned c = tid; c < a.chunks; c += SAMPLE_THREADS) m = fmaxf(m, w.maxz[c]);
-    m = warp_reduce<true>(m);
-    if ((tid & 31) == 0) shm[tid >> 5] = m;
-    if (search) zero_histograms(hc, hm); else __syncthreads();
-    for (unsigned i = 0; i < SAMPLE_THREADS / 32; ++i) m = fmaxf(m, shm[i]);
+    m = block_max(m, scratch);
+    if (search) zero_histograms(hc, hm);
     float4 v = reinterpret_cast<const float4*>(w.e + lo)[tid];
     float* e = reinterpret_cast<float*>(&v);
     unsigned long long s = 0;
