@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 33, call 11 (bundle of the final host code: one first-stage launch): the sampling test
+# Session 33, calls 11 and 13 (bundles of the final host code: one first-stage launch; then the review mends): the sampling test
 # and the determinism tests.
 set -u
 . docs/bench/device-calls.sh
