@@ -192,30 +192,57 @@ fn distribution(l: &[f32], p: &SamplingParams) -> Dist {
     }
     let topk = p.top_k > 0 && p.top_k < l.len();
     if topk || p.top_p < 1.0 {
-        // Ids by e, largest first; a threshold is the e of one of them, ties kept together.
-        let mut order: Vec<usize> = (0..l.len()).collect();
-        order.sort_by(|&a, &b| e[b].total_cmp(&e[a]));
+        // A threshold is the e of some id, ties kept together; both are found on a copy of e.
+        let mut vals = e.clone();
         if topk {
-            theta = theta.max(e[order[p.top_k - 1]]);
+            // The k-th largest e.
+            let (_, kth, _) = vals.select_nth_unstable_by(p.top_k - 1, largest_first);
+            theta = theta.max(*kth);
         }
         if p.top_p < 1.0 {
-            // The largest e whose kept weight (every id with e at least it) reaches the mass.
-            let mut kept = 0u64;
-            let mut i = 0;
-            while i < order.len() {
-                let v = e[order[i]];
-                while i < order.len() && e[order[i]] == v {
-                    kept += q[order[i]];
-                    i += 1;
-                }
-                if reaches_top_p(kept, total, p.top_p) {
-                    theta = theta.max(v);
-                    break;
-                }
-            }
+            theta = theta.max(top_p_threshold(&mut vals, total, p.top_p));
         }
     }
     Dist { e, q, total, theta }
+}
+
+/// The order of e values, largest first.
+fn largest_first(a: &f32, b: &f32) -> std::cmp::Ordering {
+    b.total_cmp(a)
+}
+
+/// The largest e whose kept weight (the weights of every value at least it, `total` over all of
+/// `vals`) reaches `top_p` of `total`; 0 where none does. The values are walked largest first,
+/// in groups of equal values, over a sorted prefix of the largest: 1024 of them, then four times
+/// as many while the walk runs to the prefix's end without reaching the mass inside it (values
+/// past the prefix could still belong to its last group). `vals` is reordered.
+fn top_p_threshold(vals: &mut [f32], total: u64, top_p: f32) -> f32 {
+    let len = vals.len();
+    let mut n = len.min(1024);
+    loop {
+        if n < len {
+            vals.select_nth_unstable_by(n - 1, largest_first);
+        }
+        let prefix = &mut vals[..n];
+        prefix.sort_unstable_by(largest_first);
+        let mut kept = 0u64;
+        let mut i = 0;
+        while i < n {
+            let v = prefix[i];
+            while i < n && prefix[i] == v {
+                kept += fixed_weight(v);
+                i += 1;
+            }
+            // A group that ends inside the prefix is whole: every value past it is smaller.
+            if (i < n || n == len) && reaches_top_p(kept, total, top_p) {
+                return v;
+            }
+        }
+        if n == len {
+            return 0.0;
+        }
+        n = n.saturating_mul(4).min(len);
+    }
 }
 
 /// The ids that survive the filters, in id order, with their probabilities (q / Σq, not
@@ -698,6 +725,64 @@ mod tests {
         assert_eq!(exp_det(0.0), 1.0);
         assert_eq!(exp_det(-200.0), 0.0);
         assert_eq!(exp_det(f32::NEG_INFINITY), 0.0);
+    }
+
+    #[test]
+    fn top_p_threshold_equals_a_walk_over_every_value_sorted() {
+        use rand::{Rng, SeedableRng};
+        // The walk over all values, largest first, in groups of equal values.
+        fn walk(vals: &[f32], total: u64, top_p: f32) -> f32 {
+            let mut s = vals.to_vec();
+            s.sort_by(|a, b| b.total_cmp(a));
+            let (mut kept, mut i) = (0u64, 0);
+            while i < s.len() {
+                let v = s[i];
+                while i < s.len() && s[i] == v {
+                    kept += fixed_weight(v);
+                    i += 1;
+                }
+                if reaches_top_p(kept, total, top_p) {
+                    return v;
+                }
+            }
+            0.0
+        }
+        let mut rng = rand::rngs::StdRng::seed_from_u64(rand::random());
+        for &n in &[1usize, 7, 1023, 1024, 1025, 4096, 5000, 70_000] {
+            for case in 0..6 {
+                let vals: Vec<f32> = (0..n)
+                    .map(|_| match case {
+                        // Peaked: a few large values, the rest tiny.
+                        0 => exp_det(-rng.random_range(0.0f32..30.0)),
+                        // Flat: the mass needs nearly every value.
+                        1 => rng.random_range(0.5f32..1.0),
+                        // Few distinct values: tie groups far larger than the first prefix.
+                        2 => [1.0f32, 0.5, 0.25][rng.random_range(0..3)],
+                        // All equal.
+                        3 => 0.75,
+                        // Many zeros (no weight) among a few values.
+                        4 => {
+                            if rng.random_bool(0.9) {
+                                0.0
+                            } else {
+                                rng.random_range(0.0f32..1.0)
+                            }
+                        }
+                        // Floored to 1/64: ties everywhere.
+                        _ => (rng.random_range(0.0f32..1.0) * 64.0).floor() / 64.0,
+                    })
+                    .collect();
+                let total: u64 = vals.iter().map(|&v| fixed_weight(v)).sum();
+                for &top_p in &[0.0f32, 0.1, 0.5, 0.9, 0.999, 1.0] {
+                    let mut work = vals.clone();
+                    assert_eq!(
+                        top_p_threshold(&mut work, total, top_p).to_bits(),
+                        walk(&vals, total, top_p).to_bits(),
+                        "n {n}, case {case}, top_p {top_p}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
