@@ -1,5 +1,6 @@
 // Session 34: session 30's probe, which also passes the raw K and V addresses of each call's
-// copy (AttnArgs::kraw / vraw) to variants that define ATTN_RAW_KV.
+// copy (AttnArgs::kraw / vraw) to variants that define ATTN_RAW_KV; PROBE_UNITS (units aimed
+// at, 132 by default, as launch::SDPA_RING_UNITS) and PROBE_STAGES (ring slots, 4) override the launch.
 //
 // Session 30: gpukit's decode ring (sdpa_decode_ring_bf16_d128 from attention.cu, or a patched
 // copy: -DATTN_SRC=...) at the ops bench's four ring cases, launched as gpukit launches it
@@ -151,6 +152,11 @@ static void report_trace(unsigned grid) {
 }
 #endif
 
+static unsigned env_u(const char* name, unsigned dflt) {
+    const char* v = getenv(name);
+    return v ? unsigned(atoi(v)) : dflt;
+}
+
 int main(int argc, char** argv) {
     const char* variant = argc > 1 ? argv[1] : "main";
     const char* outfile = getenv("OUTFILE");
@@ -165,10 +171,10 @@ int main(int argc, char** argv) {
     for (const auto& cs : cases) {
         const unsigned kv_heads = cs[0], len = cs[1];
         // launch::sdpa_decode_ring_splits: split_keys(len, 132 / kv_heads).
-        const unsigned tiles = (len + 63) / 64, want = std::min(std::max(132u / kv_heads, 1u), tiles);
+        const unsigned tiles = (len + 63) / 64, want = std::min(std::max(env_u("PROBE_UNITS", 132) / kv_heads, 1u), tiles);
         const unsigned chunk = (tiles + want - 1) / want * 64, splits = (len + chunk - 1) / chunk;
         const unsigned units = kv_heads * splits, grid = std::min<unsigned>(units, sms);
-        const unsigned stages = 4;  // 128 KiB of 32 KiB stages at head_dim 128
+        const unsigned stages = env_u("PROBE_STAGES", 4);  // 128 KiB of 32 KiB stages at head_dim 128
 #ifdef RING_RED_BYTES
         const size_t merge = RING_RED_BYTES(128);
 #else
@@ -229,8 +235,8 @@ int main(int argc, char** argv) {
                    tk[i % copies], tv[i % copies], counters, 1u);
         };
         const double us = time_us(call, 20, 20, 5);
-        printf("%-12s GQA %u len=%-6u kv_heads=%u splits=%-3u grid=%-3u %7.2f us  %5.1f%% of copy (%.0f GB/s)\n",
-               variant, q_heads / kv_heads, len, kv_heads, splits, grid, us, 100.0 * bytes / (copy_gbs * 1e3) / us,
+        printf("%-12s GQA %u len=%-6u kv_heads=%u splits=%-3u grid=%-3u stages=%u %7.2f us  %5.1f%% of copy (%.0f GB/s)\n",
+               variant, q_heads / kv_heads, len, kv_heads, splits, grid, stages, us, 100.0 * bytes / (copy_gbs * 1e3) / us,
                copy_gbs);
         fflush(stdout);
 #ifdef DECODE_TRACE
