@@ -993,10 +993,7 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
                         tma_load_4d(ks + j * BN * 64, tk, 64 * j, key0, un.kvh, un.b, &full[s]);
                         tma_load_4d(ks + TILE + j * BN * 64, tv, 64 * j, key0, un.kvh, un.b, &full[s]);
                     }
-                    if (++s == nst) {
-                        s = 0;
-                        phase ^= 1;
-                    }
+                    ring_next(s, phase, nst);
                 }
             }
         }
@@ -1030,10 +1027,7 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
             // The zeroing's writes are ordered before the producer's next copy into the slot.
             if (tail) fence_proxy_async();
             mbar_arrive(&empty[s]);
-            if (++s == nst) {
-                s = 0;
-                phase ^= 1;
-            }
+            ring_next(s, phase, nst);
         }
         finish_sum<D>(st);
         float* part = a.partial + (unsigned long long)u * nrows * ring_row_floats<D>();

@@ -146,6 +146,17 @@ __device__ __forceinline__ void named_barrier(unsigned int id, unsigned int coun
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 
+// Moves a position in a ring of nst slots on by `step` slots (step ≤ nst): slot s, and the
+// parity of the phase its barriers are waited on with, which flips each time the ring wraps.
+__device__ __forceinline__ void ring_next(unsigned int& s, unsigned int& phase, unsigned int nst,
+                                          unsigned int step = 1) {
+    s += step;
+    if (s >= nst) {
+        s -= nst;
+        phase ^= 1;
+    }
+}
+
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 // mbarriers (sm_90+): the completion counters of bulk asynchronous copies.
 __device__ __forceinline__ void mbar_init(unsigned long long* b, unsigned int count) {

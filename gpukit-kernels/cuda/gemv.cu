@@ -567,10 +567,7 @@ __device__ __forceinline__ void gemv_ring_impl(const T* __restrict__ x, const T*
                 const unsigned int nr = (unsigned int)min((unsigned long long)R, N - r0);
                 bulk_load(ring + s * stage_bytes, w + r0 * K, nr * row_bytes, &full[s]);
                 r0 += (unsigned long long)gridDim.x * R;
-                if (++s == nst) {
-                    s = 0;
-                    phase ^= 1;
-                }
+                ring_next(s, phase, nst);
             }
         }
         return;
@@ -600,11 +597,7 @@ __device__ __forceinline__ void gemv_ring_impl(const T* __restrict__ x, const T*
                 // Every consumer thread releases the slot after its own reads (release
                 // semantics), so the producer's next copy into it is ordered after all of them.
                 mbar_arrive(&empty[s]);
-                s += G;
-                if (s >= nst) {
-                    s -= nst;
-                    phase ^= 1;
-                }
+                ring_next(s, phase, nst, G);
             }
         }
         // Lane l now holds row l / 4 of the batch, summed over the warp; then over the group.

@@ -472,10 +472,7 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
                 bulk_copy(ring + s * stage_bytes + r * pitch,
                           w + (size_t)(row0 + r) * row_bytes + (size_t)c * chunk * BB, cb * BB,
                           &sh.full[s]);
-            if (++s == nst) {
-                s = 0;
-                phase ^= 1;
-            }
+            ring_next(s, phase, nst);
         }
         return;
     }
@@ -605,10 +602,7 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
             // release of it.
             __syncwarp();
             if (lane == 0) mbar_arrive(&sh.empty[s]);
-            if (++s == nst) {
-                s = 0;
-                phase ^= 1;
-            }
+            ring_next(s, phase, nst);
         }
         float (&part)[QGEMV_RING_WARPS][QGEMV_RING_ROWS] = sh.part[j & 1];
         if (t4 == 0) {
