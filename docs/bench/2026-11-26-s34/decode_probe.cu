@@ -1,6 +1,7 @@
 // Session 34: session 30's probe, which also passes the raw K and V addresses of each call's
 // copy (AttnArgs::kraw / vraw) to variants that define ATTN_RAW_KV; PROBE_UNITS (units aimed
-// at, 132 by default, as launch::SDPA_RING_UNITS) and PROBE_STAGES (ring slots, 4) override the launch.
+// at, 132 by default, as launch::SDPA_RING_UNITS) and PROBE_STAGES (ring slots, 4) override the launch; variants that define ATTN_HALFROW_MAP get tensor
+// maps of 128-byte lines (two a key) with 128-line boxes.
 //
 // Session 30: gpukit's decode ring (sdpa_decode_ring_bf16_d128 from attention.cu, or a patched
 // copy: -DATTN_SRC=...) at the ops bench's four ring cases, launched as gpukit launches it
@@ -22,9 +23,17 @@
 
 static CUtensorMap tensor_map(const void* base, unsigned kv_heads, unsigned len) {
     CUtensorMap m;
+#ifdef ATTN_HALFROW_MAP
+    // Each key's 256-byte row as two 128-byte lines: one box of 128 lines is a whole 64-key
+    // tile, 16 KiB contiguous in the cache.
+    const cuuint64_t dims[4] = {64, 2 * cuuint64_t(len), kv_heads, 1};
+    const cuuint64_t strides[3] = {64 * 2, cuuint64_t(len) * 128 * 2, cuuint64_t(kv_heads) * len * 128 * 2};
+    const cuuint32_t box[4] = {64, 128, 1, 1}, es[4] = {1, 1, 1, 1};
+#else
     const cuuint64_t dims[4] = {128, len, kv_heads, 1};
     const cuuint64_t strides[3] = {128 * 2, cuuint64_t(len) * 128 * 2, cuuint64_t(kv_heads) * len * 128 * 2};
     const cuuint32_t box[4] = {64, 64, 1, 1}, es[4] = {1, 1, 1, 1};
+#endif
     const CUresult r = cuTensorMapEncodeTiled(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, const_cast<void*>(base), dims,
                                               strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
                                               CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,

@@ -12,6 +12,13 @@ bswz   the whole attention, with bulk's copies: the producer warp (all 32 lanes)
        registers), then arrives on a third barrier per slot that the consumers wait for; it
        polls its slots' barriers (test_wait) to issue copies and take landed tiles in turn.
        The consumers' shared memory is the same, so the outputs must equal main's bitwise.
+hr     the whole attention on tensor copies of one box a K or V tile: the tensor maps see each
+       key's 256-byte row as two 128-byte lines (ATTN_HALFROW_MAP in the probe), so a box of
+       128 lines is the tile's 16 KiB, contiguous in the cache, and lands with line 2r + h
+       (key r, half h) in the 128-byte swizzle; the consumers read that layout (SwizzledKV),
+       which has 2-way bank conflicts (lines 2r + h of eight keys give four swizzle patterns).
+       head_dim 128 only (the probe's). Outputs must equal main's bitwise.
+bare_hr bare on hr's copies
 bswz2  bswz's rewrite by a sixth warp of its own, which waits for each landed tile (try_wait, as
        the consumers do) while the producer's lane 0 issues copies as on main: no polling.
 
@@ -173,7 +180,35 @@ def bswz2(t):
     return t
 
 
-out = {"main": lambda: base, "bare": lambda: bare(base), "bulk": lambda: bulk(bare(base)), "bswz": lambda: bswz(base), "bswz2": lambda: bswz2(base)}
+HR_PREFETCH = """                tma_prefetch_4d(tk, 64 * j, first.begin + BN * i, first.kvh, first.b);
+                tma_prefetch_4d(tv, 64 * j, first.begin + BN * i, first.kvh, first.b);
+"""
+HR_SWZ = """struct SwizzledKV {
+    static __device__ __forceinline__ int at(int r, int c) { return sw128_offset<64>(r, c); }
+};"""
+
+
+def hr(t):
+    t = sub(t, HR_PREFETCH, """                if (j == 0) {
+                    tma_prefetch_4d(tk, 0, 2 * (first.begin + BN * i), first.kvh, first.b);
+                    tma_prefetch_4d(tv, 0, 2 * (first.begin + BN * i), first.kvh, first.b);
+                }
+""")
+    t = sub(t, COPIES, """                    tma_load_4d(ks, tk, 0, 2 * key0, un.kvh, un.b, &full[s]);
+                    tma_load_4d(ks + TILE, tv, 0, 2 * key0, un.kvh, un.b, &full[s]);
+""")
+    t = sub(t, HR_SWZ, """struct SwizzledKV {
+    // Session 34 probe (head_dim 128): line 2r + c / 64 of 128 bytes, its 16-byte chunks
+    // swizzled by the line.
+    static __device__ __forceinline__ int at(int r, int c) {
+        const int line = 2 * r + (c >> 6);
+        return line * 64 + ((((c & 63) >> 3) ^ (line & 7)) << 3);
+    }
+};""")
+    return "#define ATTN_HALFROW_MAP\n" + t
+
+
+out = {"main": lambda: base, "bare": lambda: bare(base), "bulk": lambda: bulk(bare(base)), "bswz": lambda: bswz(base), "bswz2": lambda: bswz2(base), "hr": lambda: hr(base), "bare_hr": lambda: hr(bare(base))}
 for name, text in out.items():
     if names and name not in names:
         continue
