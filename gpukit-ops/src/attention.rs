@@ -101,6 +101,11 @@ impl AttentionShape {
             crate::checked_numel("sdpa", &[s.batch, heads, len, s.head_dim])
         };
         let (nq, nk) = (size(s.q_heads, s.q_len)?, size(s.kv_heads, s.kv_len)?);
+        // Nor may the other dimensions' products overflow where one of them is 0 (an empty
+        // batch does not make any head count or length valid).
+        for (heads, len) in [(s.q_heads, s.q_len), (s.kv_heads, s.kv_len)] {
+            crate::checked_numel("sdpa", &[s.batch, heads, len, s.head_dim].map(|x| x.max(1)))?;
+        }
         if q != nq || k != nk || v != nk {
             return bad(format!(
                 "{q}, {k}, {v} values for q, k, v of {s:?} (need {nq}, {nk}, {nk})"
@@ -141,8 +146,15 @@ pub fn sdpa_reference(
         kv_len,
         head_dim: d,
     } = shape;
+    if q.is_empty() {
+        return Ok(Vec::new());
+    }
     let group = q_heads / kv_heads;
-    let slopes = alibi_slopes(q_heads);
+    let slopes = if mask.alibi {
+        alibi_slopes(q_heads)
+    } else {
+        Vec::new()
+    };
     let mut out = vec![0f32; q.len()];
     // One task per (batch, query head): its output rows are one contiguous block.
     out.par_chunks_mut((q_len * d).max(1))

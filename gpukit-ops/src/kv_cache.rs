@@ -21,10 +21,12 @@ pub struct KvCache {
 }
 
 impl KvCache {
-    /// A zeroed cache for `max_len` positions.
+    /// A zeroed cache for `max_len` positions (at most `i32::MAX`: positions are i32 on the
+    /// device).
     ///
     /// # Errors
-    /// [`Error::DType`] for a non-float dtype; memory errors.
+    /// [`Error::DType`] for a non-float dtype; [`Error::Shape`] for `max_len` above `i32::MAX`;
+    /// memory errors.
     pub fn new(
         kv_heads: usize,
         max_len: usize,
@@ -36,6 +38,15 @@ impl KvCache {
             return Err(Error::dtype(
                 "kv_cache",
                 format!("needs a float dtype, got {dtype}"),
+            ));
+        }
+        if i32::try_from(max_len).is_err() {
+            return Err(Error::shape(
+                "kv_cache",
+                format!(
+                    "{max_len} positions: at most {} (positions are i32)",
+                    i32::MAX
+                ),
             ));
         }
         let shape = [kv_heads, max_len, head_dim];

@@ -257,6 +257,26 @@ pub fn dequantize(format: QuantFormat, bytes: &[u8], out: &mut [f32]) -> Result<
     Ok(())
 }
 
+/// `len` bytes of a host view's storage `raw` from element `offset` (empty for `len` = 0, where a
+/// view's offset may lie past its storage).
+fn host_range<'a>(op: &'static str, raw: &'a [u8], offset: usize, len: usize) -> Result<&'a [u8]> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    offset
+        .checked_add(len)
+        .and_then(|end| raw.get(offset..end))
+        .ok_or_else(|| {
+            Error::shape(
+                op,
+                format!(
+                    "{len} bytes at offset {offset} lie past the {} bytes of storage",
+                    raw.len()
+                ),
+            )
+        })
+}
+
 /// Random blocks of `format` holding `values` values, for tests and benchmarks of the formats
 /// that have no quantizer here (the K-quants) and of block layouts in general: random quant bytes
 /// (seeded, reproducible) and every f16 scale and minimum of block i set to
@@ -393,7 +413,11 @@ pub fn dequantize_tensor(
                 return Err(Error::shape("dequantize", "expected u8 blocks"));
             };
             let mut out = vec![0f32; n];
-            dequantize(format, &raw[q.layout().offset()..][..bytes], &mut out)?;
+            dequantize(
+                format,
+                host_range("dequantize", raw, q.layout().offset(), bytes)?,
+                &mut out,
+            )?;
             let t = crate::Tensor::from_host(crate::HostData::F32(out), &[n], &device)?;
             if dtype == DType::F32 {
                 Ok(t)
@@ -559,9 +583,18 @@ impl QuantMatrix {
     /// blocks in `format` (`cols` a whole number of blocks).
     ///
     /// # Errors
-    /// [`Error::Shape`] if the byte count does not match `rows × cols` in `format` (or overflows),
-    /// or `data` is not a contiguous 1-D u8 tensor.
+    /// [`Error::Shape`] for `cols` = 0, if the byte count does not match `rows × cols` in
+    /// `format` (or overflows), or `data` is not a contiguous 1-D u8 tensor.
     pub fn new(data: crate::Tensor, format: QuantFormat, rows: usize, cols: usize) -> Result<Self> {
+        if cols == 0 {
+            return Err(Error::shape(
+                "quantized matrix",
+                format!(
+                    "{rows}×0 {}: a matrix needs at least one column",
+                    format.name()
+                ),
+            ));
+        }
         let want = rows.checked_mul(format.bytes_for(cols)?);
         if data.dtype() != gpukit_kernels::DType::U8
             || data.rank() != 1
@@ -664,7 +697,7 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
                 return Err(Error::shape("qgemv", "expected u8 blocks"));
             };
             let row_bytes = w.format.bytes_for(w.cols)?;
-            let raw = &raw[w.data.layout().offset()..][..w.rows * row_bytes];
+            let raw = host_range("qgemv", raw, w.data.layout().offset(), w.rows * row_bytes)?;
             let bv = w.format.block_values();
             // Per-block sums of x, for the formats whose blocks carry an offset (Q4_1's min).
             let xsum: Vec<f32> = xv.chunks_exact(bv).map(|b| b.iter().sum()).collect();

@@ -58,6 +58,10 @@ pub enum RopeScaling {
     },
 }
 
+/// The most rotated dimensions per head [`RopeConfig::table`] takes (head dims are at most a few
+/// hundred; a larger value is a malformed config, refused before any table is allocated).
+pub const MAX_ROTARY_DIM: usize = 1 << 16;
+
 /// A model's RoPE: rotated dimensions per head, base (`rope_theta`) and scaling.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RopeConfig {
@@ -91,14 +95,15 @@ impl RopeConfig {
     /// The table for sequences up to `seq_len` (only dynamic NTK depends on it).
     ///
     /// # Errors
-    /// [`Error::Shape`] for an odd or zero `rotary_dim`, a non-positive base or factor.
+    /// [`Error::Shape`] for an odd or zero `rotary_dim` or one above [`MAX_ROTARY_DIM`], a
+    /// non-positive base or factor.
     pub fn table(&self, seq_len: usize) -> Result<RopeTable> {
         let d = self.rotary_dim;
-        if d == 0 || !d.is_multiple_of(2) || self.base <= 1.0 {
+        if d == 0 || !d.is_multiple_of(2) || d > MAX_ROTARY_DIM || self.base <= 1.0 {
             return Err(Error::shape(
                 "rope",
                 format!(
-                    "rotary_dim {d} must be even and positive, base {} > 1",
+                    "rotary_dim {d} must be even, positive and at most {MAX_ROTARY_DIM}, base {} > 1",
                     self.base
                 ),
             ));
@@ -316,6 +321,8 @@ pub fn rope_inplace(
         ));
     }
     need_contiguous("rope", x, "x")?;
+    need_contiguous("rope", positions, "positions")?;
+    need_contiguous("rope", inv_freq, "inv_freq")?;
     match &dev {
         crate::Device::Cpu => {
             let table = RopeTable {
@@ -405,7 +412,15 @@ pub(crate) fn check_rope_kv(
         ));
     }
     let (tokens, nq) = (q_out.shape()[0], q_out.shape()[1]);
-    let width = (nq + 2 * nkv) * hd;
+    let Some(width) = nkv
+        .checked_mul(2)
+        .and_then(|kv| kv.checked_add(nq))
+        .and_then(|heads| heads.checked_mul(hd))
+    else {
+        return bad(format!(
+            "{nq} query and 2×{nkv} key/value heads of {hd} overflow a row"
+        ));
+    };
     if qkv != [tokens, width] || position.shape() != [1] {
         return bad(format!(
             "qkv {qkv:?} must be [{tokens}, {width}] ({nq} query and 2×{nkv} key/value heads of \
@@ -431,6 +446,15 @@ pub(crate) fn check_rope_kv(
             qw.shape(),
             kw.shape()
         ));
+    }
+    // The kernels read these densely.
+    crate::ops::need_contiguous(op, position, "position")?;
+    for (t, what) in rope.map(|r| (r.0, "inv_freq")).into_iter().chain(
+        qk_norm
+            .iter()
+            .flat_map(|n| [(n.0, "q norm weight"), (n.1, "k norm weight")]),
+    ) {
+        crate::ops::need_contiguous(op, t, what)?;
     }
     Ok((
         dev,

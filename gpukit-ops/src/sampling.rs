@@ -246,9 +246,10 @@ fn top_p_threshold(vals: &mut [f32], total: u64, top_p: f32) -> f32 {
 }
 
 /// The ids that survive the filters, in id order, with their probabilities (q / Σq, not
-/// renormalised over the kept ids). Greedy gives the one chosen id. Empty `logits` give none.
+/// renormalised over the kept ids). Greedy gives the one chosen id. Empty `logits`, and more
+/// than [`MAX_VOCAB`] of them (whose weights could overflow the sum), give none.
 pub fn candidates(logits: &[f32], recent: &[u32], p: &SamplingParams) -> Vec<(u32, f32)> {
-    if logits.is_empty() {
+    if logits.is_empty() || logits.len() > MAX_VOCAB {
         return Vec::new();
     }
     let l = penalized(logits, recent, p.repetition_penalty);
@@ -275,7 +276,7 @@ fn greedy(l: &[f32]) -> u32 {
     best as u32
 }
 
-/// Samples the token for `step` (CPU reference; row 0 of a batch).
+/// Samples the token for `step` (CPU reference; row 0 of a batch). `None` as [`sample_row`].
 pub fn sample(logits: &[f32], recent: &[u32], p: &SamplingParams, step: u64) -> Option<u32> {
     sample_row(logits, recent, p, step, 0)
 }
@@ -288,7 +289,8 @@ pub fn draw_target(seed: u64, step: u64, row: u32, kept: u64) -> u64 {
 }
 
 /// Samples the token of `row` of a batch for `step` (CPU reference). Id 0 when no id has any
-/// weight (see the module docs).
+/// weight (see the module docs); `None` for empty `logits` and for more than [`MAX_VOCAB`] of
+/// them (whose weights could overflow the sum; [`sample_tokens_into`] refuses them too).
 pub fn sample_row(
     logits: &[f32],
     recent: &[u32],
@@ -296,7 +298,7 @@ pub fn sample_row(
     step: u64,
     row: u32,
 ) -> Option<u32> {
-    if logits.is_empty() {
+    if logits.is_empty() || logits.len() > MAX_VOCAB {
         return None;
     }
     let l = penalized(logits, recent, p.repetition_penalty);
@@ -352,8 +354,10 @@ impl SamplingParams {
 
 /// Bytes of the u8 workspace [`sample_tokens_into`] needs on CUDA over `rows` rows of `vocab`
 /// logits (each id's e, the histograms and per-chunk sums; ~4 bytes per id plus 37 KB per row).
+/// Saturates at `usize::MAX` (no workspace is that large: [`sample_tokens_into`] then reports
+/// a short one).
 pub fn sampler_workspace_len(rows: usize, vocab: usize) -> usize {
-    rows.max(1) * launch::sampler_row_bytes(vocab)
+    rows.max(1).saturating_mul(launch::sampler_row_bytes(vocab))
 }
 
 /// Samples one token id per row of `logits [rows, vocab]` (float, vocab ≤ [`MAX_VOCAB`]) into

@@ -2557,6 +2557,58 @@ fn host_helpers_out_of_range() {
     );
     let z = Tensor::zeros(&[3], DType::BF16, &Device::Cpu).unwrap();
     assert_eq!(z.to_vec_f64().unwrap(), [0.0; 3]);
+    // An empty batch makes no head count valid: with the heads' product overflowing it is
+    // refused, and otherwise it attends nothing (no slopes or rows are allocated).
+    let empty = AttentionShape {
+        batch: 0,
+        q_heads: 1 << 62,
+        kv_heads: 1,
+        q_len: 1 << 20,
+        kv_len: 1,
+        head_dim: 1,
+    };
+    assert!(sdpa_reference(&[], &[], &[], empty, 1.0, AttentionMask::default()).is_err());
+    let alibi = AttentionMask {
+        alibi: true,
+        ..AttentionMask::default()
+    };
+    let empty = AttentionShape {
+        q_heads: 1 << 40,
+        q_len: 1,
+        ..empty
+    };
+    assert!(
+        sdpa_reference(&[], &[], &[], empty, 1.0, alibi)
+            .unwrap()
+            .is_empty()
+    );
+    // The sampler's CPU reference refuses more ids than the device takes (their weights could
+    // overflow the sum), and the workspace length saturates instead of overflowing.
+    use gpukit_ops::sampling::{
+        MAX_VOCAB, SamplingParams, candidates, sample, sampler_workspace_len,
+    };
+    let flat = vec![0f32; MAX_VOCAB + 1];
+    let p = SamplingParams {
+        temperature: 1.0,
+        ..Default::default()
+    };
+    assert_eq!(sample(&flat, &[], &p, 0), None);
+    assert!(candidates(&flat, &[], &p).is_empty());
+    assert_eq!(
+        sample(&flat[..MAX_VOCAB], &[], &p, 0).map(|id| id < MAX_VOCAB as u32),
+        Some(true)
+    );
+    assert_eq!(sampler_workspace_len(usize::MAX, 1000), usize::MAX);
+    // Dequantizing an empty view whose offset lies past its (empty) storage gives nothing.
+    use gpukit_ops::quant::{QuantFormat, dequantize_tensor};
+    let blocks = Tensor::zeros(&[3, 0], DType::U8, &Device::Cpu)
+        .unwrap()
+        .narrow(0, 2, 1)
+        .unwrap()
+        .reshape(&[0])
+        .unwrap();
+    let d = dequantize_tensor(&blocks, QuantFormat::Q8_0, DType::F32).unwrap();
+    assert_eq!(d.shape(), [0]);
     // 2^58 bytes (past any address space) is an error, not an abort.
     let r = Tensor::zeros(&[1 << 58], DType::U8, &Device::Cpu);
     assert!(
@@ -2564,3 +2616,80 @@ fn host_helpers_out_of_range() {
         "{r:?}"
     );
 }
+
+// Inputs that must be refused before any kernel reads them: side tensors the kernels read
+// densely given as broadcast (stride-0) views, a zero-column quantized matrix, a cache with more
+// positions than an i32 holds, an absurd rotary dimension. Each error leaves its operands as
+// they were.
+op_test!(
+    refuses_strided_side_inputs_and_absurd_sizes,
+    |dev: &Device| {
+        use gpukit_ops::kv_cache::KvCache;
+        use gpukit_ops::quant::{QuantFormat, QuantMatrix};
+        use gpukit_ops::rope::{
+            MAX_ROTARY_DIM, RopeConfig, RopeLayout, RopeScaling, rope_inplace, rope_kv_append,
+        };
+        let (tokens, heads, hd) = (3usize, 2usize, 8usize);
+        let xv: Vec<f32> = (0..tokens * heads * hd).map(|i| i as f32 * 0.25).collect();
+        let mut x = Tensor::from_slice(&xv, &[tokens, heads, hd], dev).unwrap();
+        let positions = Tensor::from_slice(&[0i32, 1, 2], &[tokens], dev).unwrap();
+        let inv_freq = Tensor::from_slice(&[1.0f32, 0.5, 0.25, 0.125], &[4], dev).unwrap();
+        // One value broadcast to `n`: the kernels would read past its one element.
+        let one_i32 = Tensor::from_slice(&[1i32], &[1], dev).unwrap();
+        let one_f32 = Tensor::from_slice(&[1.0f32], &[1], dev).unwrap();
+        let bpos = one_i32.broadcast_to(&[tokens]).unwrap();
+        let bfreq = one_f32.broadcast_to(&[4]).unwrap();
+        for (p, f, what) in [
+            (&bpos, &inv_freq, "positions"),
+            (&positions, &bfreq, "inv_freq"),
+        ] {
+            let r = rope_inplace(&mut x, p, f, 1.0, RopeLayout::RotateHalf);
+            assert!(
+                matches!(r, Err(gpukit_ops::Error::Shape { .. })),
+                "rope with broadcast {what}: {r:?}"
+            );
+        }
+        assert_eq!(x.to_vec::<f32>().unwrap(), xv, "a refused rope changed x");
+        // rope_kv_append: broadcast position, inv_freq, or q/k norm weights.
+        let (nq, nkv) = (2usize, 1usize);
+        let qkv = Tensor::zeros(&[1, (nq + 2 * nkv) * hd], DType::F32, dev).unwrap();
+        let mut q_out = Tensor::zeros(&[1, nq, hd], DType::F32, dev).unwrap();
+        let mut cache = KvCache::new(nkv, 4, hd, DType::F32, dev).unwrap();
+        let position = Tensor::from_slice(&[0i32], &[1], dev).unwrap();
+        let bposition = one_i32.broadcast_to(&[1]).unwrap().narrow(0, 0, 1).unwrap();
+        let w = Tensor::full(&[hd], 1.0, DType::F32, dev).unwrap();
+        let bw = one_f32.broadcast_to(&[hd]).unwrap();
+        let rope = Some((&inv_freq, 1.0f32, RopeLayout::RotateHalf));
+        let brope = Some((&bfreq, 1.0f32, RopeLayout::RotateHalf));
+        for (pos, rope, norm, what) in [
+            (&position, brope, None, "inv_freq"),
+            (&position, rope, Some((&bw, &w, 1e-6f32)), "q norm weight"),
+            (&position, rope, Some((&w, &bw, 1e-6f32)), "k norm weight"),
+        ] {
+            let r = rope_kv_append(&qkv, &mut q_out, &mut cache, pos, rope, norm);
+            assert!(
+                matches!(r, Err(gpukit_ops::Error::Shape { .. })),
+                "rope_kv_append with broadcast {what}: {r:?}"
+            );
+        }
+        // A one-element view is contiguous whatever its stride: accepted.
+        rope_kv_append(&qkv, &mut q_out, &mut cache, &bposition, rope, None).unwrap();
+        // A quantized matrix needs columns; a cache's positions fit an i32 (refused before any
+        // allocation).
+        let none = Tensor::zeros(&[0], DType::U8, dev).unwrap();
+        assert!(QuantMatrix::new(none, QuantFormat::Q8_0, 4, 0).is_err());
+        let r = KvCache::new(1, i32::MAX as usize + 1, 1, DType::F32, dev);
+        assert!(
+            matches!(r, Err(gpukit_ops::Error::Shape { .. })),
+            "{:?}",
+            r.err()
+        );
+        let table = RopeConfig {
+            rotary_dim: MAX_ROTARY_DIM + 2,
+            base: 10_000.0,
+            scaling: RopeScaling::None,
+        }
+        .table(16);
+        assert!(table.is_err());
+    }
+);
