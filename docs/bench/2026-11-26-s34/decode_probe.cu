@@ -1,7 +1,8 @@
 // Session 34: session 30's probe, which also passes the raw K and V addresses of each call's
 // copy (AttnArgs::kraw / vraw) to variants that define ATTN_RAW_KV; PROBE_UNITS (units aimed
 // at, 132 by default, as launch::SDPA_RING_UNITS) and PROBE_STAGES (ring slots, 4) override the launch; variants that define ATTN_HALFROW_MAP get tensor
-// maps of 128-byte lines (two a key) with 128-line boxes.
+// maps of 128-byte lines (two a key) with 128-line boxes; ATTN_PADDED_RING, a ring of rows padded
+// by 8 elements.
 //
 // Session 30: gpukit's decode ring (sdpa_decode_ring_bf16_d128 from attention.cu, or a patched
 // copy: -DATTN_SRC=...) at the ops bench's four ring cases, launched as gpukit launches it
@@ -189,7 +190,11 @@ int main(int argc, char** argv) {
 #else
         const size_t merge = (4 * 16 * (D + 8) + 3 * 64 + 2 * 16) * 4;
 #endif
+#ifdef ATTN_PADDED_RING
+        const size_t smem = stages * 2 * 64 * (D + 8) * 2 + merge + 1024;  // rows padded by 8 elements
+#else
         const size_t smem = stages * 2 * 64 * D * 2 + merge + 1024;
+#endif
         const size_t half = size_t(kv_heads) * len * D * 2, bytes = 2 * half, copies = rotation(bytes);
         unsigned char* kv;
         CK(cudaMalloc(&kv, copies * bytes));

@@ -19,6 +19,10 @@ hr     the whole attention on tensor copies of one box a K or V tile: the tensor
        which has 2-way bank conflicts (lines 2r + h of eight keys give four swizzle patterns).
        head_dim 128 only (the probe's). Outputs must equal main's bitwise.
 bare_hr bare on hr's copies
+rows   the whole attention on 1-d bulk copies of each key's row (256 bytes; 128 a stage, four a
+       lane of the producer warp) into rows padded by 8 elements, the layout the portable
+       kernel reads without bank conflicts (PaddedKV); outputs must equal main's bitwise
+bare_rows bare on rows' copies
 bswz2  bswz's rewrite by a sixth warp of its own, which waits for each landed tile (try_wait, as
        the consumers do) while the producer's lane 0 issues copies as on main: no polling.
 
@@ -208,7 +212,47 @@ def hr(t):
     return "#define ATTN_HALFROW_MAP\n" + t
 
 
-out = {"main": lambda: base, "bare": lambda: bare(base), "bulk": lambda: bulk(bare(base)), "bswz": lambda: bswz(base), "bswz2": lambda: bswz2(base), "hr": lambda: hr(base), "bare_hr": lambda: hr(bare(base))}
+ROWS_PRODUCER_START = "        if (lane == 0) {\n            unsigned s = 0, phase = 0, n = 0;\n"
+ROWS_PRODUCER = """        {
+            // Session 34 probe: every lane copies rows lane, lane + 32 of K and V.
+            unsigned s = 0, phase = 0, n = 0;
+            RingUnit un = first;
+            for (unsigned u = blockIdx.x; u < units; u += gridDim.x, un = RingUnit(u, a)) {
+                for (unsigned key0 = un.begin; key0 < un.end; key0 += BN, ++n) {
+                    if (n >= nst) mbar_wait(&empty[s], phase ^ 1);
+                    T* ks = ring + s * 2 * PTILE;
+                    if (lane == 0) mbar_expect_tx(&full[s], 2 * TILE * sizeof(T));
+                    __syncwarp();
+                    const unsigned long long o = un.b * a.k_stride[0] + un.kvh * a.k_stride[1] + key0 * a.k_stride[2];
+                    for (unsigned r = lane; r < BN; r += 32) {
+                        bulk_copy(ks + r * (D + 8), a.kraw + (o + r * a.k_stride[2]) * sizeof(T), D * sizeof(T), &full[s]);
+                        bulk_copy(ks + PTILE + r * (D + 8), a.vraw + (o + r * a.k_stride[2]) * sizeof(T), D * sizeof(T),
+                                  &full[s]);
+                    }
+                    ring_next(s, phase, nst);
+                }
+            }
+        }
+        return;
+    }
+    const unsigned group"""
+
+
+def rows(t):
+    t = bulk(t)
+    t = "#define ATTN_PADDED_RING\n" + t
+    t = sub(t, "    constexpr unsigned STAGE_BYTES = 2 * TILE * sizeof(T);", "    constexpr int PTILE = BN * (D + 8);\n    constexpr unsigned STAGE_BYTES = 2 * PTILE * sizeof(T);")
+    i = t.index(ROWS_PRODUCER_START)
+    j = t.index(PRODUCER_END, i)
+    t = t[:i] + ROWS_PRODUCER + t[j + len(PRODUCER_END):]
+    if "SwizzledKV::at(r, c)) = make_uint4" in t:  # not bare
+        t = sub(t, "            T* ks = ring + s * 2 * TILE;\n            const bool tail", "            T* ks = ring + s * 2 * PTILE;\n            const bool tail")
+        t = sub(t, "*reinterpret_cast<uint4*>(ks + TILE + SwizzledKV::at(r, c))", "*reinterpret_cast<uint4*>(ks + PTILE + PaddedKV<D>::at(r, c))")
+        t = sub(t, "decode_attend<T, D, SwizzledKV>(qa, ks, ks + TILE, warp", "decode_attend<T, D, PaddedKV<D>>(qa, ks, ks + PTILE, warp")
+    return t
+
+
+out = {"main": lambda: base, "bare": lambda: bare(base), "bulk": lambda: bulk(bare(base)), "bswz": lambda: bswz(base), "bswz2": lambda: bswz2(base), "hr": lambda: hr(base), "bare_hr": lambda: hr(bare(base)), "rows": lambda: rows(base), "bare_rows": lambda: rows(bare(base))}
 for name, text in out.items():
     if names and name not in names:
         continue
