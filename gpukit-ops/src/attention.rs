@@ -97,15 +97,19 @@ impl AttentionShape {
                 s.q_heads, s.kv_heads
             ));
         }
-        let size = |heads: usize, len: usize| {
-            crate::checked_numel("sdpa", &[s.batch, heads, len, s.head_dim])
+        // Element counts of q and of k/v. The product with every dimension at least 1 must fit
+        // as well: an empty batch (or head, or row) makes no other size valid.
+        let size = |heads: usize, len: usize| -> Result<usize> {
+            let dims = [s.batch, heads, len, s.head_dim];
+            if crate::checked_numel("sdpa", &dims.map(|x| x.max(1))).is_err() {
+                return Err(Error::shape(
+                    "sdpa",
+                    format!("{dims:?} (batch, heads, length, head_dim) has too many elements"),
+                ));
+            }
+            Ok(dims.iter().product())
         };
         let (nq, nk) = (size(s.q_heads, s.q_len)?, size(s.kv_heads, s.kv_len)?);
-        // Nor may the other dimensions' products overflow where one of them is 0 (an empty
-        // batch does not make any head count or length valid).
-        for (heads, len) in [(s.q_heads, s.q_len), (s.kv_heads, s.kv_len)] {
-            crate::checked_numel("sdpa", &[s.batch, heads, len, s.head_dim].map(|x| x.max(1)))?;
-        }
         if q != nq || k != nk || v != nk {
             return bad(format!(
                 "{q}, {k}, {v} values for q, k, v of {s:?} (need {nq}, {nk}, {nk})"

@@ -103,7 +103,8 @@ impl RopeConfig {
             return Err(Error::shape(
                 "rope",
                 format!(
-                    "rotary_dim {d} must be even, positive and at most {MAX_ROTARY_DIM}, base {} > 1",
+                    "rotary_dim {d} must be even, positive and at most {MAX_ROTARY_DIM}, \
+                     base {} > 1",
                     self.base
                 ),
             ));
@@ -281,10 +282,11 @@ impl RopeTable {
 /// Rotates `x [tokens, heads, head_dim]` (contiguous) in place: token `t` at position
 /// `positions[t]` (i32, on `x`'s device — read by the kernel, so a captured graph replays with
 /// new positions), with the table's `inv_freq` (f32 `[rotary_dim / 2]`, on the device) and
-/// `attention_scale`.
+/// `attention_scale`. `positions` and `inv_freq` must be contiguous (the kernel reads them
+/// densely).
 ///
 /// # Errors
-/// [`Error::Shape`] / [`Error::DType`] for mismatched operands; device errors.
+/// [`Error::Shape`] / [`Error::DType`] for mismatched or non-contiguous operands; device errors.
 pub fn rope_inplace(
     x: &mut crate::Tensor,
     positions: &crate::Tensor,
@@ -447,8 +449,7 @@ pub(crate) fn check_rope_kv(
             kw.shape()
         ));
     }
-    // The kernels read these densely.
-    crate::ops::need_contiguous(op, position, "position")?;
+    // The kernels read these densely (the position is one element: always contiguous).
     for (t, what) in rope.map(|r| (r.0, "inv_freq")).into_iter().chain(
         qk_norm
             .iter()
@@ -482,8 +483,10 @@ pub(crate) fn check_rope_kv(
 /// one block per token and head, head_dim ≤ 256.
 ///
 /// # Errors
-/// [`Error::Shape`] / [`Error::DType`] for mismatched operands; on the CPU [`Error::Index`] for a
-/// position past the cache (on CUDA reported at the next synchronising call, nothing written).
+/// [`Error::Shape`] / [`Error::DType`] for mismatched operands, or an `inv_freq` or q/k norm
+/// weight that is not contiguous (the kernel reads them densely); on the CPU [`Error::Index`]
+/// for a position past the cache (on CUDA reported at the next synchronising call, nothing
+/// written).
 pub fn rope_kv_append(
     qkv: &crate::Tensor,
     q_out: &mut crate::Tensor,

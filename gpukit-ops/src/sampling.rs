@@ -214,8 +214,9 @@ fn largest_first(a: &f32, b: &f32) -> std::cmp::Ordering {
 /// The largest e whose kept weight (the weights of every value at least it, `total` over all of
 /// `vals`) reaches `top_p` of `total`; 0 where none does. The values are walked largest first,
 /// in groups of equal values, over a sorted prefix of the largest: 1024 of them, then four times
-/// as many while the walk runs to the prefix's end without reaching the mass inside it (values
-/// past the prefix could still belong to its last group). `vals` is reordered.
+/// as many while the prefix's weight falls short of the mass. A group cut off at the prefix's
+/// end that already reaches it gives the same answer as the whole group would (more of it only
+/// weighs more). `vals` is reordered.
 fn top_p_threshold(vals: &mut [f32], total: u64, top_p: f32) -> f32 {
     let len = vals.len();
     let mut n = len.min(1024);
@@ -233,8 +234,7 @@ fn top_p_threshold(vals: &mut [f32], total: u64, top_p: f32) -> f32 {
                 kept += fixed_weight(v);
                 i += 1;
             }
-            // A group that ends inside the prefix is whole: every value past it is smaller.
-            if (i < n || n == len) && reaches_top_p(kept, total, top_p) {
+            if reaches_top_p(kept, total, top_p) {
                 return v;
             }
         }
@@ -354,9 +354,12 @@ impl SamplingParams {
 
 /// Bytes of the u8 workspace [`sample_tokens_into`] needs on CUDA over `rows` rows of `vocab`
 /// logits (each id's e, the histograms and per-chunk sums; ~4 bytes per id plus 37 KB per row).
-/// Saturates at `usize::MAX` (no workspace is that large: [`sample_tokens_into`] then reports
-/// a short one).
+/// `usize::MAX` past [`MAX_VOCAB`] ids or where the product overflows (no workspace is that
+/// large: [`sample_tokens_into`] refuses such a vocabulary, or reports a short workspace).
 pub fn sampler_workspace_len(rows: usize, vocab: usize) -> usize {
+    if vocab > MAX_VOCAB {
+        return usize::MAX;
+    }
     rows.max(1).saturating_mul(launch::sampler_row_bytes(vocab))
 }
 
@@ -751,9 +754,10 @@ mod tests {
             }
             0.0
         }
-        let mut rng = rand::rngs::StdRng::seed_from_u64(rand::random());
+        let seed: u64 = rand::random();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
         for &n in &[1usize, 7, 1023, 1024, 1025, 4096, 5000, 70_000] {
-            for case in 0..6 {
+            for case in 0..7 {
                 let vals: Vec<f32> = (0..n)
                     .map(|_| match case {
                         // Peaked: a few large values, the rest tiny.
@@ -773,7 +777,9 @@ mod tests {
                             }
                         }
                         // Floored to 1/64: ties everywhere.
-                        _ => (rng.random_range(0.0f32..1.0) * 64.0).floor() / 64.0,
+                        5 => (rng.random_range(0.0f32..1.0) * 64.0).floor() / 64.0,
+                        // Distinct values that all weigh nothing (below 2^-40): total 0.
+                        _ => rng.random_range(1e-15f32..8e-13),
                     })
                     .collect();
                 let total: u64 = vals.iter().map(|&v| fixed_weight(v)).sum();
@@ -782,7 +788,7 @@ mod tests {
                     assert_eq!(
                         top_p_threshold(&mut work, total, top_p).to_bits(),
                         walk(&vals, total, top_p).to_bits(),
-                        "n {n}, case {case}, top_p {top_p}"
+                        "n {n}, case {case}, top_p {top_p}, seed {seed}"
                     );
                 }
             }

@@ -2599,6 +2599,7 @@ fn host_helpers_out_of_range() {
         Some(true)
     );
     assert_eq!(sampler_workspace_len(usize::MAX, 1000), usize::MAX);
+    assert_eq!(sampler_workspace_len(1, usize::MAX), usize::MAX);
     // Dequantizing an empty view whose offset lies past its (empty) storage gives nothing.
     use gpukit_ops::quant::{QuantFormat, dequantize_tensor};
     let blocks = Tensor::zeros(&[3, 0], DType::U8, &Device::Cpu)
@@ -2650,13 +2651,14 @@ op_test!(
             );
         }
         assert_eq!(x.to_vec::<f32>().unwrap(), xv, "a refused rope changed x");
-        // rope_kv_append: broadcast position, inv_freq, or q/k norm weights.
+        // rope_kv_append: broadcast inv_freq or q/k norm weights.
         let (nq, nkv) = (2usize, 1usize);
         let qkv = Tensor::zeros(&[1, (nq + 2 * nkv) * hd], DType::F32, dev).unwrap();
         let mut q_out = Tensor::zeros(&[1, nq, hd], DType::F32, dev).unwrap();
         let mut cache = KvCache::new(nkv, 4, hd, DType::F32, dev).unwrap();
         let position = Tensor::from_slice(&[0i32], &[1], dev).unwrap();
-        let bposition = one_i32.broadcast_to(&[1]).unwrap().narrow(0, 0, 1).unwrap();
+        // One element of a stride-0 view: contiguous, as any one-element view is.
+        let bposition = one_i32.broadcast_to(&[3]).unwrap().narrow(0, 1, 1).unwrap();
         let w = Tensor::full(&[hd], 1.0, DType::F32, dev).unwrap();
         let bw = one_f32.broadcast_to(&[hd]).unwrap();
         let rope = Some((&inv_freq, 1.0f32, RopeLayout::RotateHalf));
@@ -2672,7 +2674,20 @@ op_test!(
                 "rope_kv_append with broadcast {what}: {r:?}"
             );
         }
-        // A one-element view is contiguous whatever its stride: accepted.
+        let zeros = vec![0f32; nq * hd];
+        assert_eq!(
+            q_out.to_vec::<f32>().unwrap(),
+            zeros,
+            "a refused append wrote q_out"
+        );
+        let cache_zeros = vec![0f32; nkv * 4 * hd];
+        for t in [cache.key_storage(), cache.value_storage()] {
+            assert_eq!(
+                t.to_vec::<f32>().unwrap(),
+                cache_zeros,
+                "a refused append wrote the cache"
+            );
+        }
         rope_kv_append(&qkv, &mut q_out, &mut cache, &bposition, rope, None).unwrap();
         // A quantized matrix needs columns; a cache's positions fit an i32 (refused before any
         // allocation).
