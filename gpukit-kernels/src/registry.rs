@@ -418,22 +418,15 @@ impl Kernel {
                 | Kernel::KvAppend(_)
                 | Kernel::SdpaCombine(_)
                 | Kernel::SdpaDecodeRing { .. }
-                | Kernel::SampleGreedy(_)
-                | Kernel::SampleGreedyMerge
-                | Kernel::SampleScale(_)
-                | Kernel::SampleExp
-                | Kernel::SampleRefine
-                | Kernel::SampleTheta
-                | Kernel::SampleDraw
-                | Kernel::DecodeAdvance
                 | Kernel::Gemv { .. }
                 | Kernel::GemvRing(_)
                 | Kernel::GemvSwiglu(_)
                 | Kernel::GemvNorm { .. }
                 | Kernel::GemvSwigluNorm(_)
                 | Kernel::GemvNormRopeKv(_)
-                | Kernel::SampleArgmaxParts
         ) || matches!(self, Kernel::Sdpa { decode: true, .. })
+            // Every kernel of sampling.cu (the sampler's stages, the decode state's advance).
+            || self.module() == KernelModule::Sampling
     }
 
     /// The `extern "C"` entry point.
@@ -1152,8 +1145,8 @@ pub mod launch {
     /// Workspace bytes per row of the sampler's stages (`SampleWs` in `cuda/sampling.cu`): an
     /// 80-byte head (total weight, threshold, two radix-select records), the three rounds'
     /// histograms (1024 u64 weights each, then 1024 u32 counts each), a u64 kept weight (a
-    /// greedy draw's chunk maximum) and an f32 maximum per chunk, then (16-byte aligned) one f32 per id of every chunk. A multiple
-    /// of 16.
+    /// greedy draw's chunk maximum) and an f32 maximum per chunk, then (16-byte aligned) one f32
+    /// per id of every chunk. A multiple of 16.
     pub fn sampler_row_bytes(vocab: usize) -> usize {
         let chunks = sampler_chunks(vocab);
         (80 + 3 * 1024 * 12 + 12 * chunks).next_multiple_of(16) + 4 * SAMPLE_CHUNK * chunks
@@ -1164,20 +1157,24 @@ pub mod launch {
         let chunks = u32::try_from(sampler_chunks(vocab)).map_err(|_| {
             Error::InvalidArgument(format!("vocabulary of {vocab} too large for the sampler"))
         })?;
-        let rows = u32::try_from(rows.max(1))
-            .ok()
-            .filter(|&r| r <= 65_535)
-            .ok_or_else(|| Error::InvalidArgument(format!("{rows} rows exceed the grid limit")))?;
-        Ok(LaunchConfig::new((chunks, rows), SAMPLE_THREADS))
+        Ok(LaunchConfig::new(
+            (chunks, sampler_rows(rows)?),
+            SAMPLE_THREADS,
+        ))
     }
 
     /// The grid of [`Kernel::SampleGreedyMerge`]: (1, rows) blocks of 1024 threads.
     pub fn sampler_merge_grid(rows: usize) -> Result<LaunchConfig> {
-        let rows = u32::try_from(rows.max(1))
+        Ok(LaunchConfig::new((1, sampler_rows(rows)?), 1024))
+    }
+
+    /// The sampler grids' second dimension: one row per block row (at least 1), at most the
+    /// grid's 65 535.
+    fn sampler_rows(rows: usize) -> Result<u32> {
+        u32::try_from(rows.max(1))
             .ok()
             .filter(|&r| r <= 65_535)
-            .ok_or_else(|| Error::InvalidArgument(format!("{rows} rows exceed the grid limit")))?;
-        Ok(LaunchConfig::new((1, rows), 1024))
+            .ok_or_else(|| Error::InvalidArgument(format!("{rows} rows exceed the grid limit")))
     }
 }
 
