@@ -40,6 +40,9 @@ struct AttnArgs {
                             // 128: 32 for the 32-key tiles where shared memory is short
     unsigned int splits;    // decode: splits per (batch, KV head)
     unsigned int stages;    // decode: K/V tiles in flight (1, 2 or 3; the launch's shared memory)
+    unsigned int kv_swizzled; // K and V laid out pre-swizzled (kv_col), the key counted from
+                              // the operand's first
+    unsigned int reserved;  // zero (keeps partial 8-byte aligned)
     float* partial;         // decode with splits > 1: [batch, kv_heads, splits, 16, 2 + D] f32
                             // (the ring: [batch, kv_heads, splits, rows, D + 4])
     const int* position;    // decode: if set, the queries start at *position and kv_len (then
@@ -232,6 +235,17 @@ template <int D> struct PaddedKV {
 struct SwizzledKV {
     static __device__ __forceinline__ int at(int r, int c) { return sw128_offset<64>(r, c); }
 };
+// Rows of D elements whose 16-byte chunks are swizzled by r % 8 within each 128-byte block: where
+// a 1-d copy of a pre-swizzled cache's rows (kv_col) lands them (sdpa_decode_ring's PRE).
+template <typename T, int D> struct RowSwizzledKV {
+    static __device__ __forceinline__ int at(int r, int c) { return r * D + kv_col<T>(r, c, D, 1); }
+};
+template <typename T, int D, bool PRE> struct RingLayout {
+    using type = SwizzledKV;
+};
+template <typename T, int D> struct RingLayout<T, D, true> {
+    using type = RowSwizzledKV<T, D>;
+};
 
 // Attends one warp's MT m-tiles of 16 rows over NT·8 keys of the shared-memory tile starting at
 // row kb (key index key0 + kb): scores on tensor cores (each K and V fragment loaded once for all
@@ -362,26 +376,29 @@ __device__ __forceinline__ void load_q(unsigned (&qa)[D / 16][4], const T* r0, c
 }
 
 // Starts copying keys key0 .. key0 + BN of one KV head into shared memory (rows past kv_len
-// are zero-filled).
+// are zero-filled), from K/V in the layout a.kv_swizzled names (key0 a multiple of 8).
 template <typename T, int D, int BN, int THREADS>
 __device__ __forceinline__ void load_kv(T* ks, T* vs, const T* kh, const T* vh, const AttnArgs& a,
                                         unsigned key0) {
     constexpr int LD = D + 8, CH = D / 8;
     if constexpr (THREADS % CH == 0 && BN % (THREADS / CH) == 0) {
-        // Each thread copies one fixed 16-byte column of every (THREADS / CH)-th row.
+        // Each thread copies one fixed 16-byte column of every (THREADS / CH)-th row; where that
+        // step is a multiple of 8 rows, its source column in the swizzled layout is fixed too.
         constexpr int RS = THREADS / CH;
         const int c = (threadIdx.x % CH) * 8, r0 = threadIdx.x / CH;
         const long long kst = a.k_stride[2], vst = a.v_stride[2];
-        const T* kp = kh + (long long)(key0 + r0) * kst + c;
-        const T* vp = vh + (long long)(key0 + r0) * vst + c;
+        const T* kp = kh + (long long)(key0 + r0) * kst;
+        const T* vp = vh + (long long)(key0 + r0) * vst;
         T* kd = ks + r0 * LD + c;
         T* vd = vs + r0 * LD + c;
+        const auto col = [&](int i) { return kv_col<T>(RS % 8 == 0 ? r0 : r0 + i * RS, c, D, a.kv_swizzled); };
         // A fixed trip count, and no per-row test when the whole tile is in range.
         if (key0 + BN <= a.kv_len) {
 #pragma unroll
             for (int i = 0; i < BN / RS; ++i) {
-                cp_async16(kd + i * RS * LD, kp, true);
-                cp_async16(vd + i * RS * LD, vp, true);
+                const unsigned sc = col(i);
+                cp_async16(kd + i * RS * LD, kp + sc, true);
+                cp_async16(vd + i * RS * LD, vp + sc, true);
                 kp += RS * kst;
                 vp += RS * vst;
             }
@@ -389,8 +406,9 @@ __device__ __forceinline__ void load_kv(T* ks, T* vs, const T* kh, const T* vh, 
 #pragma unroll
             for (int i = 0; i < BN / RS; ++i) {
                 const bool ok = key0 + r0 + i * RS < a.kv_len;
-                cp_async16(kd + i * RS * LD, ok ? kp : kh, ok);
-                cp_async16(vd + i * RS * LD, ok ? vp : vh, ok);
+                const unsigned sc = col(i);
+                cp_async16(kd + i * RS * LD, ok ? kp + sc : kh, ok);
+                cp_async16(vd + i * RS * LD, ok ? vp + sc : vh, ok);
                 kp += RS * kst;
                 vp += RS * vst;
             }
@@ -398,10 +416,10 @@ __device__ __forceinline__ void load_kv(T* ks, T* vs, const T* kh, const T* vh, 
     } else {
         for (int i = threadIdx.x; i < BN * CH; i += THREADS) {
             const int r = i / CH, c = (i % CH) * 8;
-            const unsigned key = key0 + r;
+            const unsigned key = key0 + r, sc = kv_col<T>(key, c, D, a.kv_swizzled);
             const bool ok = key < a.kv_len;
-            cp_async16(ks + r * LD + c, ok ? kh + key * a.k_stride[2] + c : kh, ok);
-            cp_async16(vs + r * LD + c, ok ? vh + key * a.v_stride[2] + c : vh, ok);
+            cp_async16(ks + r * LD + c, ok ? kh + key * a.k_stride[2] + sc : kh, ok);
+            cp_async16(vs + r * LD + c, ok ? vh + key * a.v_stride[2] + sc : vh, ok);
         }
     }
     cp_async_commit();
@@ -728,7 +746,11 @@ __device__ __forceinline__ void sdpa_combine(T* __restrict__ out, const AttnArgs
 // The block's producer warp copies each unit's 64-key K and V tiles with the tensor memory
 // accelerator (cp.async.bulk.tensor through the tensor maps tk and tv: 64 × 64 boxes in the
 // 128-byte swizzle, completion counted on an mbarrier per slot) into a ring of a.stages slots,
-// while the four consumer warps attend as in sdpa_decode, 16 keys of each tile apiece. The ring
+// while the four consumer warps attend as in sdpa_decode, 16 keys of each tile apiece. From a KV
+// cache laid out pre-swizzled (PRE; the entry points' _swz), each tile is instead two 1-d bulk
+// copies of its contiguous K and V rows, which land in RowSwizzledKV, as free of bank conflicts
+// for ldmatrix as the tensor copies' swizzle and 0.6–1.9 µs faster on the H200 (session 35: a
+// swizzled tensor copy moves lines of at most 128 bytes). The ring
 // runs on across units, so a block never waits for its next unit's first tile, and before the PDL
 // wait the producer asks L2 for its first unit's first tile. Rows of a unit's last tile past
 // kv_len hold whatever the cache holds there: the mask hides their scores, and the consumers zero
@@ -918,12 +940,23 @@ __device__ __forceinline__ void ring_merge_head(const Src& src, unsigned splits,
 // warp); launch::sdpa_decode_ring sizes it the same way (sdpa_merge_bytes).
 #define RING_RED_BYTES(D) ((4 * 16 * ((D) + 8) + 2 * 64) * 4)
 
-template <typename T, int D>
+// PRE: K and V (k, v) laid out pre-swizzled, their rows contiguous (k_stride[2] = v_stride[2] = D)
+// and 16-byte aligned, copied by 1-d bulk copies; else through the tensor maps tk, tv.
+template <typename T, int D, bool PRE>
 __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __restrict__ out, AttnArgs a,
-                                                 const TensorMap* tk, const TensorMap* tv,
+                                                 const TensorMap* tk, const TensorMap* tv, const T* k, const T* v,
                                                  unsigned* __restrict__ counters, unsigned batch) {
     constexpr int BN = 64, TILE = BN * D;
+    using Layout = typename RingLayout<T, D, PRE>::type;
     const unsigned units = batch * a.kv_heads * a.splits;
+    // Unit x's K and V rows from key0 on (PRE), and the bytes of a tile from key0 of keys below
+    // `len` (never past the operands: len is at most the launch's kv_len).
+    const auto rows_at = [&](const T* base, const long long* stride, const RingUnit& x, unsigned key0) {
+        return base + x.b * stride[0] + x.kvh * stride[1] + (unsigned long long)key0 * D;
+    };
+    const auto tile_bytes = [](unsigned key0, unsigned len) {
+        return min((unsigned)BN, len - key0) * D * (unsigned)sizeof(T);
+    };
     // Before the PDL wait the producer only asks L2 for the first K and V tiles of its first unit
     // (and the tensor maps): the copies after the wait then start from L2. Only L2 prefetches
     // may come first: they overlap the previous kernel's tail and cannot read data that kernel
@@ -939,14 +972,22 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
     // copy otherwise (session 30's trace).
     RingUnit first(blockIdx.x, a);
     if (threadIdx.x == 32 * RING_CONSUMERS && blockIdx.x < units) {
-        asm volatile("prefetch.tensormap [%0];" ::"l"(tk) : "memory");
-        asm volatile("prefetch.tensormap [%0];" ::"l"(tv) : "memory");
+        if (!PRE) {
+            asm volatile("prefetch.tensormap [%0];" ::"l"(tk) : "memory");
+            asm volatile("prefetch.tensormap [%0];" ::"l"(tv) : "memory");
+        }
         const unsigned tiles = a.chunk >= 8 * BN && first.begin + BN < first.end ? 2 : 1;
         for (unsigned i = 0; i < tiles; ++i) {
+            const unsigned key0 = first.begin + BN * i;
+            if (PRE) {
+                bulk_prefetch_l2(rows_at(k, a.k_stride, first, key0), tile_bytes(key0, a.kv_len));
+                bulk_prefetch_l2(rows_at(v, a.v_stride, first, key0), tile_bytes(key0, a.kv_len));
+            } else {
 #pragma unroll
-            for (int j = 0; j < D / 64; ++j) {
-                tma_prefetch_4d(tk, 64 * j, first.begin + BN * i, first.kvh, first.b);
-                tma_prefetch_4d(tv, 64 * j, first.begin + BN * i, first.kvh, first.b);
+                for (int j = 0; j < D / 64; ++j) {
+                    tma_prefetch_4d(tk, 64 * j, key0, first.kvh, first.b);
+                    tma_prefetch_4d(tv, 64 * j, key0, first.kvh, first.b);
+                }
             }
         }
     }
@@ -987,11 +1028,19 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
                 for (unsigned key0 = un.begin; key0 < un.end; key0 += BN, ++n) {
                     if (n >= nst) mbar_wait(&empty[s], phase ^ 1);
                     T* ks = ring + s * 2 * TILE;
-                    mbar_expect_tx(&full[s], STAGE_BYTES);
+                    if (PRE) {
+                        // The rows below kv_len only (a tail's others keep older rows).
+                        const unsigned bytes = tile_bytes(key0, a.kv_len);
+                        mbar_expect_tx(&full[s], 2 * bytes);
+                        bulk_copy(ks, rows_at(k, a.k_stride, un, key0), bytes, &full[s]);
+                        bulk_copy(ks + TILE, rows_at(v, a.v_stride, un, key0), bytes, &full[s]);
+                    } else {
+                        mbar_expect_tx(&full[s], STAGE_BYTES);
 #pragma unroll
-                    for (int j = 0; j < D / 64; ++j) {
-                        tma_load_4d(ks + j * BN * 64, tk, 64 * j, key0, un.kvh, un.b, &full[s]);
-                        tma_load_4d(ks + TILE + j * BN * 64, tv, 64 * j, key0, un.kvh, un.b, &full[s]);
+                        for (int j = 0; j < D / 64; ++j) {
+                            tma_load_4d(ks + j * BN * 64, tk, 64 * j, key0, un.kvh, un.b, &full[s]);
+                            tma_load_4d(ks + TILE + j * BN * 64, tv, 64 * j, key0, un.kvh, un.b, &full[s]);
+                        }
                     }
                     ring_next(s, phase, nst);
                 }
@@ -1019,11 +1068,11 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
                 for (int i = lane; i < 16 * CH; i += 32) {
                     const int r = 16 * warp + i / CH, c = (i % CH) * 8;
                     if (key0 + r >= a.kv_len)
-                        *reinterpret_cast<uint4*>(ks + TILE + SwizzledKV::at(r, c)) = make_uint4(0, 0, 0, 0);
+                        *reinterpret_cast<uint4*>(ks + TILE + Layout::at(r, c)) = make_uint4(0, 0, 0, 0);
                 }
                 __syncwarp();
             }
-            decode_attend<T, D, SwizzledKV>(qa, ks, ks + TILE, warp, key0, rows, a, st);
+            decode_attend<T, D, Layout>(qa, ks, ks + TILE, warp, key0, rows, a, st);
             // The zeroing's writes are ordered before the producer's next copy into the slot.
             if (tail) fence_proxy_async();
             mbar_arrive(&empty[s]);
@@ -1092,11 +1141,13 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
     }
 }
 
-#define SDPA_RING_BODY(T, D) sdpa_decode_ring<T, D>(q, out, a, &tk, &tv, counters, batch);
+#define SDPA_RING_BODY(T, D) sdpa_decode_ring<T, D, false>(q, out, a, &tk, &tv, nullptr, nullptr, counters, batch);
+#define SDPA_RING_SWZ_BODY(T, D) sdpa_decode_ring<T, D, true>(q, out, a, nullptr, nullptr, k, v, counters, batch);
 #else
 // Entry points exist in every image; only sm_90+ ones have a body (the launcher picks them only
 // there).
 #define SDPA_RING_BODY(T, D) __trap();
+#define SDPA_RING_SWZ_BODY(T, D) __trap();
 #endif
 
 #define SDPA_RING(T, NAME, D)                                                                      \
@@ -1104,6 +1155,11 @@ extern "C" __global__ void __launch_bounds__(RING_THREADS, 1) sdpa_decode_ring_#
         const T* q, T* out, AttnArgs a, const __grid_constant__ TensorMap tk,                      \
         const __grid_constant__ TensorMap tv, unsigned* counters, unsigned batch) {                \
     SDPA_RING_BODY(T, D)                                                                           \
+}                                                                                                  \
+/* From a KV cache laid out pre-swizzled (rows contiguous), by 1-d bulk copies. */                 \
+extern "C" __global__ void __launch_bounds__(RING_THREADS, 1) sdpa_decode_ring_##NAME##_d##D##_swz( \
+        const T* q, T* out, AttnArgs a, const T* k, const T* v, unsigned* counters, unsigned batch) { \
+    SDPA_RING_SWZ_BODY(T, D)                                                                       \
 }
 SDPA_RING(bf16, bf16, 64)
 SDPA_RING(bf16, bf16, 128)
@@ -1187,16 +1243,17 @@ __device__ __forceinline__ unsigned long long sw128_desc(const void* p, unsigned
 }
 
 // Starts copying rows row0 .. row0 + R of a [rows, D] matrix into the swizzled layout (rows at
-// or past rows_valid zero-filled). Each thread copies one fixed 16-byte column of every
-// (THREADS / (D / 8))-th row, so its r % 8, and the swizzle, stay fixed.
+// or past rows_valid zero-filled), from a matrix laid out pre-swizzled where swizzled != 0
+// (kv_col; row0 a multiple of 8). Each thread copies one fixed 16-byte column of every
+// (THREADS / (D / 8))-th row, so its r % 8, and both swizzles, stay fixed.
 template <typename T, int D, int R, int THREADS>
 __device__ __forceinline__ void load_tile_sw128(T* dst, const T* src, long long stride, unsigned row0,
-                                                unsigned rows_valid) {
+                                                unsigned rows_valid, unsigned swizzled) {
     constexpr int CH = D / 8, RS = THREADS / CH;
     static_assert(THREADS % CH == 0 && R % RS == 0 && RS % 8 == 0, "tile copy shape");
     const int c = (threadIdx.x % CH) * 8, r0 = threadIdx.x / CH;
     T* d = dst + sw128_offset<R>(r0, c);
-    const T* p = src + (long long)(row0 + r0) * stride + c;
+    const T* p = src + (long long)(row0 + r0) * stride + kv_col<T>(r0, c, D, swizzled);
     const long long step = RS * stride;
     if (row0 + R <= rows_valid) {
 #pragma unroll
@@ -1236,8 +1293,8 @@ __device__ __forceinline__ void sdpa_prefill_wgmma(const T* __restrict__ q, cons
     const unsigned t0 = key_begin / BN, tiles = key_end > key_begin ? (key_end + BN - 1) / BN : t0;
     auto load = [&](unsigned j) {
         T* st = kv + (j % STAGES) * 2 * BN * D;
-        load_tile_sw128<T, D, BN, THREADS>(st, kh, a.k_stride[2], j * BN, a.kv_len);
-        load_tile_sw128<T, D, BN, THREADS>(st + BN * D, vh, a.v_stride[2], j * BN, a.kv_len);
+        load_tile_sw128<T, D, BN, THREADS>(st, kh, a.k_stride[2], j * BN, a.kv_len, a.kv_swizzled);
+        load_tile_sw128<T, D, BN, THREADS>(st + BN * D, vh, a.v_stride[2], j * BN, a.kv_len, a.kv_swizzled);
     };
     // Scores of tile j into acc: D / 16 wgmma of K = 16 (Q and K column blocks of 64, 32 bytes
     // per step inside a block; 8-row groups 1024 bytes apart).
@@ -1253,7 +1310,7 @@ __device__ __forceinline__ void sdpa_prefill_wgmma(const T* __restrict__ q, cons
         }
         wgmma_commit();
     };
-    load_tile_sw128<T, D, BM, THREADS>(qs, qh, a.q_stride[2], first, a.q_len);
+    load_tile_sw128<T, D, BM, THREADS>(qs, qh, a.q_stride[2], first, a.q_len, 0);
     if (t0 < tiles) load(t0);
     cp_async_commit();
     if (t0 + 1 < tiles) load(t0 + 1);

@@ -225,6 +225,19 @@ __device__ __forceinline__ void rope_rotate(float x0, float x1, float c, float s
     r1 = __fadd_rn(__fmul_rn(x1, c), __fmul_rn(x0, s));
 }
 
+// Column at which element c of key row `key` of a K or V row of head_dim elements is stored,
+// in a KV cache laid out pre-swizzled (swizzled != 0; gpukit-ops' KvLayout::Swizzled): within
+// each whole 128-byte block of the row, 16-byte chunk j lies at chunk j ^ (key mod 8); elements
+// past the last whole block stay in place. A 1-d copy of rows starting at a multiple of 8 keys
+// then lands in the 128-byte swizzle that ldmatrix reads without bank conflicts.
+template <typename T>
+__device__ __forceinline__ unsigned int kv_col(unsigned long long key, unsigned int c, unsigned int head_dim,
+                                               unsigned int swizzled) {
+    constexpr unsigned int E = 16 / sizeof(T), B = 8 * E;  // elements per chunk and per block
+    if (!swizzled || (c / B + 1) * B > head_dim) return c;
+    return (c & ~(B - 1)) | (((c / E) ^ (unsigned int)key) & 7) * E | (c & (E - 1));
+}
+
 // Asks L2 to fetch the line holding p (no registers, no wait).
 __device__ __forceinline__ void prefetch_l2(const void* p) {
     asm volatile("prefetch.global.L2 [%0];" ::"l"(p));

@@ -241,7 +241,8 @@ __device__ __forceinline__ void rms_norm_prologue(const T* __restrict__ pending,
 // and the value heads in adjacent pairs): the queries go to out [nq, head_dim], the keys and
 // values into the caches [nkv, max_len, head_dim] at row *pos — the QKV projection, RoPE and the
 // KV append in one kernel, with rope_kv_append's arithmetic on the projection's rounded
-// outputs. A position past the cache writes no cache row and sets bit 0 of *err.
+// outputs. A position past the cache writes no cache row and sets bit 0 of *err. With
+// swizzled != 0 the caches are laid out pre-swizzled (kv_col).
 //
 // NORM: x = rms_norm(residual + pending)·g computed by every block into shared memory first
 // (rms_norm_prologue); else x is read from global memory. ARGMAX (the LM head with greedy
@@ -259,7 +260,7 @@ template <typename T> struct RopeKvArgs {
     float scale;
     unsigned int half;
     int layout;
-    unsigned int nq, nkv, head_dim, max_len;
+    unsigned int nq, nkv, head_dim, max_len, swizzled;
     unsigned int* err;
 };
 
@@ -390,7 +391,7 @@ __device__ __forceinline__ void gemv_units_impl(const T* __restrict__ pending,
                 x1 = r1;
             }
             const unsigned int h = (unsigned int)ra / rk.head_dim;
-            const unsigned int ia = (unsigned int)ra % rk.head_dim, ib = (unsigned int)rb % rk.head_dim;
+            unsigned int ia = (unsigned int)ra % rk.head_dim, ib = (unsigned int)rb % rk.head_dim;
             T* dst;
             if (h < rk.nq) {
                 dst = out + (unsigned long long)h * rk.head_dim;
@@ -400,6 +401,10 @@ __device__ __forceinline__ void gemv_units_impl(const T* __restrict__ pending,
                 dst = rk.k_cache + ((unsigned long long)(h - rk.nq) * rk.max_len + pos) * rk.head_dim;
             } else {
                 dst = rk.v_cache + ((unsigned long long)(h - rk.nq - rk.nkv) * rk.max_len + pos) * rk.head_dim;
+            }
+            if (h >= rk.nq) {
+                ia = kv_col<T>(pos, ia, rk.head_dim, rk.swizzled);
+                ib = kv_col<T>(pos, ib, rk.head_dim, rk.swizzled);
             }
             dst[ia] = from_f32<T>(x0);
             dst[ib] = from_f32<T>(x1);
@@ -692,11 +697,11 @@ extern "C" __global__ void __launch_bounds__(256, 4) gemv_norm_rope_kv_##NAME(co
         T* q_out, unsigned int N, unsigned int K, unsigned int S, T* k_cache, T* v_cache,          \
         const int* pos, const float* inv_freq, float scale, unsigned int half, int layout,         \
         unsigned int nq, unsigned int nkv, unsigned int head_dim, unsigned int max_len,            \
-        unsigned int* err) {                                                                       \
+        unsigned int swizzled, unsigned int* err) {                                                \
     gemv_units_impl<T, GEMV_ROPE_KV, true, false>(pending, residual, g, residual_out, eps,         \
             nullptr, w, bias, q_out, N, K, S, nullptr,                                             \
             RopeKvArgs<T>{k_cache, v_cache, pos, inv_freq, scale, half, layout, nq, nkv,           \
-                          head_dim, max_len, err});                                                \
+                          head_dim, max_len, swizzled, err});                                      \
 }
 
 GEMV_KERNELS(float, f32)

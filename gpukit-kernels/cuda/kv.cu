@@ -1,13 +1,15 @@
 // KV-cache append: new [tokens, kv_heads, head_dim] (a projection's output layout) written into
 // the cache [kv_heads, max_len, head_dim] at rows pos .. pos + tokens of every head, where pos is
 // read from device memory (so a captured decode step replays at the next position). A write
-// that would pass max_len writes nothing and sets bit 0 of *err.
+// that would pass max_len writes nothing and sets bit 0 of *err. With swizzled != 0 the cache is
+// laid out pre-swizzled (kv_col).
 #include "common.cuh"
 
 #define KV_KERNELS(T, NAME)                                                                        \
 extern "C" __global__ void kv_append_##NAME(T* __restrict__ cache, const T* __restrict__ fresh,    \
         const int* __restrict__ pos_ptr, unsigned int tokens, unsigned int kv_heads,               \
-        unsigned int head_dim, unsigned int max_len, unsigned int* __restrict__ err) {             \
+        unsigned int head_dim, unsigned int max_len, unsigned int swizzled,                        \
+        unsigned int* __restrict__ err) {                                                          \
     pdl_enter();                                                                                   \
     const long long pos = (long long)*pos_ptr;                                                     \
     if (pos < 0 || pos + tokens > max_len) {                                                       \
@@ -20,7 +22,9 @@ extern "C" __global__ void kv_append_##NAME(T* __restrict__ cache, const T* __re
         unsigned int d = t % head_dim;                                                             \
         unsigned long long r = t / head_dim;                                                       \
         unsigned int h = r % kv_heads, tok = (unsigned int)(r / kv_heads);                         \
-        cache[((unsigned long long)h * max_len + pos + tok) * head_dim + d] = fresh[t];            \
+        const unsigned long long key = pos + tok;                                                  \
+        const unsigned int col = kv_col<T>(key, d, head_dim, swizzled);                            \
+        cache[((unsigned long long)h * max_len + key) * head_dim + col] = fresh[t];                \
     }                                                                                              \
 }
 

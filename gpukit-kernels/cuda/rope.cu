@@ -40,7 +40,8 @@ ROPE_KERNELS(bf16, bf16)
 // q_out [tokens, nq, head_dim] and the keys and values into the caches [nkv, max_len, head_dim]
 // at row pos + token, pos read from device memory. One block (ROPE_KV_THREADS threads) per
 // (token, head) over the nq query heads and nkv key/value heads; head_dim ≤ 256. A write that
-// would pass max_len writes nothing and sets bit 0 of *err.
+// would pass max_len writes nothing and sets bit 0 of *err. With swizzled != 0 the caches are
+// laid out pre-swizzled (kv_col).
 #define ROPE_KV_THREADS 128
 
 template <typename T>
@@ -49,7 +50,7 @@ __device__ __forceinline__ void rope_kv_append_impl(const T* __restrict__ qkv, T
         const float* __restrict__ inv_freq, float scale, unsigned int half, int layout,
         const T* __restrict__ q_norm, const T* __restrict__ k_norm, float eps, unsigned int tokens,
         unsigned int nq, unsigned int nkv, unsigned int head_dim, unsigned int max_len,
-        unsigned int* __restrict__ err) {
+        unsigned int swizzled, unsigned int* __restrict__ err) {
     __shared__ float buf[256];
     __shared__ float scratch[32];
     pdl_enter();
@@ -65,7 +66,9 @@ __device__ __forceinline__ void rope_kv_append_impl(const T* __restrict__ qkv, T
     const T* row = qkv + (unsigned long long)tok * (nq + 2 * nkv) * head_dim;
     const T* src = row + (unsigned long long)slot * head_dim;
     const T* nw = is_q ? q_norm : k_norm;
-    const unsigned long long cache_row = ((unsigned long long)kvh * max_len + pos + tok) * head_dim;
+    const unsigned long long key = pos + tok, cache_row = ((unsigned long long)kvh * max_len + key) * head_dim;
+    // Where element i of this head's row goes (the cache's layout; queries in order).
+    const auto col = [&](unsigned int i) { return is_q ? i : kv_col<T>(key, i, head_dim, swizzled); };
     T* dst = is_q ? q_out + ((unsigned long long)tok * nq + slot) * head_dim : k_cache + cache_row;
     float ss = 0.0f;
     for (unsigned int i = threadIdx.x; i < head_dim; i += blockDim.x) {
@@ -86,14 +89,14 @@ __device__ __forceinline__ void rope_kv_append_impl(const T* __restrict__ qkv, T
         const unsigned int a = layout ? 2 * i : i, b = layout ? 2 * i + 1 : i + half;
         float y0, y1;
         rope_rotate(buf[a], buf[b], c, s, y0, y1);
-        dst[a] = from_f32<T>(y0);
-        dst[b] = from_f32<T>(y1);
+        dst[col(a)] = from_f32<T>(y0);
+        dst[col(b)] = from_f32<T>(y1);
     }
     for (unsigned int i = 2 * half + threadIdx.x; i < head_dim; i += blockDim.x)
-        dst[i] = from_f32<T>(buf[i]);
+        dst[col(i)] = from_f32<T>(buf[i]);
     if (!is_q) {
         const T* vs = row + (unsigned long long)(nq + nkv + kvh) * head_dim;
-        for (unsigned int i = threadIdx.x; i < head_dim; i += blockDim.x) v_cache[cache_row + i] = vs[i];
+        for (unsigned int i = threadIdx.x; i < head_dim; i += blockDim.x) v_cache[cache_row + col(i)] = vs[i];
     }
 }
 
@@ -104,9 +107,9 @@ extern "C" __global__ void __launch_bounds__(ROPE_KV_THREADS) rope_kv_append_##N
         const float* __restrict__ inv_freq, float scale, unsigned int half, int layout,            \
         const T* __restrict__ q_norm, const T* __restrict__ k_norm, float eps,                     \
         unsigned int tokens, unsigned int nq, unsigned int nkv, unsigned int head_dim,             \
-        unsigned int max_len, unsigned int* __restrict__ err) {                                    \
+        unsigned int max_len, unsigned int swizzled, unsigned int* __restrict__ err) {             \
     rope_kv_append_impl<T>(qkv, q_out, k_cache, v_cache, pos_ptr, inv_freq, scale, half, layout,   \
-                           q_norm, k_norm, eps, tokens, nq, nkv, head_dim, max_len, err);          \
+                           q_norm, k_norm, eps, tokens, nq, nkv, head_dim, max_len, swizzled, err); \
 }
 
 ROPE_KV_KERNELS(float, f32)

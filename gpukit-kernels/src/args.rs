@@ -103,6 +103,12 @@ pub struct AttentionArgs {
     /// [`registry::launch::sdpa_decode`](crate::registry::launch::sdpa_decode) sized the shared
     /// memory for.
     pub stages: u32,
+    /// 1 where K and V are laid out pre-swizzled (gpukit-ops' `KvLayout::Swizzled`: within
+    /// each whole 128-byte block of a key's row, 16-byte chunk `j` lies at `j ^ (key mod 8)`,
+    /// the key counted from the operand's first).
+    pub kv_swizzled: u32,
+    /// Zero (keeps `partial` 8-byte aligned without implicit padding).
+    pub reserved: u32,
     /// Decode with `splits > 1`: the f32 workspace of per-split partial results.
     pub partial: DevicePtr,
     /// Decode: when not null, an i32 on the device holding the first query's position; the
@@ -110,8 +116,8 @@ pub struct AttentionArgs {
     pub position: DevicePtr,
 }
 
-// SAFETY: `repr(C)`, integers, floats and a device address, no implicit padding (`stages` keeps
-// `partial` 8-byte aligned).
+// SAFETY: `repr(C)`, integers, floats and a device address, no implicit padding (`reserved`
+// keeps `partial` 8-byte aligned).
 unsafe impl DeviceCopy for AttentionArgs {}
 
 /// Arguments of the sampler (`SamplerArgs` in `cuda/sampling.cu`; the layouts must match).
@@ -162,14 +168,14 @@ mod tests {
 
     #[test]
     fn attention_args_match_the_c_struct() {
-        // long long strides[4][3]; unsigned ×4; float; unsigned ×7; float* partial;
+        // long long strides[4][3]; unsigned ×4; float; unsigned ×9; float* partial;
         // const int* position
         assert_eq!(
             std::mem::size_of::<AttentionArgs>(),
-            96 + 16 + 4 + 28 + 8 + 8
+            96 + 16 + 4 + 36 + 8 + 8
         );
-        assert_eq!(std::mem::offset_of!(AttentionArgs, partial), 144);
-        assert_eq!(std::mem::offset_of!(AttentionArgs, position), 152);
+        assert_eq!(std::mem::offset_of!(AttentionArgs, partial), 152);
+        assert_eq!(std::mem::offset_of!(AttentionArgs, position), 160);
         assert_eq!(std::mem::size_of::<SamplerArgs>(), 48);
     }
 }

@@ -222,16 +222,22 @@ pub enum Kernel {
     },
     /// `sdpa_combine_<dt>`: merges the splits of the decode kernel.
     SdpaCombine(DType),
-    /// `sdpa_decode_ring_<dt>_d<head_dim>` (f16/bf16; head_dim 64 and 128): decode attention on
-    /// Hopper, a persistent grid whose blocks stream K/V tiles through a shared-memory ring
-    /// with the tensor memory accelerator and merge the splits in the same kernel
-    /// ([`launch::sdpa_decode_ring`]). Only sm_90+ images have its body (elsewhere the entry
-    /// point traps): launch it only where [`KernelRegistry::target`] is `sm_90a`.
+    /// `sdpa_decode_ring_<dt>_d<head_dim>[_swz]` (f16/bf16; head_dim 64 and 128): decode
+    /// attention on Hopper, a persistent grid whose blocks stream K/V tiles through a
+    /// shared-memory ring and merge the splits in the same kernel
+    /// ([`launch::sdpa_decode_ring`]): with the tensor memory accelerator through two tensor
+    /// maps (arguments q, out, args, K map, V map, counters, batch), or, `_swz`, by 1-d bulk
+    /// copies from K/V laid out pre-swizzled with contiguous rows (q, out, args, k, v,
+    /// counters, batch). Only sm_90+ images have its body (elsewhere the entry point traps):
+    /// launch it only where [`KernelRegistry::target`] is `sm_90a`.
     SdpaDecodeRing {
         /// Element type of Q, K, V and the output.
         dtype: DType,
         /// Values per head.
         head_dim: u32,
+        /// K and V laid out pre-swizzled (`AttentionArgs::kv_swizzled`), copied by 1-d bulk
+        /// copies (the `_swz` entry point).
+        swizzled_kv: bool,
     },
     /// `sample_greedy_<dt>`, first stage of a draw at temperature 0: each chunk's first maximum
     /// of the penalised logits (grid [`launch::sampler_grid`]).
@@ -525,7 +531,11 @@ impl Kernel {
                 )
             }
             Kernel::SdpaCombine(dt) => format!("sdpa_combine_{}", half_float("sdpa", dt)?),
-            Kernel::SdpaDecodeRing { dtype, head_dim } => {
+            Kernel::SdpaDecodeRing {
+                dtype,
+                head_dim,
+                swizzled_kv,
+            } => {
                 if !SDPA_RING_HEAD_DIMS.contains(&head_dim) {
                     return Err(Error::InvalidArgument(format!(
                         "the decode ring kernels exist for head_dim {SDPA_RING_HEAD_DIMS:?}, \
@@ -533,8 +543,9 @@ impl Kernel {
                     )));
                 }
                 format!(
-                    "sdpa_decode_ring_{}_d{head_dim}",
-                    half_float("sdpa", dtype)?
+                    "sdpa_decode_ring_{}_d{head_dim}{}",
+                    half_float("sdpa", dtype)?,
+                    if swizzled_kv { "_swz" } else { "" }
                 )
             }
             Kernel::GemvNorm { dtype, argmax } => format!(
@@ -1736,10 +1747,13 @@ mod tests {
                 });
             }
             for head_dim in SDPA_RING_HEAD_DIMS {
-                v.push(Kernel::SdpaDecodeRing {
-                    dtype: dt,
-                    head_dim,
-                });
+                for swizzled_kv in [false, true] {
+                    v.push(Kernel::SdpaDecodeRing {
+                        dtype: dt,
+                        head_dim,
+                        swizzled_kv,
+                    });
+                }
             }
             for head_dim in SDPA_HEAD_DIMS {
                 for decode in [false, true] {

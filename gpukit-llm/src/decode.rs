@@ -425,6 +425,7 @@ fn record(
             &q4,
             &cache.key_storage().unsqueeze(0)?,
             &cache.value_storage().unsqueeze(0)?,
+            cache.layout(),
             &b.position,
             scale,
             mask(*window),

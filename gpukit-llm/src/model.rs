@@ -15,8 +15,8 @@
 
 use std::path::Path;
 
-use gpukit_ops::attention::{AttentionMask, sdpa};
-use gpukit_ops::kv_cache::KvCache;
+use gpukit_ops::attention::{AttentionMask, sdpa_kv};
+use gpukit_ops::kv_cache::{KvCache, KvLayout};
 use gpukit_ops::ops::{self, Activation};
 use gpukit_ops::quant::{QuantFormat, QuantMatrix, dequantize_tensor};
 use gpukit_ops::rope::{RopeLayout, rope_inplace};
@@ -791,7 +791,16 @@ impl Model {
             });
         }
         let caches = (0..s.n_layers)
-            .map(|_| KvCache::new(s.n_kv_heads, max_len, s.head_dim, self.dtype, &self.device))
+            .map(|_| {
+                KvCache::new(
+                    s.n_kv_heads,
+                    max_len,
+                    s.head_dim,
+                    self.dtype,
+                    KvLayout::preferred(&self.device),
+                    &self.device,
+                )
+            })
             .collect::<gpukit_ops::Result<Vec<_>>>()
             .map_err(op_err)?;
         Ok(Session { caches, pos: 0 })
@@ -872,7 +881,7 @@ impl Model {
                 let q4 = q.transpose(0, 1)?.unsqueeze(0)?;
                 let k4 = cache.keys()?.unsqueeze(0)?;
                 let v4 = cache.values()?.unsqueeze(0)?;
-                let o = sdpa(&q4, &k4, &v4, scale, mask)?
+                let o = sdpa_kv(&q4, &k4, &v4, cache.layout(), scale, mask)?
                     .reshape(&[s.n_heads, t, s.head_dim])?
                     .transpose(0, 1)?
                     .reshape(&[t, s.n_heads * s.head_dim])?;

@@ -5,7 +5,10 @@
 //! and prints the table (ours, torch, ratio, % of ceiling) with a PNG chart.
 
 use gpukit_driver::Event;
-use gpukit_ops::attention::{AttentionMask, attention_shape, sdpa_into, sdpa_workspace_len};
+use gpukit_ops::attention::{
+    AttentionMask, attention_shape, sdpa_into, sdpa_kv_into, sdpa_workspace_len,
+};
+use gpukit_ops::kv_cache::KvLayout;
 use gpukit_ops::ops::{self, Activation};
 use gpukit_ops::quant::{QuantFormat, QuantMatrix, qgemv_into, quantize, random_blocks};
 use gpukit_ops::sampling::{SamplingParams, sample_tokens_into, sampler_workspace_len};
@@ -280,49 +283,64 @@ fn attention_cases(dev: &Device, cases: &mut Vec<Case>) -> Res<()> {
             });
         }
     }
-    for (q_heads, kv_heads) in [(32usize, 8usize), (32, 4)] {
-        for len in [1024usize, 8192, 32768] {
-            let name = format!(
-                "sdpa decode GQA {} len={len} kv_heads={kv_heads}",
-                q_heads / kv_heads
-            );
-            if !wanted(&name) {
-                continue;
-            }
-            let d = 128;
-            let bytes = 2 * kv_heads * len * d * 2;
-            let copies = rotation(bytes);
-            let q = Tensor::rand(&[1, q_heads, 1, d], -1.0, 1.0, bf, 30, dev)?;
-            let kvs = (0..copies)
-                .map(|i| {
-                    let k =
-                        Tensor::rand(&[1, kv_heads, len, d], -1.0, 1.0, bf, 31 + i as u64, dev)?;
-                    let v =
-                        Tensor::rand(&[1, kv_heads, len, d], -1.0, 1.0, bf, 61 + i as u64, dev)?;
-                    Ok((k, v))
-                })
-                .collect::<Res<Vec<_>>>()?;
-            let shape = attention_shape(&q, &kvs[0].0, &kvs[0].1)?;
-            let ws = Tensor::empty(
-                &[sdpa_workspace_len(&shape, &causal).max(1)],
-                DType::F32,
-                dev,
-            )?;
-            let out = Tensor::empty(q.shape(), bf, dev)?;
-            let ms = time_ms(dev, 20, 20, 5, |i| {
-                let (k, v) = &kvs[i % copies];
-                Ok(sdpa_into(&q, k, v, 0.088, causal, &out, &ws)?)
-            })?;
-            cases.push(Case {
+    // K/V in the KV cache's layout on CUDA (pre-swizzled), and as plain tensors.
+    for (layout, tag) in [(KvLayout::Swizzled, ""), (KvLayout::Linear, " linear")] {
+        for (q_heads, kv_heads) in [(32usize, 8usize), (32, 4)] {
+            for len in [1024usize, 8192, 32768] {
+                let name = format!(
+                    "sdpa decode{tag} GQA {} len={len} kv_heads={kv_heads}",
+                    q_heads / kv_heads
+                );
+                if !wanted(&name) {
+                    continue;
+                }
+                let d = 128;
+                let bytes = 2 * kv_heads * len * d * 2;
+                let copies = rotation(bytes);
+                let q = Tensor::rand(&[1, q_heads, 1, d], -1.0, 1.0, bf, 30, dev)?;
+                let kvs = (0..copies)
+                    .map(|i| {
+                        let k = Tensor::rand(
+                            &[1, kv_heads, len, d],
+                            -1.0,
+                            1.0,
+                            bf,
+                            31 + i as u64,
+                            dev,
+                        )?;
+                        let v = Tensor::rand(
+                            &[1, kv_heads, len, d],
+                            -1.0,
+                            1.0,
+                            bf,
+                            61 + i as u64,
+                            dev,
+                        )?;
+                        Ok((k, v))
+                    })
+                    .collect::<Res<Vec<_>>>()?;
+                let shape = attention_shape(&q, &kvs[0].0, &kvs[0].1)?;
+                let ws = Tensor::empty(
+                    &[sdpa_workspace_len(&shape, &causal).max(1)],
+                    DType::F32,
+                    dev,
+                )?;
+                let out = Tensor::empty(q.shape(), bf, dev)?;
+                let ms = time_ms(dev, 20, 20, 5, |i| {
+                    let (k, v) = &kvs[i % copies];
+                    Ok(sdpa_kv_into(&q, k, v, layout, 0.088, causal, &out, &ws)?)
+                })?;
+                cases.push(Case {
                 name,
                 kind: "sdpa_decode",
                 params: format!(
-                    "{{\"q_heads\":{q_heads},\"kv_heads\":{kv_heads},\"len\":{len},\"d\":{d},\"copies\":{copies}}}"
+                    "{{\"q_heads\":{q_heads},\"kv_heads\":{kv_heads},\"len\":{len},\"d\":{d},\"copies\":{copies},\"layout\":\"{layout:?}\"}}"
                 ),
                 ms,
                 bytes: bytes as f64,
                 flops: 0.0,
             });
+            }
         }
     }
     Ok(())

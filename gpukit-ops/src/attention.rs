@@ -18,12 +18,18 @@
 //! cache through a tensor-memory-accelerator ring and merges its splits itself, elsewhere a
 //! kernel per split and a combine kernel), all deterministic. Setting [`PORTABLE_SDPA_ENV`]
 //! makes Hopper run the portable kernels too (for testing them there, and for comparisons).
+//!
+//! K and V may be laid out as a [`KvCache`](crate::kv_cache::KvCache) lays them out
+//! ([`KvLayout`]; [`sdpa_kv_into`], [`sdpa_decode_at_into`]): every kernel reads the
+//! pre-swizzled layout, and the Hopper decode kernel then copies its tiles as plain 1-d blocks
+//! (rows contiguous), faster than through tensor maps.
 
 use gpukit_driver::{KernelArgs, TensorMap, TensorMapElement};
 use gpukit_kernels::registry::{SDPA_HEAD_DIMS, SDPA_RING_HEAD_DIMS, SDPA_WGMMA_HEAD_DIMS, launch};
 use gpukit_kernels::{AttentionArgs, DType, Kernel};
 use rayon::prelude::*;
 
+use crate::kv_cache::KvLayout;
 use crate::ops::{check_out, cuda, dptr, same_device, write_host};
 use crate::{CudaDevice, Device, Error, Result, Tensor};
 
@@ -318,11 +324,27 @@ pub fn sdpa_decode_at_workspace_len(shape: &AttentionShape) -> usize {
 /// # Errors
 /// As [`sdpa_into`].
 pub fn sdpa(q: &Tensor, k: &Tensor, v: &Tensor, scale: f32, mask: AttentionMask) -> Result<Tensor> {
+    sdpa_kv(q, k, v, KvLayout::Linear, scale, mask)
+}
+
+/// [`sdpa`] with K and V rows laid out in `layout` (as in a
+/// [`KvCache`](crate::kv_cache::KvCache), the key counted from each head's first row).
+///
+/// # Errors
+/// As [`sdpa_into`].
+pub fn sdpa_kv(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    layout: KvLayout,
+    scale: f32,
+    mask: AttentionMask,
+) -> Result<Tensor> {
     let dev = same_device("sdpa", &[q, k, v])?;
     let shape = attention_shape(q, k, v)?;
     let out = Tensor::empty(q.shape(), q.dtype(), &dev)?;
     let ws = Tensor::empty(&[sdpa_workspace_len(&shape, &mask)], DType::F32, &dev)?;
-    sdpa_into(q, k, v, scale, mask, &out, &ws)?;
+    sdpa_kv_into(q, k, v, layout, scale, mask, &out, &ws)?;
     Ok(out)
 }
 
@@ -347,14 +369,39 @@ pub fn sdpa_into(
     out: &Tensor,
     workspace: &Tensor,
 ) -> Result<()> {
+    sdpa_kv_into(q, k, v, KvLayout::Linear, scale, mask, out, workspace)
+}
+
+/// [`sdpa_into`] with K and V rows laid out in `layout` (as in a
+/// [`KvCache`](crate::kv_cache::KvCache), the key counted from each head's first row: a view
+/// that starts part-way into a cache must start at a multiple of 8 keys to keep its meaning).
+/// On the CPU the rows are put back in order first.
+///
+/// # Errors
+/// As [`sdpa_into`].
+#[allow(clippy::too_many_arguments)]
+pub fn sdpa_kv_into(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    layout: KvLayout,
+    scale: f32,
+    mask: AttentionMask,
+    out: &Tensor,
+    workspace: &Tensor,
+) -> Result<()> {
     let (dev, shape) = checked(q, k, v, scale, &mask, out, workspace)?;
     match &dev {
         Device::Cpu => {
-            let (q, k, v) = (q.to_vec_f32()?, k.to_vec_f32()?, v.to_vec_f32()?);
+            let rows = |t: &Tensor| -> Result<Vec<f32>> {
+                let x = t.to_vec_f32()?;
+                Ok(layout.linearize(&x, shape.kv_len, shape.head_dim, t.dtype()))
+            };
+            let (q, k, v) = (q.to_vec_f32()?, rows(k)?, rows(v)?);
             let o = sdpa_reference(&q, &k, &v, shape, scale, mask)?;
             write_host(out, o.into_iter().map(f64::from))
         }
-        Device::Cuda(_) => sdpa_cuda(q, k, v, scale, mask, out, workspace, &shape, None),
+        Device::Cuda(_) => sdpa_cuda(q, k, v, layout, scale, mask, out, workspace, &shape, None),
     }
 }
 
@@ -400,7 +447,8 @@ fn checked(
 /// `0 .. position + q_len` are attended (never past the capacity), under the causal mask and
 /// the optional sliding window. The launch depends only on the shapes — the split count is
 /// fixed by the capacity — so a graph replays it at any position, bit for bit as it runs
-/// eagerly. `workspace`: f32, at least [`sdpa_decode_at_workspace_len`] elements. At most
+/// eagerly. `layout`: how the caches' rows are laid out ([`KvCache::layout`]).
+/// `workspace`: f32, at least [`sdpa_decode_at_workspace_len`] elements. At most
 /// [`launch::SDPA_DECODE_ROWS`] query rows per KV head (GQA group × q_len). Allocates nothing;
 /// capturable. The CPU reads the position and runs [`sdpa_into`] on the filled keys.
 ///
@@ -413,6 +461,7 @@ pub fn sdpa_decode_at_into(
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
+    layout: KvLayout,
     position: &Tensor,
     scale: f32,
     mask: AttentionMask,
@@ -461,9 +510,20 @@ pub fn sdpa_decode_at_into(
                 ));
             };
             let (k, v) = (k.narrow(2, 0, keys)?, v.narrow(2, 0, keys)?);
-            sdpa_into(q, &k, &v, scale, mask, out, workspace)
+            sdpa_kv_into(q, &k, &v, layout, scale, mask, out, workspace)
         }
-        Device::Cuda(_) => sdpa_cuda(q, k, v, scale, mask, out, workspace, &shape, Some(position)),
+        Device::Cuda(_) => sdpa_cuda(
+            q,
+            k,
+            v,
+            layout,
+            scale,
+            mask,
+            out,
+            workspace,
+            &shape,
+            Some(position),
+        ),
     }
 }
 
@@ -489,6 +549,7 @@ fn sdpa_cuda(
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
+    layout: KvLayout,
     scale: f32,
     mask: AttentionMask,
     out: &Tensor,
@@ -530,6 +591,7 @@ fn sdpa_cuda(
         window: u(mask.sliding_window.map_or(0, |w| w.min(s.kv_len)))?,
         alibi: u32::from(mask.alibi),
         position: position.map(dptr).transpose()?.unwrap_or_default(),
+        kv_swizzled: layout.kernel_flag(),
         ..AttentionArgs::default()
     };
     let ptrs = [dptr(q)?, dptr(k)?, dptr(v)?, dptr(out)?];
@@ -586,7 +648,7 @@ fn sdpa_cuda(
             )
         }
         Some((first, chunk, splits)) => {
-            let ring = decode_ring(&c, s, first, head_dim, q, k, v)?;
+            let ring = decode_ring(&c, s, first, head_dim, layout, q, k, v)?;
             let (chunk, splits) = ring
                 .as_ref()
                 .map_or((chunk, splits), |r| (r.chunk, r.splits));
@@ -610,15 +672,17 @@ fn sdpa_cuda(
             }
             if let Some(r) = ring {
                 args.stages = r.stages;
-                let ka = KernelArgs::new()
-                    .arg(ptrs[0])
-                    .arg(ptrs[3])
-                    .arg(args)
-                    .arg(r.tk)
-                    .arg(r.tv)
-                    .arg(c.sdpa_counters())
-                    .arg(u(s.batch)?);
-                return run(Kernel::SdpaDecodeRing { dtype, head_dim }, &r.cfg, ka);
+                let mut ka = KernelArgs::new().arg(ptrs[0]).arg(ptrs[3]).arg(args);
+                match r.maps {
+                    Some((tk, tv)) => ka = ka.arg(tk).arg(tv),
+                    None => ka = ka.arg(ptrs[1]).arg(ptrs[2]),
+                }
+                let kernel = Kernel::SdpaDecodeRing {
+                    dtype,
+                    head_dim,
+                    swizzled_kv: r.maps.is_none(),
+                };
+                return run(kernel, &r.cfg, ka.arg(c.sdpa_counters()).arg(u(s.batch)?));
             }
             let props = c.props();
             let (cfg, stages) = launch::sdpa_decode(
@@ -652,26 +716,29 @@ fn sdpa_cuda(
 }
 
 /// A launch of the Hopper decode ring: its grid and ring, the split plan it was sized for, and
-/// the K and V tensor maps.
+/// the K and V tensor maps (K/V laid out linearly), or none (pre-swizzled rows, copied by 1-d
+/// bulk copies).
 struct DecodeRing {
     cfg: gpukit_driver::LaunchConfig,
     stages: u32,
     chunk: usize,
     splits: usize,
-    tk: TensorMap,
-    tv: TensorMap,
+    maps: Option<(TensorMap, TensorMap)>,
 }
 
 /// The decode ring for this call where it applies: the sm_90a image, head_dim 64 or 128, at
 /// least [`launch::SDPA_RING_MIN_KEYS`] keys to read per head, the portable kernels not forced,
-/// a ring that fits the device, and K/V views the tensor memory accelerator can address (4-d
-/// maps `[head_dim, kv_len, kv_heads, batch]` over their strides).
+/// a ring that fits the device, and K/V views the ring can copy: pre-swizzled with contiguous
+/// rows (1-d copies of whole tiles), or linear and addressable by the tensor memory accelerator
+/// (4-d maps `[head_dim, kv_len, kv_heads, batch]` over their strides).
 /// `None` sends the call to the portable decode kernel.
+#[allow(clippy::too_many_arguments)]
 fn decode_ring(
     c: &CudaDevice,
     s: &AttentionShape,
     first: usize,
     head_dim: u32,
+    layout: KvLayout,
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
@@ -701,6 +768,18 @@ fn decode_ring(
     else {
         return Ok(None);
     };
+    let ring = |maps| DecodeRing {
+        cfg,
+        stages,
+        chunk,
+        splits,
+        maps,
+    };
+    if layout == KvLayout::Swizzled {
+        // Rows back to back (the strides are 16-byte multiples, checked by the caller).
+        let rows = |t: &Tensor| t.layout().strides()[2] == s.head_dim as isize;
+        return Ok((rows(k) && rows(v)).then(|| ring(None)));
+    }
     let map = |t: &Tensor| -> Result<Option<TensorMap>> {
         let st = t.layout().strides();
         let dims = [s.head_dim, s.kv_len, s.kv_heads, s.batch].map(|d| d as u64);
@@ -711,14 +790,7 @@ fn decode_ring(
     let (Some(tk), Some(tv)) = (map(k)?, map(v)?) else {
         return Ok(None);
     };
-    Ok(Some(DecodeRing {
-        cfg,
-        stages,
-        chunk,
-        splits,
-        tk,
-        tv,
-    }))
+    Ok(Some(ring(Some((tk, tv)))))
 }
 
 #[cfg(test)]

@@ -5,6 +5,12 @@
 //! rows arrive as `[tokens, kv_heads, head_dim]` (a projection's output layout) and are written at
 //! a position that can come from device memory, so a captured decode step replays at the next
 //! position without the host. Nothing is reallocated or concatenated while generating.
+//!
+//! A cache is laid out [`KvLayout::Linear`] (each row in order) or [`KvLayout::Swizzled`] (each
+//! row's 16-byte chunks permuted by the key, so that the Hopper decode kernel can copy 64-key
+//! tiles with plain 1-d bulk copies straight into the bank-conflict-free layout it reads). Every
+//! writer here and every attention kernel takes either; [`KvLayout::linearize`] puts rows read
+//! from storage back in order.
 
 use gpukit_driver::KernelArgs;
 use gpukit_kernels::{DType, Kernel, registry::launch};
@@ -12,17 +18,90 @@ use gpukit_kernels::{DType, Kernel, registry::launch};
 use crate::ops::{dptr, need_contiguous, same_device, u32_dim};
 use crate::{Device, Error, Result, Tensor};
 
+/// How the keys' (and values') rows of `head_dim` elements are laid out in a KV cache, or in
+/// the K/V operands of attention ([`crate::attention::sdpa_kv_into`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum KvLayout {
+    /// Each row's elements in order.
+    #[default]
+    Linear,
+    /// Pre-swizzled: within each whole 128-byte block of a row, the 16-byte chunk `j` is stored
+    /// at chunk `j ^ (key mod 8)` of the block, `key` counted from the cache's (the operand's)
+    /// first row; elements past the last whole block stay in place. 64 consecutive rows copied
+    /// as one 1-d block then land in the XOR swizzle (CUTLASS's `Swizzle<3,4,3>` on 128-byte
+    /// lines) that `ldmatrix` reads without bank conflicts: the Hopper decode kernel streams
+    /// such a cache 0.6–1.9 µs faster per call than through tensor-map copies, which move lines
+    /// of at most 128 bytes when they swizzle (`docs/RESULTS.md`, session 35).
+    Swizzled,
+}
+
+impl KvLayout {
+    /// The layout for a cache on `device`: [`KvLayout::Swizzled`] on CUDA (what the fastest
+    /// decode kernel reads; the other kernels read it at no cost), [`KvLayout::Linear`] on the
+    /// CPU (whose attention would otherwise reorder every row it reads).
+    pub fn preferred(device: &Device) -> KvLayout {
+        match device {
+            Device::Cpu => KvLayout::Linear,
+            Device::Cuda(_) => KvLayout::Swizzled,
+        }
+    }
+
+    /// The column at which element `c` of row `key` (`head_dim` elements of `dtype`) is stored.
+    pub fn column(self, key: usize, c: usize, head_dim: usize, dtype: DType) -> usize {
+        // Elements per 16-byte chunk and per 128-byte block.
+        let e = (16 / dtype.size_in_bytes().max(1)).max(1);
+        let block = 8 * e;
+        if self == KvLayout::Linear || (c / block + 1) * block > head_dim {
+            return c;
+        }
+        c / block * block + (((c / e) ^ key) & 7) * e + c % e
+    }
+
+    /// The kernels' flag for the layout (`kv_swizzled` and the like: 1 for
+    /// [`KvLayout::Swizzled`]).
+    pub(crate) fn kernel_flag(self) -> u32 {
+        u32::from(self == KvLayout::Swizzled)
+    }
+
+    /// Values read from storage in this layout — rows of `head_dim` elements of `dtype`, `keys`
+    /// rows per head (the key of row `n` is `n mod keys`) — back in order.
+    pub fn linearize<T: Copy>(
+        self,
+        data: &[T],
+        keys: usize,
+        head_dim: usize,
+        dtype: DType,
+    ) -> Vec<T> {
+        let mut out = data.to_vec();
+        if self == KvLayout::Linear || head_dim == 0 || keys == 0 {
+            return out;
+        }
+        for (n, (row, src)) in out
+            .chunks_exact_mut(head_dim)
+            .zip(data.chunks_exact(head_dim))
+            .enumerate()
+        {
+            for (c, x) in row.iter_mut().enumerate() {
+                *x = src[self.column(n % keys, c, head_dim, dtype)];
+            }
+        }
+        out
+    }
+}
+
 /// The cache of one layer.
 #[derive(Clone, Debug)]
 pub struct KvCache {
     k: Tensor,
     v: Tensor,
     len: usize,
+    layout: KvLayout,
 }
 
 impl KvCache {
     /// A zeroed cache for `max_len` positions (at most `i32::MAX`: positions are i32 on the
-    /// device).
+    /// device), its rows in `layout` ([`KvLayout::preferred`] for the device unless something
+    /// reads the storage as plain rows).
     ///
     /// # Errors
     /// [`Error::DType`] for a non-float dtype; [`Error::Shape`] for `max_len` above `i32::MAX`;
@@ -32,6 +111,7 @@ impl KvCache {
         max_len: usize,
         head_dim: usize,
         dtype: DType,
+        layout: KvLayout,
         device: &Device,
     ) -> Result<Self> {
         if !dtype.is_float() {
@@ -54,7 +134,13 @@ impl KvCache {
             k: Tensor::zeros(&shape, dtype, device)?,
             v: Tensor::zeros(&shape, dtype, device)?,
             len: 0,
+            layout,
         })
+    }
+
+    /// How the rows are laid out.
+    pub fn layout(&self) -> KvLayout {
+        self.layout
     }
 
     /// Positions filled (as tracked by [`KvCache::append`], [`KvCache::truncate`] and
@@ -73,7 +159,8 @@ impl KvCache {
         self.k.shape()[1]
     }
 
-    /// The whole key storage `[kv_heads, max_len, head_dim]` (for kernels that take a length).
+    /// The whole key storage `[kv_heads, max_len, head_dim]` (for kernels that take a length),
+    /// rows in the cache's [`KvLayout`].
     pub fn key_storage(&self) -> &Tensor {
         &self.k
     }
@@ -83,7 +170,7 @@ impl KvCache {
         &self.v
     }
 
-    /// The filled keys, a view `[kv_heads, len, head_dim]`.
+    /// The filled keys, a view `[kv_heads, len, head_dim]`, rows in the cache's [`KvLayout`].
     ///
     /// # Errors
     /// Never in practice (the view is in range by construction).
@@ -201,6 +288,7 @@ impl KvCache {
                         detail: format!("position {p} + {tokens} rows in a cache of {max_len}"),
                     });
                 }
+                let dtype = self.k.dtype();
                 for (cache, fresh) in [(&self.k, k_new), (&self.v, v_new)] {
                     let src = fresh.to_vec_f64()?;
                     let mut dst = cache
@@ -208,8 +296,9 @@ impl KvCache {
                         .ok_or_else(|| Error::shape("cpu", "host"))?;
                     for (t, &x) in src.iter().enumerate() {
                         let (d, r) = (t % head_dim, t / head_dim);
-                        let (h, tok) = (r % kv_heads, r / kv_heads);
-                        dst.set((h * max_len + p as usize + tok) * head_dim + d, x);
+                        let (h, key) = (r % kv_heads, p as usize + r / kv_heads);
+                        let col = self.layout.column(key, d, head_dim, dtype);
+                        dst.set((h * max_len + key) * head_dim + col, x);
                     }
                 }
                 Ok(())
@@ -226,6 +315,7 @@ impl KvCache {
                         .arg(u32_dim("kv_cache", kv_heads)?)
                         .arg(u32_dim("kv_cache", head_dim)?)
                         .arg(u32_dim("kv_cache", max_len)?)
+                        .arg(self.layout.kernel_flag())
                         .arg(c.err_ptr());
                     let n = tokens * kv_heads * head_dim;
                     // SAFETY: the cache holds kv_heads·max_len·head_dim elements, fresh
@@ -241,6 +331,45 @@ impl KvCache {
                 }
                 Ok(())
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn swizzled_columns() {
+        let s = KvLayout::Swizzled;
+        // bf16: 8 elements a chunk, blocks of 64. Key 3: chunk j of a block at j ^ 3.
+        assert_eq!(s.column(3, 0, 128, DType::BF16), 24);
+        assert_eq!(s.column(3, 9, 128, DType::BF16), 17);
+        assert_eq!(s.column(3, 125, 128, DType::BF16), 101);
+        // The key counts modulo 8; key 0 leaves rows in order.
+        assert_eq!(s.column(11, 125, 128, DType::BF16), 101);
+        assert_eq!(s.column(8, 77, 128, DType::BF16), 77);
+        // head_dim 80: the tail past the first block stays in place.
+        assert_eq!(s.column(5, 70, 80, DType::BF16), 70);
+        assert_eq!(s.column(5, 2, 80, DType::BF16), 42);
+        // f32: 4 elements a chunk, blocks of 32.
+        assert_eq!(s.column(5, 6, 64, DType::F32), 18);
+        assert_eq!(s.column(5, 6, 16, DType::F32), 6);
+        assert_eq!(KvLayout::Linear.column(5, 6, 64, DType::F32), 6);
+        // Each row's columns are a permutation, undone by linearize.
+        for (hd, dt) in [
+            (64, DType::BF16),
+            (96, DType::F16),
+            (72, DType::F32),
+            (8, DType::BF16),
+        ] {
+            let keys = 11;
+            let rows: Vec<usize> = (0..keys * hd).collect();
+            let mut stored = vec![0; rows.len()];
+            for (i, &x) in rows.iter().enumerate() {
+                stored[i / hd * hd + s.column(i / hd, i % hd, hd, dt)] = x;
+            }
+            assert_eq!(s.linearize(&stored, keys, hd, dt), rows, "{hd} {dt}");
         }
     }
 }

@@ -584,6 +584,7 @@ pub fn rope_kv_append(
                 .arg(u32_dim(op, nkv)?)
                 .arg(u32_dim(op, hd)?)
                 .arg(u32_dim(op, max_len)?)
+                .arg(cache.layout().kernel_flag())
                 .arg(c.err_ptr());
             // SAFETY: qkv holds tokens·(nq + 2·nkv)·hd elements, q_out tokens·nq·hd, each cache
             // nkv·max_len·hd (shapes checked; the kernel checks position + tokens ≤ max_len

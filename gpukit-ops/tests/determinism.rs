@@ -135,8 +135,10 @@ fn gpu_every_op_is_bitwise_deterministic_and_graph_equals_eager() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
-    use gpukit_ops::attention::{AttentionMask, attention_shape, sdpa_into, sdpa_workspace_len};
-    use gpukit_ops::kv_cache::KvCache;
+    use gpukit_ops::attention::{
+        AttentionMask, attention_shape, sdpa_into, sdpa_kv_into, sdpa_workspace_len,
+    };
+    use gpukit_ops::kv_cache::{KvCache, KvLayout};
     use gpukit_ops::quant::{QuantFormat, QuantMatrix, qgemv_into, quantize, random_blocks};
     use gpukit_ops::rope::{RopeLayout, rope_inplace, rope_kv_append};
     use gpukit_ops::sampling::{SamplingParams, sample_tokens_into, sampler_workspace_len};
@@ -253,11 +255,16 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
             e(&[1, 600]),
             e(&[1, 600]),
             e(&[1, 1000]),
+            e(&[1, 8, 1, 128]),
         ];
-        let mut cache = KvCache::new(2, 16, 64, dt, &dev).unwrap();
+        // The layout the decode step's caches have on CUDA.
+        let layout = KvLayout::preferred(&dev);
+        let mut cache = KvCache::new(2, 16, 64, dt, layout, &dev).unwrap();
         let run = |o: &mut [Tensor], cache: &mut KvCache| -> gpukit_ops::Result<()> {
             sdpa_into(&qp, &kp, &vp, 0.088, mask, &o[0], &ws)?;
             sdpa_into(&qd, &kd, &vd, 0.088, mask, &o[1], &ws)?;
+            // The same keys read as a pre-swizzled cache (on Hopper the ring's 1-d copies).
+            sdpa_kv_into(&qd, &kd, &vd, KvLayout::Swizzled, 0.088, mask, &o[16], &ws)?;
             ops::copy_into(&x0, &mut o[2])?;
             rope_inplace(
                 &mut o[2],
@@ -327,7 +334,7 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
             )
             .unwrap();
         }
-        let mut fresh = KvCache::new(2, 16, 64, dt, &dev).unwrap();
+        let mut fresh = KvCache::new(2, 16, 64, dt, layout, &dev).unwrap();
         let mut captured = outs.clone();
         let graph = cuda.capture(|| run(&mut captured, &mut fresh)).unwrap();
         for _ in 0..3 {
@@ -339,7 +346,8 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
             "{dt}: graph replay differs from eager"
         );
         println!(
-            "[gpu] determinism {dt}: sdpa prefill + split-K decode, rope, kv append, sampling, \
+            "[gpu] determinism {dt}: sdpa prefill + split-K decode (both KV layouts), rope, kv \
+             append, sampling, \
              swiglu gemv, rope_kv_append, pre-norm gemv / swiglu / greedy head / qkv + rope + \
              kv append, quantized gemv (Q8_0, Q4_0, Q4_1, Q4_K) bitwise equal twice and under \
              graph replay"

@@ -13,6 +13,7 @@
 
 use std::sync::OnceLock;
 
+use gpukit_ops::kv_cache::KvLayout;
 use gpukit_ops::ops::{self, Activation};
 use gpukit_ops::{BinaryOp, DType, Device, ReduceOp, ScalarOp, Tensor, UnaryOp};
 use gpukit_sched::{LanePriority, Runtime};
@@ -92,19 +93,40 @@ fn poisoned(shape: &[usize], dt: DType, dev: &Device) -> Tensor {
     Tensor::full(shape, f64::NAN, dt, dev).unwrap()
 }
 
-/// A KV cache whose storage is NaN-filled (so rows not written stay NaN).
+/// A KV cache in `layout` whose storage is NaN-filled (so rows not written stay NaN).
 fn poisoned_cache(
     kv_heads: usize,
     max_len: usize,
     head_dim: usize,
     dt: DType,
+    layout: KvLayout,
     dev: &Device,
 ) -> gpukit_ops::kv_cache::KvCache {
-    let cache = gpukit_ops::kv_cache::KvCache::new(kv_heads, max_len, head_dim, dt, dev).unwrap();
+    let cache =
+        gpukit_ops::kv_cache::KvCache::new(kv_heads, max_len, head_dim, dt, layout, dev).unwrap();
     for t in [cache.key_storage(), cache.value_storage()] {
         ops::copy_into(&poisoned(t.shape(), dt, dev), &mut t.clone()).unwrap();
     }
     cache
+}
+
+/// `t` (`[.., keys, head_dim]`, contiguous) with each row stored in `layout`, the key counted
+/// from each head's first row: K or V as a KV cache of that layout holds them.
+fn in_layout(t: &Tensor, layout: KvLayout) -> Tensor {
+    let s = t.shape();
+    let (keys, d) = (s[s.len() - 2], s[s.len() - 1]);
+    let x = t.to_vec_f32().unwrap();
+    let mut y = x.clone();
+    for (n, row) in x.chunks_exact(d).enumerate() {
+        for (c, &v) in row.iter().enumerate() {
+            y[n * d + layout.column(n % keys, c, d, t.dtype())] = v;
+        }
+    }
+    let host = Tensor::from_slice(&y, s, &Device::Cpu).unwrap();
+    ops::to_dtype(&host, t.dtype())
+        .unwrap()
+        .to_device(&t.device())
+        .unwrap()
 }
 
 /// A RoPE table with base 10 000 and no scaling for `rotary` dims (at least 2, so the cases
@@ -976,10 +998,20 @@ op_test!(kv_cache_and_quantized_gemv, |dev: &Device| {
     use gpukit_ops::kv_cache::KvCache;
     use gpukit_ops::quant::{QuantFormat, QuantMatrix, qgemv_into, quantize};
     let s = seed();
-    for dt in [DType::F32, DType::BF16] {
-        let (kvh, max_len, hd) = (2usize, 10usize, 8usize);
-        let mut cache = KvCache::new(kvh, max_len, hd, dt, dev).unwrap();
+    // head_dim 8: no whole 128-byte block, so both layouts store rows in order; 72: one whole
+    // block and a tail in bf16, two and a tail in f32.
+    for (dt, hd, layout) in [
+        (DType::F32, 8usize, KvLayout::Linear),
+        (DType::BF16, 8, KvLayout::Swizzled),
+        (DType::F32, 72, KvLayout::Swizzled),
+        (DType::BF16, 72, KvLayout::Swizzled),
+        (DType::BF16, 72, KvLayout::Linear),
+    ] {
+        let (kvh, max_len) = (2usize, 10usize);
+        let mut cache = KvCache::new(kvh, max_len, hd, dt, layout, dev).unwrap();
+        assert_eq!(cache.layout(), layout);
         let mut want_k = vec![0f64; kvh * max_len * hd];
+        let mut want_rows = want_k.clone();
         let mut filled = 0usize;
         for (i, tokens) in [3usize, 1, 4].into_iter().enumerate() {
             let (k, kv) = input(&[tokens, kvh, hd], dt, -1.0, 1.0, s + i as u64, dev);
@@ -987,7 +1019,9 @@ op_test!(kv_cache_and_quantized_gemv, |dev: &Device| {
             cache.append(&k, &v).unwrap();
             for (t, &x) in kv.iter().enumerate() {
                 let (d, r) = (t % hd, t / hd);
-                want_k[((r % kvh) * max_len + filled + r / kvh) * hd + d] = x;
+                let key = filled + r / kvh;
+                want_k[((r % kvh) * max_len + key) * hd + layout.column(key, d, hd, dt)] = x;
+                want_rows[((r % kvh) * max_len + key) * hd + d] = x;
             }
             filled += tokens;
         }
@@ -996,7 +1030,12 @@ op_test!(kv_cache_and_quantized_gemv, |dev: &Device| {
         let want: Vec<f64> = (0..kvh)
             .flat_map(|h| want_k[h * max_len * hd..][..8 * hd].to_vec())
             .collect();
-        assert_eq!(got, want, "kv cache {dt}");
+        assert_eq!(got, want, "kv cache {dt} head_dim {hd} {layout:?}");
+        // Read back in order.
+        let in_order: Vec<f64> = (0..kvh)
+            .flat_map(|h| want_rows[h * max_len * hd..][..8 * hd].to_vec())
+            .collect();
+        assert_eq!(layout.linearize(&got, 8, hd, dt), in_order);
         // Full: a clear error and nothing written.
         let (k3, _) = input(&[3, kvh, hd], dt, -1.0, 1.0, s, dev);
         assert!(cache.append(&k3, &k3).is_err());
@@ -1076,7 +1115,8 @@ op_test!(kv_cache_and_quantized_gemv, |dev: &Device| {
 
 op_test!(sdpa_attention, |dev: &Device| {
     use gpukit_ops::attention::{
-        AttentionMask, attention_shape, sdpa, sdpa_into, sdpa_reference, sdpa_workspace_len,
+        AttentionMask, attention_shape, sdpa, sdpa_into, sdpa_kv_into, sdpa_reference,
+        sdpa_workspace_len,
     };
     let s = seed();
     let on_gpu = matches!(dev, Device::Cuda(_));
@@ -1178,7 +1218,7 @@ op_test!(sdpa_attention, |dev: &Device| {
         &[64]
     };
     let mut n = 0;
-    for &dt in dtypes {
+    for (di, &dt) in dtypes.iter().enumerate() {
         for (hi, &d) in head_dims.iter().enumerate() {
             for (ci, &(b, group, kvh, ql, kl, mask)) in cases.iter().enumerate() {
                 if d == 256 && (6..11).contains(&ci) {
@@ -1193,6 +1233,11 @@ op_test!(sdpa_attention, |dev: &Device| {
                 let (k, v) = (kf.narrow(2, 0, kl).unwrap(), vf.narrow(2, 0, kl).unwrap());
                 let kv = k.to_vec_f64().unwrap();
                 let vv = v.to_vec_f64().unwrap();
+                // Half the calls read K and V as a pre-swizzled cache holds them (each case,
+                // both dtypes: both layouts).
+                let layout = [KvLayout::Linear, KvLayout::Swizzled][(di + hi + ci) % 2];
+                let (kf, vf) = (in_layout(&kf, layout), in_layout(&vf, layout));
+                let (k, v) = (kf.narrow(2, 0, kl).unwrap(), vf.narrow(2, 0, kl).unwrap());
                 let f = |x: &[f64]| x.iter().map(|&a| a as f32).collect::<Vec<_>>();
                 let scale = 1.0 / (d as f32).sqrt();
                 let shape = attention_shape(&q, &k, &v).unwrap();
@@ -1209,8 +1254,8 @@ op_test!(sdpa_attention, |dev: &Device| {
                     dev,
                 )
                 .unwrap();
-                sdpa_into(&q, &k, &v, scale, mask, &out, &ws).unwrap();
-                let what = format!("sdpa {dt} d={d} {shape:?} {mask:?}");
+                sdpa_kv_into(&q, &k, &v, layout, scale, mask, &out, &ws).unwrap();
+                let what = format!("sdpa {dt} d={d} {shape:?} {mask:?} {layout:?}");
                 assert_close(&what, &out.to_vec_f64().unwrap(), &want, tol(dt));
                 n += 1;
             }
@@ -1651,8 +1696,10 @@ op_test!(sdpa_at_device_position_and_decode_state, |dev: &Device| {
         (4, 2, 1, 128, 4500, 17, None),
         (2, 2, 1, 64, 4200, 4100, Some(64)),
     ];
-    for &dt in dts {
+    for (di, &dt) in dts.iter().enumerate() {
         for (i, &(group, kvh, q_len, d, cap, pos, window)) in cases.iter().enumerate() {
+            // Caches of both layouts (each case, both dtypes on CUDA: both).
+            let layout = [KvLayout::Swizzled, KvLayout::Linear][(i + di) % 2];
             let qh = group * kvh;
             let seed = s + 10 * i as u64;
             let (q, qv) = input(&[1, qh, q_len, d], dt, -1.0, 1.0, seed, dev);
@@ -1670,7 +1717,10 @@ op_test!(sdpa_at_device_position_and_decode_state, |dev: &Device| {
                 ops::copy_into(&filled, &mut c.narrow(2, 0, keys).unwrap()).unwrap();
                 c
             };
-            let (k, v) = (nan_past(&k), nan_past(&v));
+            let (k, v) = (
+                nan_past(&in_layout(&k, layout)),
+                nan_past(&in_layout(&v, layout)),
+            );
             let narrow = |x: &[f64]| -> Vec<f32> {
                 (0..kvh)
                     .flat_map(|h| x[h * cap * d..][..keys * d].iter().map(|&a| a as f32))
@@ -1694,17 +1744,17 @@ op_test!(sdpa_at_device_position_and_decode_state, |dev: &Device| {
             )
             .unwrap();
             let out = poisoned(&[1, qh, q_len, d], dt, dev);
-            sdpa_decode_at_into(&q, &k, &v, &position, 0.125, mask, &out, &ws).unwrap();
+            sdpa_decode_at_into(&q, &k, &v, layout, &position, 0.125, mask, &out, &ws).unwrap();
             let got = out.to_vec_f64().unwrap();
             assert_close(
-                &format!("sdpa at position, case {i} {dt}"),
+                &format!("sdpa at position, case {i} {dt} {layout:?}"),
                 &got,
                 &want,
                 tol(dt),
             );
             // Run twice: bitwise the same.
             let again = poisoned(&[1, qh, q_len, d], dt, dev);
-            sdpa_decode_at_into(&q, &k, &v, &position, 0.125, mask, &again, &ws).unwrap();
+            sdpa_decode_at_into(&q, &k, &v, layout, &position, 0.125, mask, &again, &ws).unwrap();
             assert_eq!(
                 again.to_vec_f64().unwrap(),
                 got,
@@ -1723,7 +1773,7 @@ op_test!(sdpa_at_device_position_and_decode_state, |dev: &Device| {
         causal: true,
         ..Default::default()
     };
-    let r = sdpa_decode_at_into(&q, &k, &k, &far, 0.125, mask, &out, &ws);
+    let r = sdpa_decode_at_into(&q, &k, &k, KvLayout::Swizzled, &far, 0.125, mask, &out, &ws);
     if matches!(dev, Device::Cpu) {
         assert!(r.unwrap_err().to_string().contains("does not fit"));
     } else {
@@ -1731,7 +1781,18 @@ op_test!(sdpa_at_device_position_and_decode_state, |dev: &Device| {
         assert!(out.to_vec_f64().unwrap().iter().all(|x| x.is_finite()));
     }
     let bad_pos = Tensor::from_slice(&[0i64], &[1], dev).unwrap();
-    assert!(sdpa_decode_at_into(&q, &k, &k, &bad_pos, 0.125, mask, &out, &ws).is_err());
+    let r = sdpa_decode_at_into(
+        &q,
+        &k,
+        &k,
+        KvLayout::Linear,
+        &bad_pos,
+        0.125,
+        mask,
+        &out,
+        &ws,
+    );
+    assert!(r.is_err());
 
     // The decode state moves on by one token.
     let position = Tensor::from_slice(&[5i32], &[1], dev).unwrap();
@@ -1825,8 +1886,9 @@ op_test!(fused_decode_ops, |dev: &Device| {
             (4, 4, 80, 32, RopeLayout::AdjacentPairs, false, 3, 2),
             (3, 1, 256, 0, RopeLayout::RotateHalf, true, 2, 7),
         ];
-        for (nq, nkv, hd, rotary, layout, norm, tokens, pos) in cases {
+        for (i, (nq, nkv, hd, rotary, layout, norm, tokens, pos)) in cases.into_iter().enumerate() {
             let max_len = 9usize;
+            let kv_layout = [KvLayout::Swizzled, KvLayout::Linear][i % 2];
             let width = (nq + 2 * nkv) * hd;
             let seed = s ^ (hd * 31 + nq) as u64;
             let (qkv, qkvv) = input(&[tokens, width], dt, -1.0, 1.0, seed, dev);
@@ -1836,7 +1898,7 @@ op_test!(fused_decode_ops, |dev: &Device| {
             let rope = (rotary > 0).then_some((&inv, table.attention_scale, layout));
             let eps = 1e-6f32;
             let qk_norm = norm.then_some((&qw, &kw, eps));
-            let mut cache = poisoned_cache(nkv, max_len, hd, dt, dev);
+            let mut cache = poisoned_cache(nkv, max_len, hd, dt, kv_layout, dev);
             let mut q_out = poisoned(&[tokens, nq, hd], dt, dev);
             let position = Tensor::from_slice(&[pos], &[1], dev).unwrap();
             rope_kv_append(&qkv, &mut q_out, &mut cache, &position, rope, qk_norm).unwrap();
@@ -1871,14 +1933,13 @@ op_test!(fused_decode_ops, |dev: &Device| {
                 }
             }
             let what = format!(
-                "rope_kv_append {dt} q{nq} kv{nkv} d{hd} rot{rotary} {layout:?} norm {norm} t{tokens}"
+                "rope_kv_append {dt} q{nq} kv{nkv} d{hd} rot{rotary} {layout:?} norm {norm} \
+                 t{tokens} {kv_layout:?}"
             );
             let got_q = q_out.to_vec_f64().unwrap();
             assert_close(&format!("{what}: q"), &got_q, &want_q, tol(dt));
-            let (kc, vc) = (
-                cache.key_storage().to_vec_f64().unwrap(),
-                cache.value_storage().to_vec_f64().unwrap(),
-            );
+            let rows = |t: &Tensor| kv_layout.linearize(&t.to_vec_f64().unwrap(), max_len, hd, dt);
+            let (kc, vc) = (rows(cache.key_storage()), rows(cache.value_storage()));
             let (mut got_kv, mut want_kv) = (Vec::new(), Vec::new());
             for h in 0..nkv {
                 for row in 0..max_len {
@@ -1908,7 +1969,8 @@ op_test!(fused_decode_ops, |dev: &Device| {
                 || {
                     let c = |t: &Tensor| t.to_device(&Device::Cpu).unwrap();
                     let (qkv, qw, kw, inv) = (c(&qkv), c(&qw), c(&kw), c(&inv));
-                    let mut cache = KvCache::new(nkv, max_len, hd, dt, &Device::Cpu).unwrap();
+                    let mut cache =
+                        KvCache::new(nkv, max_len, hd, dt, kv_layout, &Device::Cpu).unwrap();
                     let mut q = poisoned(&[tokens, nq, hd], dt, &Device::Cpu);
                     let position = c(&position);
                     let rope = (rotary > 0).then_some((&inv, table.attention_scale, layout));
@@ -2172,8 +2234,11 @@ op_test!(pre_norm_rope_kv, |dev: &Device| {
                 6,
             ),
         ];
-        for (k, nq, nkv, hd, rotary, layout, with_bias, pending, pos) in cases {
+        for (i, (k, nq, nkv, hd, rotary, layout, with_bias, pending, pos)) in
+            cases.into_iter().enumerate()
+        {
             let max_len = 9usize;
+            let kv_layout = [KvLayout::Swizzled, KvLayout::Linear][i % 2];
             let n = (nq + 2 * nkv) * hd;
             let seed = s ^ (k * 31 + hd) as u64;
             let (res, _) = input(&[1, k], dt, -2.0, 2.0, seed, dev);
@@ -2185,10 +2250,10 @@ op_test!(pre_norm_rope_kv, |dev: &Device| {
             let (table, inv) = plain_rope(rotary, dev);
             let rope = (rotary > 0).then_some((&inv, table.attention_scale, layout));
             let position = Tensor::from_slice(&[pos], &[1], dev).unwrap();
-            let nan_cache = |dev: &Device| poisoned_cache(nkv, max_len, hd, dt, dev);
+            let nan_cache = |dev: &Device| poisoned_cache(nkv, max_len, hd, dt, kv_layout, dev);
             let what = format!(
                 "{dt} k{k} q{nq} kv{nkv} d{hd} rot{rotary} {layout:?} bias {with_bias} pending \
-                 {pending}"
+                 {pending} {kv_layout:?}"
             );
             // Fused.
             let sum_f = poisoned(&[1, k], dt, dev);
@@ -2334,7 +2399,7 @@ op_test!(pre_norm_rope_kv, |dev: &Device| {
                 &w,
                 None,
                 &mut poisoned(&[1, 1, 512], dt, dev),
-                &mut poisoned_cache(1, 4, 512, dt, dev),
+                &mut poisoned_cache(1, 4, 512, dt, KvLayout::Linear, dev),
                 &position,
                 Some((&inv, 1.0, RopeLayout::RotateHalf)),
             );
@@ -2655,7 +2720,7 @@ op_test!(
         let (nq, nkv) = (2usize, 1usize);
         let qkv = Tensor::zeros(&[1, (nq + 2 * nkv) * hd], DType::F32, dev).unwrap();
         let mut q_out = Tensor::zeros(&[1, nq, hd], DType::F32, dev).unwrap();
-        let mut cache = KvCache::new(nkv, 4, hd, DType::F32, dev).unwrap();
+        let mut cache = KvCache::new(nkv, 4, hd, DType::F32, KvLayout::Linear, dev).unwrap();
         let position = Tensor::from_slice(&[0i32], &[1], dev).unwrap();
         // One element of a stride-0 view: contiguous, as any one-element view is.
         let bposition = one_i32.broadcast_to(&[3]).unwrap().narrow(0, 1, 1).unwrap();
@@ -2693,7 +2758,14 @@ op_test!(
         // allocation).
         let none = Tensor::zeros(&[0], DType::U8, dev).unwrap();
         assert!(QuantMatrix::new(none, QuantFormat::Q8_0, 4, 0).is_err());
-        let r = KvCache::new(1, i32::MAX as usize + 1, 1, DType::F32, dev);
+        let r = KvCache::new(
+            1,
+            i32::MAX as usize + 1,
+            1,
+            DType::F32,
+            KvLayout::Linear,
+            dev,
+        );
         assert!(
             matches!(r, Err(gpukit_ops::Error::Shape { .. })),
             "{:?}",

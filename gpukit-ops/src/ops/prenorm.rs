@@ -440,6 +440,7 @@ pub fn rms_norm_linear_rope_kv_into(
                 .arg(u32_dim(OP, shape.nkv)?)
                 .arg(u32_dim(OP, shape.hd)?)
                 .arg(u32_dim(OP, shape.max_len)?)
+                .arg(cache.layout().kernel_flag())
                 .arg(c.err_ptr());
             // SAFETY: as in rms_norm_linear_into, with w n·k elements and n = (nq + 2·nkv)·hd
             // (checked, hd even: the kernel's units are n / 2 row pairs); q_out holds nq·hd
