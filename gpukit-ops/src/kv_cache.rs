@@ -76,13 +76,16 @@ impl KvLayout {
         if self == KvLayout::Linear || head_dim == 0 || keys == 0 {
             return out;
         }
+        // Whole 16-byte chunks move together (a partial one at the end of a row stays put).
+        let e = (16 / dtype.size_in_bytes().max(1)).max(1);
         for (n, (row, src)) in out
             .chunks_exact_mut(head_dim)
             .zip(data.chunks_exact(head_dim))
             .enumerate()
         {
-            for (c, x) in row.iter_mut().enumerate() {
-                *x = src[self.column(n % keys, c, head_dim, dtype)];
+            for c in (0..head_dim / e * e).step_by(e) {
+                let from = self.column(n % keys, c, head_dim, dtype);
+                row[c..c + e].copy_from_slice(&src[from..from + e]);
             }
         }
         out

@@ -113,13 +113,19 @@ fn poisoned_cache(
 /// `t` (`[.., keys, head_dim]`, contiguous) with each row stored in `layout`, the key counted
 /// from each head's first row: K or V as a KV cache of that layout holds them.
 fn in_layout(t: &Tensor, layout: KvLayout) -> Tensor {
+    if layout == KvLayout::Linear {
+        return t.clone();
+    }
     let s = t.shape();
     let (keys, d) = (s[s.len() - 2], s[s.len() - 1]);
     let x = t.to_vec_f32().unwrap();
     let mut y = x.clone();
-    for (n, row) in x.chunks_exact(d).enumerate() {
-        for (c, &v) in row.iter().enumerate() {
-            y[n * d + layout.column(n % keys, c, d, t.dtype())] = v;
+    // 16-byte chunks move whole.
+    let chunk = 16 / t.dtype().size_in_bytes();
+    for (n, (src, dst)) in x.chunks_exact(d).zip(y.chunks_exact_mut(d)).enumerate() {
+        for c in (0..d).step_by(chunk) {
+            let to = layout.column(n % keys, c, d, t.dtype());
+            dst[to..to + chunk].copy_from_slice(&src[c..c + chunk]);
         }
     }
     let host = Tensor::from_slice(&y, s, &Device::Cpu).unwrap();
