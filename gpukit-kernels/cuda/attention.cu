@@ -749,11 +749,12 @@ __device__ __forceinline__ void sdpa_combine(T* __restrict__ out, const AttnArgs
 // while the four consumer warps attend as in sdpa_decode, 16 keys of each tile apiece. From a KV
 // cache laid out pre-swizzled (PRE; the entry points' _swz), each tile is instead two 1-d bulk
 // copies of its contiguous K and V rows, which land in RowSwizzledKV, as free of bank conflicts
-// for ldmatrix as the tensor copies' swizzle and 0.6–1.9 µs faster on the H200 (session 35: a
+// for ldmatrix as the tensor copies' swizzle and 0.3–2.0 µs faster on the H200 (session 35: a
 // swizzled tensor copy moves lines of at most 128 bytes). The ring
 // runs on across units, so a block never waits for its next unit's first tile, and before the PDL
 // wait the producer asks L2 for its first unit's first tile. Rows of a unit's last tile past
-// kv_len hold whatever the cache holds there: the mask hides their scores, and the consumers zero
+// kv_len hold whatever the cache holds there (tensor copies) or the slot held before (1-d
+// copies, which stop at kv_len): the mask hides their scores, and the consumers zero
 // those V rows (0 · NaN would not be 0).
 //
 // The splits merge in the same kernel: each unit writes its partial (unnormalised O, then m and

@@ -234,7 +234,7 @@ template <typename T>
 __device__ __forceinline__ unsigned int kv_col(unsigned long long key, unsigned int c, unsigned int head_dim,
                                                unsigned int swizzled) {
     constexpr unsigned int E = 16 / sizeof(T), B = 8 * E;  // elements per chunk and per block
-    if (!swizzled || (c / B + 1) * B > head_dim) return c;
+    if (!swizzled || c / B >= head_dim / B) return c;  // only whole blocks are swizzled
     return (c & ~(B - 1)) | (((c / E) ^ (unsigned int)key) & 7) * E | (c & (E - 1));
 }
 

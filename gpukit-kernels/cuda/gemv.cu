@@ -397,12 +397,10 @@ __device__ __forceinline__ void gemv_units_impl(const T* __restrict__ pending,
                 dst = out + (unsigned long long)h * rk.head_dim;
             } else if (!cache_ok) {
                 continue;
-            } else if (h < rk.nq + rk.nkv) {
-                dst = rk.k_cache + ((unsigned long long)(h - rk.nq) * rk.max_len + pos) * rk.head_dim;
             } else {
-                dst = rk.v_cache + ((unsigned long long)(h - rk.nq - rk.nkv) * rk.max_len + pos) * rk.head_dim;
-            }
-            if (h >= rk.nq) {
+                const unsigned int kvh = h - rk.nq;  // keys, then values
+                dst = (kvh < rk.nkv ? rk.k_cache : rk.v_cache) +
+                      ((unsigned long long)(kvh < rk.nkv ? kvh : kvh - rk.nkv) * rk.max_len + pos) * rk.head_dim;
                 ia = kv_col<T>(pos, ia, rk.head_dim, rk.swizzled);
                 ib = kv_col<T>(pos, ib, rk.head_dim, rk.swizzled);
             }

@@ -15,7 +15,7 @@
 //! one on warpgroup MMA with FlashAttention-3's overlap of the next tile's scores and the
 //! softmax) and split-K flash-decoding when a KV head serves at most 16 query rows (GQA group
 //! times queries; on Hopper, at head_dim 64 and 128, one persistent kernel that streams the
-//! cache through a tensor-memory-accelerator ring and merges its splits itself, elsewhere a
+//! cache through a shared-memory ring of bulk copies and merges its splits itself, elsewhere a
 //! kernel per split and a combine kernel), all deterministic. Setting [`PORTABLE_SDPA_ENV`]
 //! makes Hopper run the portable kernels too (for testing them there, and for comparisons).
 //!
@@ -395,7 +395,7 @@ pub fn sdpa_kv_into(
         Device::Cpu => {
             let rows = |t: &Tensor| -> Result<Vec<f32>> {
                 let x = t.to_vec_f32()?;
-                Ok(layout.linearize(&x, shape.kv_len, shape.head_dim, t.dtype()))
+                Ok(layout.linearize(x, shape.kv_len, shape.head_dim, t.dtype()))
             };
             let (q, k, v) = (q.to_vec_f32()?, rows(k)?, rows(v)?);
             let o = sdpa_reference(&q, &k, &v, shape, scale, mask)?;
@@ -447,10 +447,11 @@ fn checked(
 /// `0 .. position + q_len` are attended (never past the capacity), under the causal mask and
 /// the optional sliding window. The launch depends only on the shapes — the split count is
 /// fixed by the capacity — so a graph replays it at any position, bit for bit as it runs
-/// eagerly. `layout`: how the caches' rows are laid out ([`KvCache::layout`]).
+/// eagerly. `layout`: how the caches' rows are laid out
+/// ([`KvCache::layout`](crate::kv_cache::KvCache::layout)).
 /// `workspace`: f32, at least [`sdpa_decode_at_workspace_len`] elements. At most
 /// [`launch::SDPA_DECODE_ROWS`] query rows per KV head (GQA group × q_len). Allocates nothing;
-/// capturable. The CPU reads the position and runs [`sdpa_into`] on the filled keys.
+/// capturable. The CPU reads the position and runs [`sdpa_kv_into`] on the filled keys.
 ///
 /// # Errors
 /// As [`sdpa_into`]; a mask that is not causal; more query rows than the decode kernel takes;

@@ -28,17 +28,19 @@ pub enum KvLayout {
     /// Pre-swizzled: within each whole 128-byte block of a row, the 16-byte chunk `j` is stored
     /// at chunk `j ^ (key mod 8)` of the block, `key` counted from the cache's (the operand's)
     /// first row; elements past the last whole block stay in place. 64 consecutive rows copied
-    /// as one 1-d block then land in the XOR swizzle (CUTLASS's `Swizzle<3,4,3>` on 128-byte
-    /// lines) that `ldmatrix` reads without bank conflicts: the Hopper decode kernel streams
-    /// such a cache 0.6–1.9 µs faster per call than through tensor-map copies, which move lines
+    /// as one 1-d block then land in an XOR swizzle (the one the tensor memory accelerator's
+    /// 128-byte mode writes, per row) that `ldmatrix` reads without bank conflicts: the Hopper
+    /// decode kernel streams
+    /// such a cache 0.3–2.0 µs faster per call than through tensor-map copies, which move lines
     /// of at most 128 bytes when they swizzle (`docs/RESULTS.md`, session 35).
     Swizzled,
 }
 
 impl KvLayout {
     /// The layout for a cache on `device`: [`KvLayout::Swizzled`] on CUDA (what the fastest
-    /// decode kernel reads; the other kernels read it at no cost), [`KvLayout::Linear`] on the
-    /// CPU (whose attention would otherwise reorder every row it reads).
+    /// decode kernel reads; the other kernels read it through a different source address),
+    /// [`KvLayout::Linear`] on the CPU (whose attention would otherwise reorder every row it
+    /// reads).
     pub fn preferred(device: &Device) -> KvLayout {
         match device {
             Device::Cpu => KvLayout::Linear,
@@ -48,10 +50,10 @@ impl KvLayout {
 
     /// The column at which element `c` of row `key` (`head_dim` elements of `dtype`) is stored.
     pub fn column(self, key: usize, c: usize, head_dim: usize, dtype: DType) -> usize {
-        // Elements per 16-byte chunk and per 128-byte block.
-        let e = (16 / dtype.size_in_bytes().max(1)).max(1);
+        let e = chunk_elements(dtype);
         let block = 8 * e;
-        if self == KvLayout::Linear || (c / block + 1) * block > head_dim {
+        // Only whole blocks are swizzled.
+        if self == KvLayout::Linear || c / block >= head_dim / block {
             return c;
         }
         c / block * block + (((c / e) ^ key) & 7) * e + c % e
@@ -67,17 +69,17 @@ impl KvLayout {
     /// rows per head (the key of row `n` is `n mod keys`) — back in order.
     pub fn linearize<T: Copy>(
         self,
-        data: &[T],
+        data: Vec<T>,
         keys: usize,
         head_dim: usize,
         dtype: DType,
     ) -> Vec<T> {
-        let mut out = data.to_vec();
         if self == KvLayout::Linear || head_dim == 0 || keys == 0 {
-            return out;
+            return data;
         }
+        let mut out = data.clone();
         // Whole 16-byte chunks move together (a partial one at the end of a row stays put).
-        let e = (16 / dtype.size_in_bytes().max(1)).max(1);
+        let e = chunk_elements(dtype);
         for (n, (row, src)) in out
             .chunks_exact_mut(head_dim)
             .zip(data.chunks_exact(head_dim))
@@ -90,6 +92,11 @@ impl KvLayout {
         }
         out
     }
+}
+
+/// Elements of `dtype` in a 16-byte chunk (every cache dtype is 2 or 4 bytes).
+fn chunk_elements(dtype: DType) -> usize {
+    (16 / dtype.size_in_bytes().max(1)).max(1)
 }
 
 /// The cache of one layer.
@@ -168,7 +175,7 @@ impl KvCache {
         &self.k
     }
 
-    /// The whole value storage.
+    /// The whole value storage, rows in the cache's [`KvLayout`].
     pub fn value_storage(&self) -> &Tensor {
         &self.v
     }
@@ -372,7 +379,7 @@ mod tests {
             for (i, &x) in rows.iter().enumerate() {
                 stored[i / hd * hd + s.column(i / hd, i % hd, hd, dt)] = x;
             }
-            assert_eq!(s.linearize(&stored, keys, hd, dt), rows, "{hd} {dt}");
+            assert_eq!(s.linearize(stored, keys, hd, dt), rows, "{hd} {dt}");
         }
     }
 }

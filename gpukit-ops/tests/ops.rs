@@ -1041,7 +1041,7 @@ op_test!(kv_cache_and_quantized_gemv, |dev: &Device| {
         let in_order: Vec<f64> = (0..kvh)
             .flat_map(|h| want_rows[h * max_len * hd..][..8 * hd].to_vec())
             .collect();
-        assert_eq!(layout.linearize(&got, 8, hd, dt), in_order);
+        assert_eq!(layout.linearize(got, 8, hd, dt), in_order);
         // Full: a clear error and nothing written.
         let (k3, _) = input(&[3, kvh, hd], dt, -1.0, 1.0, s, dev);
         assert!(cache.append(&k3, &k3).is_err());
@@ -1280,6 +1280,36 @@ op_test!(sdpa_attention, |dev: &Device| {
             view.to_vec_f64().unwrap(),
             dense.to_vec_f64().unwrap(),
             "sdpa into a strided output {dt}"
+        );
+        // Swizzled K/V whose rows are not back to back (views of a padded buffer): on Hopper not
+        // the ring's 1-d copies but the portable decode kernel, which reads the layout as well.
+        let (kl, d) = (4100, 64 * (1 + usize::from(on_gpu)));
+        let (q, qv) = input(&[1, 8, 1, d], dt, -1.0, 1.0, s + 10, dev);
+        let (k, kv) = input(&[1, 2, kl, d], dt, -1.0, 1.0, s + 11, dev);
+        let (v, vv) = input(&[1, 2, kl, d], dt, -1.0, 1.0, s + 12, dev);
+        let padded = |t: &Tensor| {
+            let buffer = poisoned(&[1, 2, kl, d + 8], dt, dev);
+            let mut view = buffer.narrow(3, 0, d).unwrap();
+            ops::copy_into(&in_layout(t, KvLayout::Swizzled), &mut view).unwrap();
+            view
+        };
+        let (kp, vp) = (padded(&k), padded(&v));
+        let shape = attention_shape(&q, &kp, &vp).unwrap();
+        let f = |x: &[f64]| x.iter().map(|&a| a as f32).collect::<Vec<_>>();
+        let want: Vec<f64> = sdpa_reference(&f(&qv), &f(&kv), &f(&vv), shape, 0.125, causal)
+            .unwrap()
+            .into_iter()
+            .map(f64::from)
+            .collect();
+        let out = poisoned(&[1, 8, 1, d], dt, dev);
+        let ws_len = sdpa_workspace_len(&shape, &causal).max(1);
+        let ws = Tensor::zeros(&[ws_len], DType::F32, dev).unwrap();
+        sdpa_kv_into(&q, &kp, &vp, KvLayout::Swizzled, 0.125, causal, &out, &ws).unwrap();
+        assert_close(
+            &format!("sdpa {dt} on swizzled K/V with padded rows"),
+            &out.to_vec_f64().unwrap(),
+            &want,
+            tol(dt),
         );
     }
     println!("[{}] sdpa: {n} cases within tolerance", dev.describe());
@@ -1944,7 +1974,7 @@ op_test!(fused_decode_ops, |dev: &Device| {
             );
             let got_q = q_out.to_vec_f64().unwrap();
             assert_close(&format!("{what}: q"), &got_q, &want_q, tol(dt));
-            let rows = |t: &Tensor| kv_layout.linearize(&t.to_vec_f64().unwrap(), max_len, hd, dt);
+            let rows = |t: &Tensor| kv_layout.linearize(t.to_vec_f64().unwrap(), max_len, hd, dt);
             let (kc, vc) = (rows(cache.key_storage()), rows(cache.value_storage()));
             let (mut got_kv, mut want_kv) = (Vec::new(), Vec::new());
             for h in 0..nkv {
