@@ -56,7 +56,8 @@ impl KvLayout {
         if self == KvLayout::Linear || c / block >= head_dim / block {
             return c;
         }
-        c / block * block + (((c / e) ^ key) & 7) * e + c % e
+        // The chunk's index within its block, XOR-ed with the key.
+        c ^ (key & 7) * e
     }
 
     /// The kernels' flag for the layout (`kv_swizzled` and the like: 1 for
