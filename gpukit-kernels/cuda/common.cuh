@@ -235,7 +235,7 @@ __device__ __forceinline__ unsigned int kv_col(unsigned long long key, unsigned 
                                                unsigned int swizzled) {
     constexpr unsigned int E = 16 / sizeof(T), B = 8 * E;  // elements per chunk and per block
     if (!swizzled || c / B >= head_dim / B) return c;  // only whole blocks are swizzled
-    return c ^ ((unsigned int)key & 7) * E;  // the chunk's index within its block
+    return c ^ (((unsigned int)key & 7) * E);  // the chunk's index within its block
 }
 
 // Asks L2 to fetch the line holding p (no registers, no wait).

@@ -57,7 +57,7 @@ impl KvLayout {
             return c;
         }
         // The chunk's index within its block, XOR-ed with the key.
-        c ^ (key & 7) * e
+        c ^ ((key & 7) * e)
     }
 
     /// The kernels' flag for the layout (`kv_swizzled` and the like: 1 for

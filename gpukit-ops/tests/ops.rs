@@ -118,6 +118,22 @@ fn in_layout(t: &Tensor, layout: KvLayout) -> Tensor {
     }
     let s = t.shape();
     let (keys, d) = (s[s.len() - 2], s[s.len() - 1]);
+    let dev = t.device();
+    if matches!(dev, Device::Cuda(_)) {
+        // On the device, by the cache's own append kernel (checked against KvLayout::column by
+        // kv_cache_and_quantized_gemv): the long cases' K/V are hundreds of MB, too slow to
+        // round-trip through the host.
+        let heads = t.numel() / (keys * d).max(1);
+        let mut cache =
+            gpukit_ops::kv_cache::KvCache::new(heads, keys, d, t.dtype(), layout, &dev).unwrap();
+        let rows = t
+            .reshape(&[heads, keys, d])
+            .unwrap()
+            .transpose(0, 1)
+            .unwrap();
+        cache.append(&rows, &rows).unwrap();
+        return cache.key_storage().reshape(s).unwrap();
+    }
     let x = t.to_vec_f32().unwrap();
     let mut y = x.clone();
     // 16-byte chunks move whole.
@@ -129,10 +145,7 @@ fn in_layout(t: &Tensor, layout: KvLayout) -> Tensor {
         }
     }
     let host = Tensor::from_slice(&y, s, &Device::Cpu).unwrap();
-    ops::to_dtype(&host, t.dtype())
-        .unwrap()
-        .to_device(&t.device())
-        .unwrap()
+    ops::to_dtype(&host, t.dtype()).unwrap()
 }
 
 /// A RoPE table with base 10 000 and no scaling for `rotary` dims (at least 2, so the cases
