@@ -1,3 +1,7 @@
+// Session 35: with PROBE_SWZ (and ATTN_PRESWIZZLED) the probe launches attention.cu's own
+// sdpa_decode_ring_bf16_d128_swz (1-d copies of a pre-swizzled cache) instead of the tensor-map
+// entry point.
+//
 // Session 35: session 34's probe; with ATTN_PRESWIZZLED the cache is rewritten after its fill
 // so that chunk c (16 bytes) of key r's row within each 64-column block lies at c ^ (r % 8): the
 // layout a 1-d copy of a 64-key tile lands in the swizzle the consumers read (RowSwizzledKV).
@@ -256,15 +260,25 @@ int main(int argc, char** argv) {
         a.stages = stages;
         a.partial = partial;
         a.position = nullptr;
+#ifdef PROBE_SWZ
+        CK(cudaFuncSetAttribute(sdpa_decode_ring_bf16_d128_swz, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+#else
         CK(cudaFuncSetAttribute(sdpa_decode_ring_bf16_d128, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+#endif
         auto call = [&](int i) {
             AttnArgs ai = a;
 #ifdef ATTN_RAW_KV
             ai.kraw = kv + (i % copies) * bytes;
             ai.vraw = ai.kraw + half;
 #endif
+#ifdef PROBE_SWZ
+            const bf16* kc = reinterpret_cast<const bf16*>(kv + (i % copies) * bytes);
+            launch(sdpa_decode_ring_bf16_d128_swz, grid, RING_THREADS, smem, true, (const bf16*)q, out, ai, kc,
+                   kc + half / 2, counters, 1u);
+#else
             launch(sdpa_decode_ring_bf16_d128, grid, RING_THREADS, smem, true, (const bf16*)q, out, ai,
                    tk[i % copies], tv[i % copies], counters, 1u);
+#endif
         };
         const double us = time_us(call, 20, 20, 5);
         printf("%-12s GQA %u len=%-6u kv_heads=%u splits=%-3u grid=%-3u stages=%u %7.2f us  %5.1f%% of copy (%.0f GB/s)\n",
