@@ -300,26 +300,9 @@ fn attention_cases(dev: &Device, cases: &mut Vec<Case>) -> Res<()> {
                 let bytes = 2 * kv_heads * len * d * 2;
                 let copies = rotation(bytes);
                 let q = Tensor::rand(&[1, q_heads, 1, d], -1.0, 1.0, bf, 30, dev)?;
-                let kvs = (0..copies)
-                    .map(|i| {
-                        let k = Tensor::rand(
-                            &[1, kv_heads, len, d],
-                            -1.0,
-                            1.0,
-                            bf,
-                            31 + i as u64,
-                            dev,
-                        )?;
-                        let v = Tensor::rand(
-                            &[1, kv_heads, len, d],
-                            -1.0,
-                            1.0,
-                            bf,
-                            61 + i as u64,
-                            dev,
-                        )?;
-                        Ok((k, v))
-                    })
+                let cache = |seed| Tensor::rand(&[1, kv_heads, len, d], -1.0, 1.0, bf, seed, dev);
+                let kvs = (0..copies as u64)
+                    .map(|i| Ok((cache(31 + i)?, cache(61 + i)?)))
                     .collect::<Res<Vec<_>>>()?;
                 let shape = attention_shape(&q, &kvs[0].0, &kvs[0].1)?;
                 let ws = Tensor::empty(
