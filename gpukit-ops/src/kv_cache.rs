@@ -30,9 +30,9 @@ pub enum KvLayout {
     /// first row; elements past the last whole block stay in place. 64 consecutive rows copied
     /// as one 1-d block then land in an XOR swizzle (the one the tensor memory accelerator's
     /// 128-byte mode writes, per row) that `ldmatrix` reads without bank conflicts: the Hopper
-    /// decode kernel streams
-    /// such a cache 0.3–2.0 µs faster per call than through tensor-map copies, which move lines
-    /// of at most 128 bytes when they swizzle (`docs/RESULTS.md`, session 35).
+    /// decode kernel streams such a cache 0.3–2.0 µs faster per call than through tensor-map
+    /// copies, which move lines of at most 128 bytes when they swizzle (`docs/RESULTS.md`,
+    /// session 35).
     Swizzled,
 }
 
@@ -67,7 +67,8 @@ impl KvLayout {
     }
 
     /// Values read from storage in this layout — rows of `head_dim` elements of `dtype`, `keys`
-    /// rows per head (the key of row `n` is `n mod keys`) — back in order.
+    /// rows per head (the key of row `n` is `n mod keys`) — back in order. The swizzle is its own
+    /// inverse (an XOR), so this also lays rows that are in order out in the layout.
     pub fn linearize<T: Copy>(
         self,
         data: Vec<T>,

@@ -134,16 +134,8 @@ fn in_layout(t: &Tensor, layout: KvLayout) -> Tensor {
         cache.append(&rows, &rows).unwrap();
         return cache.key_storage().reshape(s).unwrap();
     }
-    let x = t.to_vec_f32().unwrap();
-    let mut y = x.clone();
-    // 16-byte chunks move whole.
-    let chunk = 16 / t.dtype().size_in_bytes();
-    for (n, (src, dst)) in x.chunks_exact(d).zip(y.chunks_exact_mut(d)).enumerate() {
-        for c in (0..d).step_by(chunk) {
-            let to = layout.column(n % keys, c, d, t.dtype());
-            dst[to..to + chunk].copy_from_slice(&src[c..c + chunk]);
-        }
-    }
+    // The swizzle is its own inverse: linearize also lays rows out in it.
+    let y = layout.linearize(t.to_vec_f32().unwrap(), keys, d, t.dtype());
     let host = Tensor::from_slice(&y, s, &Device::Cpu).unwrap();
     ops::to_dtype(&host, t.dtype()).unwrap()
 }
