@@ -249,6 +249,15 @@ template <typename T, int D> struct RingLayout<T, D, true> {
     using type = RowSwizzledKV<T, D>;
 };
 
+// Independent MMA accumulators the scores of a warp's tile are spread over, at least: where the
+// warp's MT · NT fragments are fewer (decode: one m-tile, 16 keys), each fragment's sum over the
+// head dimension alternates between ATTN_QK_CHAINS / (MT · NT) accumulators by 16-dim step, so
+// the dependent chain of D / 16 MMAs is that many times shorter. Session 36: two chains of four
+// instead of one of eight at head_dim 128 made the decode ring 0.05–0.17 µs faster on the H200.
+#ifndef ATTN_QK_CHAINS
+#define ATTN_QK_CHAINS 4
+#endif
+
 // Attends one warp's MT m-tiles of 16 rows over NT·8 keys of the shared-memory tile starting at
 // row kb (key index key0 + kb): scores on tensor cores (each K and V fragment loaded once for all
 // MT tiles), mask (MASK: only tiles that need it) and ALiBi bias, online-softmax update, then
@@ -258,11 +267,15 @@ template <typename T, int D, int NT, int MT, bool MASK, bool ALIBI, class KV, cl
 __device__ __forceinline__ void attend_tiles(const QF& qf, const T* ks, const T* vs, int kb, unsigned key0,
                                              const Rows* rows, const AttnArgs& a, State<D>* st) {
     const int lane = threadIdx.x & 31, t = lane & 3;
-    float s[MT][NT][4];
+    constexpr int CH = MT * NT >= ATTN_QK_CHAINS ? 1 : ATTN_QK_CHAINS / (MT * NT);
+    float sc_acc[CH][MT][NT][4];
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
+    for (int c = 0; c < CH; ++c)
 #pragma unroll
-        for (int j = 0; j < NT; ++j) s[mt][j][0] = s[mt][j][1] = s[mt][j][2] = s[mt][j][3] = 0.0f;
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int j = 0; j < NT; ++j)
+                sc_acc[c][mt][j][0] = sc_acc[c][mt][j][1] = sc_acc[c][mt][j][2] = sc_acc[c][mt][j][3] = 0.0f;
     // K fragments by ldmatrix: matrices (keys 8j.., d lo), (8j.., d hi), (8j+8.., lo), (8j+8.., hi).
     const int krow = kb + (lane & 7) + (lane >> 4) * 8, kcol = ((lane >> 3) & 1) * 8;
 #pragma unroll
@@ -276,11 +289,21 @@ __device__ __forceinline__ void attend_tiles(const QF& qf, const T* ks, const T*
             ldsm_x4(b0, b1, b2, b3, ks + KV::at(krow + 8 * j, 16 * kk + kcol));
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt) {
-                mma16816<T>(s[mt][j], qa[mt], b0, b1);
-                mma16816<T>(s[mt][j + 1], qa[mt], b2, b3);
+                mma16816<T>(sc_acc[kk % CH][mt][j], qa[mt], b0, b1);
+                mma16816<T>(sc_acc[kk % CH][mt][j + 1], qa[mt], b2, b3);
             }
         }
     }
+    // The chains' sums in a fixed order.
+    float (&s)[MT][NT][4] = sc_acc[0];
+#pragma unroll
+    for (int c = 1; c < CH; ++c)
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int j = 0; j < NT; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) s[mt][j][e] += sc_acc[c][mt][j][e];
     // Scores are in the log2 domain with ALiBi, raw (scale still to apply, > 0) without.
     const float sc = ALIBI ? 1.0f : a.scale_log2;
 #pragma unroll
@@ -972,9 +995,11 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
     // two on the H200. (Session 29, on the kernel of then: one tile 0.4–1.2 µs faster than none.)
     // The block's first unit is worked out before the wait as well (its end again after it, where
     // *position may shorten kv_len): its divisions cost the producer 0.17 µs before its first
-    // copy otherwise (session 30's trace).
+    // copy otherwise (session 30's trace). From a pre-swizzled cache the producer warp's 32 lanes
+    // ask for the tiles' 128-byte lines (prefetch.global.L2), which session 36 measured 0.2 µs
+    // faster at GQA 8 8k than one bulk prefetch per tile, and the same within 0.05 µs elsewhere.
     RingUnit first(blockIdx.x, a);
-    if (threadIdx.x == 32 * RING_CONSUMERS && blockIdx.x < units) {
+    if (threadIdx.x / 32 == RING_CONSUMERS && (PRE || threadIdx.x % 32 == 0) && blockIdx.x < units) {
         if (!PRE) {
             asm volatile("prefetch.tensormap [%0];" ::"l"(tk) : "memory");
             asm volatile("prefetch.tensormap [%0];" ::"l"(tv) : "memory");
@@ -983,8 +1008,12 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
         for (unsigned i = 0; i < tiles; ++i) {
             const unsigned key0 = first.begin + BN * i;
             if (PRE) {
-                bulk_prefetch_l2(rows_at(k, a.k_stride, first, key0), tile_bytes(key0, a.kv_len));
-                bulk_prefetch_l2(rows_at(v, a.v_stride, first, key0), tile_bytes(key0, a.kv_len));
+                const char* kt = reinterpret_cast<const char*>(rows_at(k, a.k_stride, first, key0));
+                const char* vt = reinterpret_cast<const char*>(rows_at(v, a.v_stride, first, key0));
+                for (unsigned o = 128 * (threadIdx.x % 32); o < tile_bytes(key0, a.kv_len); o += 32 * 128) {
+                    prefetch_l2(kt + o);
+                    prefetch_l2(vt + o);
+                }
             } else {
 #pragma unroll
                 for (int j = 0; j < D / 64; ++j) {
