@@ -378,7 +378,8 @@ pub fn sdpa_into(
 /// On the CPU the rows are put back in order first.
 ///
 /// # Errors
-/// As [`sdpa_into`].
+/// As [`sdpa_into`]; [`Error::Shape`] for a swizzled K or V view that starts part-way into its
+/// head's rows at a key that is not a multiple of 8.
 #[allow(clippy::too_many_arguments)]
 pub fn sdpa_kv_into(
     q: &Tensor,
@@ -391,6 +392,7 @@ pub fn sdpa_kv_into(
     workspace: &Tensor,
 ) -> Result<()> {
     let (dev, shape) = checked(q, k, v, scale, &mask, out, workspace)?;
+    check_swizzle_start(layout, k, v)?;
     match &dev {
         Device::Cpu => {
             let rows = |t: &Tensor| -> Result<Vec<f32>> {
@@ -440,6 +442,35 @@ fn checked(
     Ok((dev, shape))
 }
 
+/// Refuses K or V in [`KvLayout::Swizzled`] whose view starts part-way into a head's rows at a
+/// key that is not a multiple of 8: the kernels count each row's key from the operand's first
+/// row, so such a view (of a cache, whose keys count from the cache's first row) would be read
+/// with the wrong swizzle. The start is the view's offset within a head (its offset modulo the
+/// head stride) in rows, where the head stride is a whole number of rows.
+fn check_swizzle_start(layout: KvLayout, k: &Tensor, v: &Tensor) -> Result<()> {
+    if layout != KvLayout::Swizzled {
+        return Ok(());
+    }
+    for (name, t) in [("K", k), ("V", v)] {
+        let st = t.layout().strides();
+        let (head, row) = (st[1], st[2]);
+        if row <= 0 || head <= 0 || head % row != 0 {
+            continue;
+        }
+        let start = t.layout().offset() as isize % head / row;
+        if start % 8 != 0 {
+            return Err(Error::shape(
+                "sdpa",
+                format!(
+                    "{name} in the swizzled KV layout starts at key {start} of its head's rows: a \
+                     swizzled view must start at a multiple of 8 keys"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Decode attention over KV caches whose filled length lives on the device — the attention of
 /// a captured decode step. `q [batch, q_heads, q_len, head_dim]` are the queries at positions
 /// `position .. position + q_len` (`position`: i32 `[1]` on q's device, read when the kernel
@@ -454,7 +485,7 @@ fn checked(
 /// capturable. The CPU reads the position and runs [`sdpa_kv_into`] on the filled keys.
 ///
 /// # Errors
-/// As [`sdpa_into`]; a mask that is not causal; more query rows than the decode kernel takes;
+/// As [`sdpa_kv_into`]; a mask that is not causal; more query rows than the decode kernel takes;
 /// `position` not an i32 `[1]` on the device; on the CPU, a position whose queries do not fit
 /// the capacity.
 #[allow(clippy::too_many_arguments)]
@@ -470,6 +501,7 @@ pub fn sdpa_decode_at_into(
     workspace: &Tensor,
 ) -> Result<()> {
     let (dev, shape) = checked(q, k, v, scale, &mask, out, workspace)?;
+    check_swizzle_start(layout, k, v)?;
     same_device("sdpa", &[q, position])?;
     if position.dtype() != DType::I32 || position.shape() != [1] {
         return Err(Error::shape(

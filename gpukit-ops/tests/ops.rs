@@ -1318,6 +1318,45 @@ op_test!(sdpa_attention, |dev: &Device| {
         );
     }
     println!("[{}] sdpa: {n} cases within tolerance", dev.describe());
+    // A view into swizzled K/V counts its keys from its own first row: one that starts at a
+    // multiple of 8 keys reads as the rows it covers; one that starts elsewhere is refused.
+    {
+        let (dt, d, s) = (DType::BF16, 64, seed());
+        let (q, qv) = input(&[1, 4, 1, d], dt, -1.0, 1.0, s, dev);
+        let (k, kv) = input(&[1, 1, 24, d], dt, -1.0, 1.0, s + 1, dev);
+        let (v, vv) = input(&[1, 1, 24, d], dt, -1.0, 1.0, s + 2, dev);
+        let (ks, vs) = (
+            in_layout(&k, KvLayout::Swizzled),
+            in_layout(&v, KvLayout::Swizzled),
+        );
+        let (kw, vw) = (ks.narrow(2, 8, 16).unwrap(), vs.narrow(2, 8, 16).unwrap());
+        let shape = attention_shape(&q, &kw, &vw).unwrap();
+        let f = |x: &[f64]| x[8 * d..].iter().map(|&a| a as f32).collect::<Vec<_>>();
+        let qf: Vec<f32> = qv.iter().map(|&a| a as f32).collect();
+        let want: Vec<f64> = sdpa_reference(&qf, &f(&kv), &f(&vv), shape, 0.125, causal)
+            .unwrap()
+            .into_iter()
+            .map(f64::from)
+            .collect();
+        let out = poisoned(&[1, 4, 1, d], dt, dev);
+        let ws_len = sdpa_workspace_len(&shape, &causal).max(1);
+        let ws = Tensor::zeros(&[ws_len], DType::F32, dev).unwrap();
+        sdpa_kv_into(&q, &kw, &vw, KvLayout::Swizzled, 0.125, causal, &out, &ws).unwrap();
+        assert_close(
+            "sdpa on a swizzled view from key 8",
+            &out.to_vec_f64().unwrap(),
+            &want,
+            tol(dt),
+        );
+        let (kb, vb) = (ks.narrow(2, 3, 16).unwrap(), vs.narrow(2, 3, 16).unwrap());
+        let e = sdpa_kv_into(&q, &kb, &vb, KvLayout::Swizzled, 0.125, causal, &out, &ws);
+        assert!(
+            matches!(&e, Err(gpukit_ops::Error::Shape { detail, .. }) if detail.contains("multiple of 8")),
+            "a swizzled view from key 3: {e:?}"
+        );
+        // The same view read as linear rows is not a swizzled view: no refusal.
+        sdpa_kv_into(&q, &kb, &vb, KvLayout::Linear, 0.125, causal, &out, &ws).unwrap();
+    }
     // Errors: mismatched heads, too many queries for a causal mask, and on CUDA an unsupported
     // dtype / head_dim and a short workspace.
     let t = |shape: &[usize], dt| Tensor::zeros(shape, dt, dev).unwrap();
