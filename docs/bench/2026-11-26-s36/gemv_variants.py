@@ -7,6 +7,9 @@ pipe   ring_rows software-pipelined where R is 2 or 4: each lane issues the next
 w1     one empty-barrier arrival per consumer warp (lane 0 after __syncwarp) instead of one per
        thread (matters most where S = 8: 256 arrivals a stage)
 pw1    pipe and w1
+u1     one pack of x a pass whatever R (at R = 2: 3 loads a pass instead of 6; R = 1: 2, not 8)
+half   8-row stages summed as two passes over 4 rows each (5 loads a pass instead of 9)
+u1h    u1 and half
 
 Usage: gemv_variants.py SRC OUTDIR  ->  OUTDIR/gemv_<name>.cu for each variant."""
 import sys
@@ -91,7 +94,41 @@ def w1(t):
                "                ring_next(s, phase, nst, G);")
 
 
-out = {"main": base, "pipe": pipe(base), "w1": w1(base), "pw1": w1(pipe(base))}
+def u1(t):
+    return sub(t, "    const int U = R >= 4 ? 1 : 4 / R;\n", "    const int U = 1;\n")
+
+
+CALL = """                if (nr == R)
+                    ring_rows<T, R, true>(xs, buf, R, K, seg * 32 + lane, S * 32, acc + b * R);
+                else
+                    ring_rows<T, R, false>(xs, buf, nr, K, seg * 32 + lane, S * 32, acc + b * R);
+"""
+CALL_HALF = """                if (R == 8) {
+                    // Two passes of four rows (session 36 probe).
+                    constexpr int H = R == 8 ? 4 : R;
+                    const unsigned char* buf2 = buf + H * (size_t)K * sizeof(T);
+                    if (nr == R) {
+                        ring_rows<T, H, true>(xs, buf, H, K, seg * 32 + lane, S * 32, acc + b * R);
+                        ring_rows<T, H, true>(xs, buf2, H, K, seg * 32 + lane, S * 32, acc + b * R + H);
+                    } else {
+                        ring_rows<T, H, false>(xs, buf, min(nr, (unsigned)H), K, seg * 32 + lane, S * 32, acc + b * R);
+                        if (nr > (unsigned)H)
+                            ring_rows<T, H, false>(xs, buf2, nr - H, K, seg * 32 + lane, S * 32, acc + b * R + H);
+                    }
+                } else if (nr == R) {
+                    ring_rows<T, R, true>(xs, buf, R, K, seg * 32 + lane, S * 32, acc + b * R);
+                } else {
+                    ring_rows<T, R, false>(xs, buf, nr, K, seg * 32 + lane, S * 32, acc + b * R);
+                }
+"""
+
+
+def half(t):
+    return sub(t, CALL, CALL_HALF)
+
+
+out = {"main": base, "pipe": pipe(base), "w1": w1(base), "pw1": w1(pipe(base)), "u1": u1(base),
+       "half": half(base), "u1h": u1(half(base))}
 for name, text in out.items():
     open(f"{outdir}/gemv_{name}.cu", "w").write(text)
     print(name)
