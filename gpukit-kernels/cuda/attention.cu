@@ -997,14 +997,18 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
     // *position may shorten kv_len): its divisions cost the producer 0.17 µs before its first
     // copy otherwise (session 30's trace). From a pre-swizzled cache the producer warp's 32 lanes
     // ask for the tiles' 128-byte lines (prefetch.global.L2), which session 36 measured 0.2 µs
-    // faster at GQA 8 8k than one bulk prefetch per tile, and the same within 0.05 µs elsewhere.
+    // faster at GQA 8 8k than one bulk prefetch per tile, and the same within 0.05 µs elsewhere;
+    // there four tiles where a split has at least 16 (1024 keys) were 0.5–0.7 µs faster than two
+    // at 32k keys on the H200 (six: faster at GQA 4, slower at GQA 8; more tiles at 8-tile
+    // splits: slower), never more than the unit has.
     RingUnit first(blockIdx.x, a);
     if (threadIdx.x / 32 == RING_CONSUMERS && (PRE || threadIdx.x % 32 == 0) && blockIdx.x < units) {
         if (!PRE) {
             asm volatile("prefetch.tensormap [%0];" ::"l"(tk) : "memory");
             asm volatile("prefetch.tensormap [%0];" ::"l"(tv) : "memory");
         }
-        const unsigned tiles = a.chunk >= 8 * BN && first.begin + BN < first.end ? 2 : 1;
+        const unsigned most = PRE && a.chunk >= 16 * BN ? 4 : a.chunk >= 8 * BN ? 2 : 1;
+        const unsigned tiles = first.begin < first.end ? min(most, (first.end - first.begin + BN - 1) / BN) : 1;
         for (unsigned i = 0; i < tiles; ++i) {
             const unsigned key0 = first.begin + BN * i;
             if (PRE) {
