@@ -755,6 +755,8 @@ pub mod launch {
         // and 512 KiB. 64 KiB was the fastest at the 32 MiB shapes (9.1 / 9.3 µs against 9.7 /
         // 10.0 with 128) and in Llama-3.1-8B's decode step (1–2% faster than 128); 128
         // was 1–1.5% faster at the 117 MB shapes alone; 256 and more were slower everywhere.
+        // Since session 36 the kernel asks for them line by line at the block's entry, where
+        // 96 and 128 KiB were still slower at the 32 MiB shapes.
         const PREFETCH: usize = 64 << 10;
         let row = k.saturating_mul(elem_bytes);
         if n.saturating_mul(row) < GEMV_RING_MIN_BYTES || row > STAGE_MAX || !row.is_multiple_of(16)

@@ -10,6 +10,10 @@ pw1    pipe and w1
 u1     one pack of x a pass whatever R (at R = 2: 3 loads a pass instead of 6; R = 1: 2, not 8)
 half   8-row stages summed as two passes over 4 rows each (5 loads a pass instead of 9)
 u1h    u1 and half
+lines  the first npre stages asked of L2 per 128-byte line (prefetch.global.L2) by the producer
+       warp's 32 lanes instead of one bulk prefetch per stage by lane 0 (as the decode ring since
+       session 36)
+early  lines, issued at the kernel's entry, before the barriers' setup
 
 Usage: gemv_variants.py SRC OUTDIR  ->  OUTDIR/gemv_<name>.cu for each variant."""
 import sys
@@ -127,7 +131,49 @@ def half(t):
     return sub(t, CALL, CALL_HALF)
 
 
-out = {"main": base, "pipe": pipe(base), "w1": w1(base), "pw1": w1(pipe(base)), "u1": u1(base),
+PF_OLD = """        if (lane == 0) {
+            // Before the PDL wait only L2 prefetches of the first npre stages: they overlap the
+            // previous kernel's tail, and cannot read data that kernel may still be writing (L2
+            // is where its writes land). The copies after the wait then hit L2.
+            for (unsigned int t = 0; t < mine && t < npre; ++t) {
+                const unsigned long long r0 = (unsigned long long)(blockIdx.x + t * gridDim.x) * R;
+                const unsigned int nr = (unsigned int)min((unsigned long long)R, N - r0);
+                bulk_prefetch_l2(w + r0 * K, nr * row_bytes);
+            }
+            pdl_wait();"""
+PF_LINES = """        for (unsigned int t = 0; t < mine && t < npre; ++t) {
+            const unsigned long long r0 = (unsigned long long)(blockIdx.x + t * gridDim.x) * R;
+            const unsigned int nr = (unsigned int)min((unsigned long long)R, N - r0);
+            const char* p = reinterpret_cast<const char*>(w + r0 * K);
+            for (unsigned int o = 128 * lane; o < nr * row_bytes; o += 32 * 128) prefetch_l2(p + o);
+        }
+        if (lane == 0) {
+            pdl_wait();"""
+PF_NONE = """        if (lane == 0) {
+            pdl_wait();"""
+ENTRY_OLD = """    T* xs = reinterpret_cast<T*>(ring + nst * stage_bytes);
+    if (threadIdx.x == 0) {"""
+ENTRY_NEW = """    T* xs = reinterpret_cast<T*>(ring + nst * stage_bytes);
+    if (warp == GEMV_RING_WARPS) {
+        for (unsigned int t = 0; t < mine && t < npre; ++t) {
+            const unsigned long long r0 = (unsigned long long)(blockIdx.x + t * gridDim.x) * R;
+            const unsigned int nr = (unsigned int)min((unsigned long long)R, N - r0);
+            const char* p = reinterpret_cast<const char*>(w + r0 * K);
+            for (unsigned int o = 128 * lane; o < nr * row_bytes; o += 32 * 128) prefetch_l2(p + o);
+        }
+    }
+    if (threadIdx.x == 0) {"""
+
+
+def lines(t):
+    return sub(t, PF_OLD, PF_LINES)
+
+
+def early(t):
+    return sub(sub(t, PF_OLD, PF_NONE), ENTRY_OLD, ENTRY_NEW)
+
+
+out = {"main": base, "lines": lines(base), "early": early(base), "pipe": pipe(base), "w1": w1(base), "pw1": w1(pipe(base)), "u1": u1(base),
        "half": half(base), "u1h": u1(half(base))}
 for name, text in out.items():
     open(f"{outdir}/gemv_{name}.cu", "w").write(text)
