@@ -546,8 +546,9 @@ __device__ __forceinline__ void gemv_ring_impl(const T* __restrict__ x, const T*
         // previous kernel's tail, and cannot read data that kernel may still be writing (L2 is
         // where its writes land). The copies after the wait then hit L2. The producer warp's 32
         // lanes ask for the stages' 128-byte lines at the block's entry, before the barriers'
-        // setup and the block barrier: 0.1–0.2 µs faster at the 32 MiB shapes and 0.3 µs at
-        // (896, 4864) on the H200 than one bulk prefetch per stage after them (session 36).
+        // setup and the block barrier: 0.1–0.2 µs faster at the 32 MiB shapes on the H200 than
+        // one bulk prefetch per stage after them (0.3 µs at (896, 4864), a shape launch::gemv_ring
+        // leaves to the persistent kernel; session 36).
         for (unsigned int t = 0; t < mine && t < npre; ++t) {
             const unsigned long long r0 = (unsigned long long)(blockIdx.x + t * gridDim.x) * R;
             const unsigned int nr = (unsigned int)min((unsigned long long)R, N - r0);
