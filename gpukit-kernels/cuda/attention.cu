@@ -777,7 +777,7 @@ __device__ __forceinline__ void sdpa_combine(T* __restrict__ out, const AttnArgs
 // for ldmatrix as the tensor copies' swizzle and 0.3–2.0 µs faster on the H200 (session 35: a
 // swizzled tensor copy moves lines of at most 128 bytes). The ring
 // runs on across units, so a block never waits for its next unit's first tile, and before the PDL
-// wait the producer asks L2 for its first unit's first tile. Rows of a unit's last tile past
+// wait the producer asks L2 for its first unit's first tiles (below). Rows of a unit's last tile past
 // kv_len hold whatever the cache holds there (tensor copies) or the slot held before (1-d
 // copies, which stop at kv_len): the mask hides their scores, and the consumers zero
 // those V rows (0 · NaN would not be 0).
@@ -1008,7 +1008,10 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
             asm volatile("prefetch.tensormap [%0];" ::"l"(tv) : "memory");
         }
         const unsigned most = PRE && a.chunk >= 16 * BN ? 4 : a.chunk >= 8 * BN ? 2 : 1;
-        const unsigned tiles = first.begin < first.end ? min(most, (first.end - first.begin + BN - 1) / BN) : 1;
+        // An empty unit asks for nothing from a pre-swizzled cache (its begin may lie past kv_len,
+        // where tile_bytes would not hold); the tensor maps bound their boxes themselves.
+        const unsigned tiles =
+            first.begin < first.end ? min(most, (first.end - first.begin + BN - 1) / BN) : PRE ? 0 : 1;
         for (unsigned i = 0; i < tiles; ++i) {
             const unsigned key0 = first.begin + BN * i;
             if (PRE) {

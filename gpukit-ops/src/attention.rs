@@ -331,7 +331,7 @@ pub fn sdpa(q: &Tensor, k: &Tensor, v: &Tensor, scale: f32, mask: AttentionMask)
 /// [`KvCache`](crate::kv_cache::KvCache), the key counted from each head's first row).
 ///
 /// # Errors
-/// As [`sdpa_into`].
+/// As [`sdpa_kv_into`].
 pub fn sdpa_kv(
     q: &Tensor,
     k: &Tensor,
@@ -445,19 +445,26 @@ fn checked(
 /// Refuses K or V in [`KvLayout::Swizzled`] whose view starts part-way into a head's rows at a
 /// key that is not a multiple of 8: the kernels count each row's key from the operand's first
 /// row, so such a view (of a cache, whose keys count from the cache's first row) would be read
-/// with the wrong swizzle. The start is the view's offset within a head (its offset modulo the
-/// head stride) in rows, where the head stride is a whole number of rows.
+/// with the wrong swizzle. The start is the view's offset within a head in rows: its offset
+/// modulo the stride of the first dimension above the rows that has more than one element and
+/// a stride of whole rows (a size-1 dimension's stride says nothing: a reshape resets it), else
+/// its offset in rows. Rows whose stride is not positive are not a cache's, and are not checked.
 fn check_swizzle_start(layout: KvLayout, k: &Tensor, v: &Tensor) -> Result<()> {
     if layout != KvLayout::Swizzled {
         return Ok(());
     }
     for (name, t) in [("K", k), ("V", v)] {
-        let st = t.layout().strides();
-        let (head, row) = (st[1], st[2]);
-        if row <= 0 || head <= 0 || head % row != 0 {
+        let (shape, st) = (t.shape(), t.layout().strides());
+        let row = st[2];
+        if row <= 0 {
             continue;
         }
-        let start = t.layout().offset() as isize % head / row;
+        let offset = t.layout().offset() as isize;
+        let head = [1, 0]
+            .into_iter()
+            .find(|&d| shape[d] > 1 && st[d] > 0 && st[d] % row == 0)
+            .map(|d| st[d]);
+        let start = head.map_or(offset, |h| offset % h) / row;
         if start % 8 != 0 {
             return Err(Error::shape(
                 "sdpa",
