@@ -238,9 +238,9 @@ struct SwizzledKV {
 // Rows of D elements whose 16-byte chunks are swizzled by r % 8 within each 128-byte block: where
 // a 1-d copy of a pre-swizzled cache's rows (kv_col) lands them (sdpa_decode_ring's PRE).
 template <typename T, int D> struct RowSwizzledKV {
-    // kv_col's XOR without its test for a partial block (the ring's rows are whole blocks).
+    // kv_col without its test for a partial block (the ring's rows are whole blocks).
     static_assert(D * sizeof(T) % 128 == 0, "rows of whole 128-byte blocks");
-    static __device__ __forceinline__ int at(int r, int c) { return r * D + (c ^ (r & 7) * (16 / (int)sizeof(T))); }
+    static __device__ __forceinline__ int at(int r, int c) { return r * D + (int)kv_swizzle<T>(r, c); }
 };
 template <typename T, int D, bool PRE> struct RingLayout {
     using type = SwizzledKV;

@@ -230,12 +230,16 @@ __device__ __forceinline__ void rope_rotate(float x0, float x1, float c, float s
 // each whole 128-byte block of the row, 16-byte chunk j lies at chunk j ^ (key mod 8); elements
 // past the last whole block stay in place. A 1-d copy of rows starting at a multiple of 8 keys
 // then lands in the 128-byte swizzle that ldmatrix reads without bank conflicts.
+// kv_swizzle is that swizzle alone, for a column c inside a whole block.
+template <typename T> __device__ __forceinline__ unsigned int kv_swizzle(unsigned long long key, unsigned int c) {
+    return c ^ (((unsigned int)key & 7) * (16 / sizeof(T)));  // the chunk's index within its block
+}
 template <typename T>
 __device__ __forceinline__ unsigned int kv_col(unsigned long long key, unsigned int c, unsigned int head_dim,
                                                unsigned int swizzled) {
-    constexpr unsigned int E = 16 / sizeof(T), B = 8 * E;  // elements per chunk and per block
+    constexpr unsigned int B = 128 / sizeof(T);  // elements per 128-byte block
     if (!swizzled || c / B >= head_dim / B) return c;  // only whole blocks are swizzled
-    return c ^ (((unsigned int)key & 7) * E);  // the chunk's index within its block
+    return kv_swizzle<T>(key, c);
 }
 
 // Asks L2 to fetch the line holding p (no registers, no wait).
