@@ -1015,12 +1015,8 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
         for (unsigned i = 0; i < tiles; ++i) {
             const unsigned key0 = first.begin + BN * i;
             if (PRE) {
-                const char* kt = reinterpret_cast<const char*>(rows_at(k, a.k_stride, first, key0));
-                const char* vt = reinterpret_cast<const char*>(rows_at(v, a.v_stride, first, key0));
-                for (unsigned o = 128 * (threadIdx.x % 32); o < tile_bytes(key0, a.kv_len); o += 32 * 128) {
-                    prefetch_l2(kt + o);
-                    prefetch_l2(vt + o);
-                }
+                prefetch_l2_lines(tile_bytes(key0, a.kv_len), threadIdx.x % 32, rows_at(k, a.k_stride, first, key0),
+                                  rows_at(v, a.v_stride, first, key0));
             } else {
 #pragma unroll
                 for (int j = 0; j < D / 64; ++j) {

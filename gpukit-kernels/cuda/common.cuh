@@ -247,6 +247,14 @@ __device__ __forceinline__ void prefetch_l2(const void* p) {
     asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 
+// Lane `lane` of a warp asks L2 for lines lane, lane + 32, … of [p, p + bytes) for each range
+// p, the ranges interleaved line by line (the warp together: every 128-byte line of each).
+template <class... P>
+__device__ __forceinline__ void prefetch_l2_lines(unsigned int bytes, unsigned int lane, const P*... p) {
+    for (unsigned int o = 128 * lane; o < bytes; o += 32 * 128)
+        (prefetch_l2(reinterpret_cast<const char*>(p) + o), ...);
+}
+
 // A running "first maximum": the largest value and, among equal values, the lowest index
 // (GPUKIT_NO_INDEX: nothing seen yet). NaN counts as larger than every number, like
 // torch.argmax (and `argmax` in reduce.cu), so the first NaN wins where there is one. The order

@@ -552,8 +552,7 @@ __device__ __forceinline__ void gemv_ring_impl(const T* __restrict__ x, const T*
         for (unsigned int t = 0; t < mine && t < npre; ++t) {
             const unsigned long long r0 = (unsigned long long)(blockIdx.x + t * gridDim.x) * R;
             const unsigned int nr = (unsigned int)min((unsigned long long)R, N - r0);
-            const char* p = reinterpret_cast<const char*>(w + r0 * K);
-            for (unsigned int o = 128 * lane; o < nr * row_bytes; o += 32 * 128) prefetch_l2(p + o);
+            prefetch_l2_lines(nr * row_bytes, lane, w + r0 * K);
         }
     }
     if (threadIdx.x == 0) {
