@@ -630,19 +630,27 @@ __device__ __forceinline__ void gemv_ring_impl(const T* __restrict__ x, const T*
     }
 }
 
-#define GEMV_RING_BODY(T)                                                                          \
+#define GEMV_RING_BODY(T, R)                                                                       \
     __shared__ __align__(8) GemvRingShared sh;                                                     \
-    switch (R) {                                                                                   \
-    case 1: gemv_ring_impl<T, 1>(x, w, bias, out, N, K, S, nst, npre, sh); break;                  \
-    case 2: gemv_ring_impl<T, 2>(x, w, bias, out, N, K, S, nst, npre, sh); break;                  \
-    case 4: gemv_ring_impl<T, 4>(x, w, bias, out, N, K, S, nst, npre, sh); break;                  \
-    default: gemv_ring_impl<T, 8>(x, w, bias, out, N, K, S, nst, npre, sh); break;                 \
-    }
+    gemv_ring_impl<T, R>(x, w, bias, out, N, K, S, nst, npre, sh);
 #else
 // Entry points exist in every image; only sm_90+ ones have a body (the launcher picks them only
 // there).
-#define GEMV_RING_BODY(T) __trap();
+#define GEMV_RING_BODY(T, R) __trap();
 #endif
+
+// One entry point per R, each holding only its own instantiation: one kernel switching over all
+// four took the registers of the largest (142), while R ≤ 4 alone need at most 92 (ptxas), so
+// two of their blocks fit on a multiprocessor, as launch::gemv_ring's small-matrix rings ask
+// (MINB = 2: the next launch's blocks start beside the previous launch's and ask L2 for their
+// stages before it ends; docs/RESULTS.md, session 37).
+#define GEMV_RING_ENTRY(T, NAME, R, MINB)                                                          \
+extern "C" __global__ void __launch_bounds__(GEMV_RING_THREADS, MINB) gemv_ring_##NAME##_r##R(     \
+        const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,              \
+        T* __restrict__ out, unsigned int N, unsigned int K, unsigned int S, unsigned int nst,     \
+        unsigned int npre) {                                                                       \
+    GEMV_RING_BODY(T, R)                                                                           \
+}
 
 #define GEMV_KERNELS(T, NAME)                                                                      \
 extern "C" __global__ void gemv_##NAME(const T* __restrict__ x, const T* __restrict__ w,           \
@@ -662,15 +670,13 @@ extern "C" __global__ void __launch_bounds__(256, 4) gemv_##NAME##_vec_m1(const 
     gemv_units_impl<T, GEMV_ROW, false, false>(nullptr, nullptr, nullptr, nullptr, 0.0f, x, w,     \
                                                bias, out, N, K, S, nullptr, RopeKvArgs<T>{});     \
 }                                                                                                  \
-/* M = 1 on sm_90+: the bulk-copy ring (…, N, K, S warps per group, R rows per stage (1, 2, 4  */ \
-/* or 8), ring stages, stages prefetched into L2 before the PDL wait). Dynamic shared memory:  */ \
+/* M = 1 on sm_90+: the bulk-copy ring, R rows per stage in the name (…, N, K, S warps per    */ \
+/* group, ring stages, stages prefetched into L2 before the PDL wait). Dynamic shared memory:  */ \
 /* stages · R · K + K elements.                                                                */ \
-extern "C" __global__ void __launch_bounds__(GEMV_RING_THREADS, 1) gemv_ring_##NAME(               \
-        const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,              \
-        T* __restrict__ out, unsigned int N, unsigned int K, unsigned int S, unsigned int R,       \
-        unsigned int nst, unsigned int npre) {                                                     \
-    GEMV_RING_BODY(T)                                                                              \
-}                                                                                                  \
+GEMV_RING_ENTRY(T, NAME, 1, 2)                                                                     \
+GEMV_RING_ENTRY(T, NAME, 2, 2)                                                                     \
+GEMV_RING_ENTRY(T, NAME, 4, 2)                                                                     \
+GEMV_RING_ENTRY(T, NAME, 8, 1)                                                                     \
 /* x [1, K] (16-byte aligned, K a multiple of 16 bytes), w [2N, K]: out [1, N].   */             \
 extern "C" __global__ void gemv_swiglu_##NAME(const T* __restrict__ x, const T* __restrict__ w,    \
         T* __restrict__ out, unsigned int N, unsigned int K, unsigned int R) {                     \

@@ -284,12 +284,17 @@ pub enum Kernel {
     GemvNormRopeKv(DType),
     /// `sample_argmax_parts`: the greedy token from [`Kernel::GemvNorm`]'s per-block maxima.
     SampleArgmaxParts,
-    /// `gemv_ring_<dt>`: one row of x against a large weight matrix on Hopper, streamed
-    /// through a shared-memory ring by bulk asynchronous copies ([`launch::gemv_ring`]),
-    /// arguments (x, w, bias, out, N, K, warps per group, rows per stage, stages). Only the
-    /// sm_90+ images have its body (elsewhere the entry point traps): launch it only where
-    /// [`KernelRegistry::target`] is `sm_90a`.
-    GemvRing(DType),
+    /// `gemv_ring_<dt>_r<rows>`: one row of x against a large weight matrix on Hopper, streamed
+    /// through a shared-memory ring by bulk asynchronous copies ([`launch::gemv_ring`]) in
+    /// stages of `rows` whole rows (1, 2, 4 or 8), arguments (x, w, bias, out, N, K, warps per
+    /// group, stages, stages prefetched). Only the sm_90+ images have its body (elsewhere the
+    /// entry point traps): launch it only where [`KernelRegistry::target`] is `sm_90a`.
+    GemvRing {
+        /// Element type (float).
+        dtype: DType,
+        /// Weight rows per ring stage: 1, 2, 4 or 8.
+        rows: u32,
+    },
     /// `gemv_<dt>` / `gemv_<dt>_vec` / `gemv_<dt>_vec_m1`.
     Gemv {
         /// Element type (float).
@@ -376,7 +381,7 @@ impl Kernel {
             Kernel::RmsNorm(_) | Kernel::AddRmsNorm(_) | Kernel::LayerNorm(_) => KernelModule::Norm,
             Kernel::IndexSelect { .. } | Kernel::Gather { .. } => KernelModule::Gather,
             Kernel::Gemv { .. }
-            | Kernel::GemvRing(_)
+            | Kernel::GemvRing { .. }
             | Kernel::GemvSwiglu(_)
             | Kernel::GemvNorm { .. }
             | Kernel::GemvSwigluNorm(_)
@@ -425,7 +430,7 @@ impl Kernel {
                 | Kernel::SdpaCombine(_)
                 | Kernel::SdpaDecodeRing { .. }
                 | Kernel::Gemv { .. }
-                | Kernel::GemvRing(_)
+                | Kernel::GemvRing { .. }
                 | Kernel::GemvSwiglu(_)
                 | Kernel::GemvNorm { .. }
                 | Kernel::GemvSwigluNorm(_)
@@ -554,7 +559,14 @@ impl Kernel {
                 float("gemv", dtype)?
             ),
             Kernel::SampleArgmaxParts => "sample_argmax_parts".into(),
-            Kernel::GemvRing(dt) => format!("gemv_ring_{}", float("gemv", dt)?),
+            Kernel::GemvRing { dtype, rows } => {
+                if !matches!(rows, 1 | 2 | 4 | 8) {
+                    return Err(Error::InvalidArgument(format!(
+                        "the ring GEMV kernels exist for 1, 2, 4 or 8 rows a stage, not {rows}"
+                    )));
+                }
+                format!("gemv_ring_{}_r{rows}", float("gemv", dtype)?)
+            }
             Kernel::RopeKvAppend(dt) => format!("rope_kv_append_{}", float("rope", dt)?),
             Kernel::Gemv {
                 dtype,
@@ -724,24 +736,46 @@ pub mod launch {
     /// the ring must leave room for.
     const GEMV_RING_STATIC_SMEM: usize = 1152;
     /// Weight matrices below this many bytes stay on the persistent kernel
-    /// ([`gemv_persistent`]): on an H200 the ring lost at (896, 4864), 8.7 MB (docs/RESULTS.md,
-    /// session 16).
-    pub const GEMV_RING_MIN_BYTES: usize = 16 << 20;
+    /// ([`gemv_persistent`]). From here to [`GEMV_RING_SMALL_BELOW`] the ring's blocks fit twice
+    /// on a multiprocessor; on an H200 (docs/RESULTS.md, session 37) they beat the persistent
+    /// kernel by 4% at 4 MiB ((k, n) = (2048, 1024)) and 13–23% at 6–9 MiB.
+    pub const GEMV_RING_MIN_BYTES: usize = 4 << 20;
+    /// Weight matrices below this many bytes get the small-matrix ring of
+    /// [`gemv_ring`] where their rows are at most 8 KiB: stages of at most 20 KiB and at most 4
+    /// rows in a ring of at most 96 KiB, so two blocks (kernels of 1, 2 or 4 rows a stage: at
+    /// most 92 registers) fit on a multiprocessor.
+    pub const GEMV_RING_SMALL_BELOW: usize = 16 << 20;
 
     /// The Hopper bulk-copy ring GEMV ([`Kernel::GemvRing`]) for one row of x against a
     /// `[n, k]` weight of `elem_bytes`-byte elements (k a multiple of 16 bytes): a block of 9
-    /// warps per multiprocessor (`sms`), stages of R whole rows (the largest power of two ≤ 8
-    /// whose rows fit 32 KiB), a ring of about 128 KiB of them (a multiple of the consumer
-    /// groups: 4 of 2 warps for 8-row stages, else 2 of 4), and x after the ring (the producer
-    /// copies it too); before the PDL wait the producer asks L2 for its first 64 KiB of stages
-    /// (at least one). Returns the launch and the kernel's (warps per group, rows per stage,
-    /// stages, stages prefetched), or `None` where the matrix is below
-    /// [`GEMV_RING_MIN_BYTES`], a row exceeds 32 KiB or the ring does not fit `smem_optin`
-    /// (the caller then uses [`gemv_persistent`]). On an H200 (docs/RESULTS.md, session 16)
-    /// the ops bench's alternatives — 8 or 16 KiB stages, a 192 KiB ring, two blocks per SM,
-    /// the ring from 4 MiB up — were each slower at one or more of the five GEMV shapes, by up
-    /// to 30%, and faster by at most 1%. The sums depend on the shape only (not the device's
-    /// multiprocessor count), so results are deterministic.
+    /// warps per multiprocessor (`sms`) whose consumer warps form groups of 2 (4 groups) or 4
+    /// (2 groups), stages of R whole rows (a power of two), a ring of a multiple of the groups'
+    /// count of them, and x after the ring (the producer copies it too). Returns the launch and
+    /// the kernel's (warps per group, rows per stage, stages, stages prefetched), or `None`
+    /// where the matrix is below [`GEMV_RING_MIN_BYTES`], a row does not fit a stage or the
+    /// ring does not fit `smem_optin` (the caller then uses [`gemv_persistent`]).
+    ///
+    /// - From [`GEMV_RING_SMALL_BELOW`] up: R the largest power of two ≤ 8 whose rows fit 32
+    ///   KiB, a ring of about 128 KiB (one block per multiprocessor), 2 warps per group for
+    ///   8-row stages, else 4; before the PDL wait the producer asks L2 for its first 64 KiB of
+    ///   stages (at least one). On an H200 (docs/RESULTS.md, session 16) the ops bench's
+    ///   alternatives — 8 or 16 KiB stages, a 192 KiB ring, two blocks per SM — were each slower
+    ///   at one or more of its GEMV shapes, by up to 30%, and faster by at most 1%.
+    /// - Below it (small matrices, from [`GEMV_RING_MIN_BYTES`], rows of at most 8 KiB): R ≤ 4
+    ///   rows in stages of at most 20 KiB, 4 warps per group for stages of 16 KiB or more, else
+    ///   2; as many stages as a block has (at most 96 KiB of them, rounded down to a multiple
+    ///   of the groups), all asked of L2 before the PDL wait, and at most 110 KiB of shared
+    ///   memory a block, so two fit on a multiprocessor: the next launch's blocks start beside
+    ///   the previous launch's and ask L2 for their stages before it ends. H200, session 37: at
+    ///   (k, n) = (896, 4864) 3.6–3.7 µs against 4.2 for the persistent kernel and 4.0 for the
+    ///   large-matrix ring (one block per multiprocessor). In the decode bench it made
+    ///   Qwen3-0.6B's step 7–9% faster (o_proj (2048, 1024), down_proj (3072, 1024)) and left
+    ///   Llama-3.2-1B's within 1% (o_proj (2048, 2048)); Qwen2.5-0.5B's down_proj (4864, 896:
+    ///   9.5 KiB rows) made its step 3% slower though it took 3.6 µs against 4.7 alone, so
+    ///   rows above 8 KiB stay on the persistent kernel.
+    ///
+    /// The sums depend on the shape only (not the device's multiprocessor count), so results
+    /// are deterministic.
     pub fn gemv_ring(
         n: usize,
         k: usize,
@@ -758,26 +792,49 @@ pub mod launch {
         // Since session 36 the kernel asks for them line by line at the block's entry, where
         // 96 and 128 KiB were still slower at the 32 MiB shapes.
         const PREFETCH: usize = 64 << 10;
+        const SMALL_STAGE_MAX: usize = 20 << 10;
+        const SMALL_ROW_MAX: usize = 8 << 10;
+        const SMALL_RING: usize = 96 << 10;
+        // Two blocks of this much (dynamic and static) fit the 228 KiB of a Hopper
+        // multiprocessor with the 1 KiB the hardware reserves for each.
+        const SMALL_BLOCK_SMEM: usize = 110 << 10;
         let row = k.saturating_mul(elem_bytes);
-        if n.saturating_mul(row) < GEMV_RING_MIN_BYTES || row > STAGE_MAX || !row.is_multiple_of(16)
-        {
+        let bytes = n.saturating_mul(row);
+        if bytes < GEMV_RING_MIN_BYTES || row > STAGE_MAX || !row.is_multiple_of(16) {
             return Ok(None);
         }
-        let rows = 1usize << (STAGE_MAX / row).min(8).ilog2();
-        // Warps per group: 2 (4 groups) for 8-row stages, else 4 (2 groups). H200, session 19
-        // (docs/RESULTS.md): (k, n) = (2048, 8192) 10.2 → 9.6 µs with 2 (14% slower with 8);
-        // the 1-, 2- and 4-row shapes were 1.5–7% slower with 2, and with 8 4–7% slower at 2
-        // and 4 rows, no faster at 1.
-        let s: u32 = if rows == 8 { 2 } else { 4 };
-        let groups = (GEMV_RING_WARPS / s) as usize;
-        let stage = rows * row;
-        let stages = (RING / stage).min(GEMV_RING_MAX_STAGES) / groups * groups;
-        let prefetch = (PREFETCH / stage).max(1);
-        let smem = stages * stage + row;
+        let sms = sms.max(1);
+        let (s, rows, stages, prefetch) = if bytes < GEMV_RING_SMALL_BELOW {
+            if row > SMALL_ROW_MAX {
+                return Ok(None);
+            }
+            let rows = 1usize << (SMALL_STAGE_MAX / row).min(4).ilog2();
+            let stage = rows * row;
+            let s: u32 = if stage >= 16 << 10 { 4 } else { 2 };
+            let groups = (GEMV_RING_WARPS / s) as usize;
+            let budget = SMALL_RING.min(SMALL_BLOCK_SMEM - GEMV_RING_STATIC_SMEM - row);
+            let per_block = n.div_ceil(rows).div_ceil(sms);
+            let stages =
+                (budget / stage).min(per_block).min(GEMV_RING_MAX_STAGES) / groups * groups;
+            let stages = stages.max(groups);
+            (s, rows, stages, stages)
+        } else {
+            let rows = 1usize << (STAGE_MAX / row).min(8).ilog2();
+            // Warps per group: 2 (4 groups) for 8-row stages, else 4 (2 groups). H200, session
+            // 19 (docs/RESULTS.md): (k, n) = (2048, 8192) 10.2 → 9.6 µs with 2 (14% slower with
+            // 8); the 1-, 2- and 4-row shapes were 1.5–7% slower with 2, and with 8 4–7% slower
+            // at 2 and 4 rows, no faster at 1.
+            let s: u32 = if rows == 8 { 2 } else { 4 };
+            let groups = (GEMV_RING_WARPS / s) as usize;
+            let stage = rows * row;
+            let stages = (RING / stage).min(GEMV_RING_MAX_STAGES) / groups * groups;
+            (s, rows, stages, (PREFETCH / stage).max(1))
+        };
+        let smem = stages * rows * row + row;
         if smem + GEMV_RING_STATIC_SMEM > smem_optin {
             return Ok(None);
         }
-        let grid = u32::try_from(n.div_ceil(rows).min(sms.max(1)))
+        let grid = u32::try_from(n.div_ceil(rows).min(sms))
             .map_err(|_| Error::InvalidArgument(format!("{n} GEMV outputs exceed the grid")))?;
         let cfg = LaunchConfig::new(grid, (GEMV_RING_WARPS + 1) * 32).shared_mem(smem as u32);
         Ok(Some((
@@ -1502,8 +1559,47 @@ mod tests {
             plan(8192, 1280, 2),
             Some((132, 288, row(1280, 8, 4), [2, 8, 4, 3]))
         );
-        // Below 16 MiB, rows above 32 KiB, or a ring beyond the opt-in: the persistent kernel.
-        assert_eq!(plan(4864, 896, 2), None);
+        // From 4 MiB to 16 MiB with rows of at most 8 KiB, the small-matrix ring: (k, n) =
+        // (896, 4864) in 4-row stages of 7 KiB, 2 warps per group, 8 stages (10 a block,
+        // rounded down to the 4 groups), all prefetched; (3072, 1024) in 2-row stages of 12
+        // KiB, the 4 a block has; (2048, 2048): 4-row stages of 16 KiB, 4 warps per group.
+        assert_eq!(
+            plan(4864, 896, 2),
+            Some((132, 288, row(896, 4, 8), [2, 4, 8, 8]))
+        );
+        assert_eq!(
+            plan(1024, 3072, 2),
+            Some((132, 288, row(3072, 2, 4), [2, 2, 4, 4]))
+        );
+        assert_eq!(
+            plan(2048, 2048, 2),
+            Some((132, 288, row(2048, 4, 4), [4, 4, 4, 4]))
+        );
+        // Two blocks fit on a multiprocessor, the ring is a multiple of the groups, and the
+        // kernel's rows and warps per group do not depend on the multiprocessor count.
+        for (n, k, eb) in [
+            (4864, 896, 2),
+            (1024, 3072, 2),
+            (600, 4096, 2),
+            (1024, 2048, 2),
+            (262144, 8, 2),
+            (5000, 600, 4),
+        ] {
+            let (cfg, [s, rows, stages, pre]) =
+                launch::gemv_ring(n, k, eb, 132, optin).unwrap().unwrap();
+            assert!(cfg.shared_mem_bytes as usize + 1152 <= 110 << 10, "{n}x{k}");
+            assert!(rows <= 4 && stages % (8 / s) == 0 && stages <= 32 && pre == stages);
+            for sms in [1, 78, 144] {
+                let p = launch::gemv_ring(n, k, eb, sms, optin).unwrap().unwrap().1;
+                assert_eq!((p[0], p[1]), (s, rows), "{n}x{k} on {sms} SMs");
+            }
+        }
+        // Below 4 MiB, rows above 32 KiB (8 KiB below 16 MiB: Qwen2.5-0.5B's down_proj), or a
+        // ring beyond the opt-in: the persistent kernel.
+        assert_eq!(plan(1023, 2048, 2), None);
+        assert!(plan(1024, 2048, 2).is_some());
+        assert_eq!(plan(896, 4864, 2), None);
+        assert_eq!(plan(1024, 4104, 2), None);
         assert_eq!(plan(4096, 14336, 4), None);
         assert_eq!(
             launch::gemv_ring(8192, 2048, 2, 132, 64 << 10).unwrap(),
@@ -1706,8 +1802,10 @@ mod tests {
                     v.push(Kernel::QGemvRing { dtype: dt, format });
                 }
             }
+            for rows in [1, 2, 4, 8] {
+                v.push(Kernel::GemvRing { dtype: dt, rows });
+            }
             v.extend([
-                Kernel::GemvRing(dt),
                 Kernel::Scalar(dt),
                 Kernel::Clamp(dt),
                 Kernel::Where(dt),

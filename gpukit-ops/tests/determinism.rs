@@ -42,8 +42,10 @@ fn gpu_every_op_is_bitwise_deterministic_and_graph_equals_eager() {
         let (a, b) = (r(&[2, 96, 200], 5), r(&[2, 200, 72], 6));
         let (wt, bias) = (r(&[1536, 1000], 7), r(&[1536], 8));
         let x1 = r(&[1, 1000], 9);
-        // Above launch::GEMV_RING_MIN_BYTES in every dtype: the Hopper ring GEMV on sm_90a.
+        // Above launch::GEMV_RING_SMALL_BELOW in every dtype: the Hopper ring GEMV on sm_90a;
+        // 4.2 MB (bf16) and 8.5 MB (f32): its small-matrix ring, two blocks a multiprocessor.
         let (w_ring, x_ring) = (r(&[4099, 2056], 10), r(&[1, 2056], 11));
+        let (w_small, x_small) = (r(&[2051, 1032], 12), r(&[1, 1032], 13));
         let ids = Tensor::from_slice(&[5i32, 0, 32, 7], &[4], &dev).unwrap();
         let e = |shape: &[usize]| Tensor::empty(shape, dt, &dev).unwrap();
         let mut outs = vec![
@@ -74,6 +76,7 @@ fn gpu_every_op_is_bitwise_deterministic_and_graph_equals_eager() {
             .unwrap(),
             e(&[33, 1536]),
             e(&[1, 4099]),
+            e(&[1, 2051]),
         ];
         let run = |o: &mut [Tensor]| -> gpukit_ops::Result<()> {
             ops::binary_into(BinaryOp::Mul, &x, &y, &mut o[0])?;
@@ -94,6 +97,7 @@ fn gpu_every_op_is_bitwise_deterministic_and_graph_equals_eager() {
             ops::cast_into(&x, &mut o[15])?;
             ops::linear_into(&x, &wt, Some(&bias), Activation::GeluTanh, &mut o[16])?; // cuBLASLt
             ops::linear_into(&x_ring, &w_ring, None, Activation::None, &mut o[17])?; // ring GEMV
+            ops::linear_into(&x_small, &w_small, None, Activation::None, &mut o[18])?; // small ring
             Ok(())
         };
         run(&mut outs).unwrap();
@@ -128,7 +132,7 @@ fn gpu_every_op_is_bitwise_deterministic_and_graph_equals_eager() {
                 "{dt}: op {i} differs between graph replay and eager"
             );
         }
-        println!("[gpu] determinism {dt}: 18 ops bitwise equal twice and under graph replay");
+        println!("[gpu] determinism {dt}: 19 ops bitwise equal twice and under graph replay");
     }
 }
 

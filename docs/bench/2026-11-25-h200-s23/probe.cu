@@ -3,10 +3,14 @@
 // reference. Usage: probe VARIANT K,N,R,S,NST[,NPRE] [...]: NPRE stages asked of L2 before the
 // PDL wait, a kernel argument since session 24 (default 2, the launch rule's at 32 KiB stages;
 // session 31 added it, so the probe builds against gemv.cu as it is now).
+// Session 37: gemv.cu has one ring entry point per R since then (gemv_ring_bf16_r<R>, without
+// the R argument); R = 0 times the persistent kernel (gemv_bf16_vec_m1, a full wave of 256-thread
+// blocks) with S warps per row (pass launch::gemv_split's).
 //
 // Build: nvcc -O3 -std=c++17 -arch=sm_90a -I gpukit-kernels/cuda -DGEMV_SRC='"path/gemv.cu"'
 //        probe.cu -o probe
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "../2026-11-24-h200-s19/harness.cuh"
@@ -29,7 +33,7 @@ int main(int argc, char** argv) {
         if (sscanf(argv[a], "%u,%u,%u,%u,%u,%u", &K, &N, &R, &S, &nst, &npre) < 5) return 2;
         const unsigned row = K * 2;
         const size_t bytes = size_t(N) * K * 2, copies = rotation(bytes);
-        const size_t smem = size_t(nst) * R * row + row;
+        const size_t smem = R ? size_t(nst) * R * row + row : 0;
         unsigned char* w;
         CK(cudaMalloc(&w, copies * bytes));
         fill<<<1024, 256, 0, g_stream>>>(reinterpret_cast<unsigned*>(w), copies * bytes / 4);
@@ -37,11 +41,31 @@ int main(int argc, char** argv) {
         CK(cudaMalloc(&x, row));
         fill<<<1, 256, 0, g_stream>>>(reinterpret_cast<unsigned*>(x), K / 2);
         CK(cudaMalloc(&out, N * 2));
-        CK(cudaFuncSetAttribute(gemv_ring_bf16, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-        const unsigned grid = std::min(sms, (N + R - 1) / R);
+        const unsigned threads = R ? (GEMV_RING_WARPS + 1) * 32 : 256;
+        void (*ring)(const bf16*, const bf16*, const bf16*, bf16*, unsigned, unsigned, unsigned,
+                     unsigned, unsigned) = R == 1   ? gemv_ring_bf16_r1
+                                           : R == 2 ? gemv_ring_bf16_r2
+                                           : R == 4 ? gemv_ring_bf16_r4
+                                                    : gemv_ring_bf16_r8;
+        if (R) CK(cudaFuncSetAttribute(ring, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+        // Session 37: PROBE_CARVEOUT=percent sets the preferred shared-memory carveout; the
+        // blocks a multiprocessor can hold at once (two let the next launch's blocks start
+        // beside the previous launch's) are printed with each result.
+        if (const char* c = getenv("PROBE_CARVEOUT"))
+            CK(cudaFuncSetAttribute(ring, cudaFuncAttributePreferredSharedMemoryCarveout, atoi(c)));
+        int per_sm = 0;
+        if (R)
+            CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ring, threads, smem));
+        else
+            CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_bf16_vec_m1, threads, 0));
+        const unsigned grid = R ? std::min(sms, (N + R - 1) / R) : sms * per_sm;
         auto call = [&](const unsigned char* wi) {
-            launch(gemv_ring_bf16, grid, (GEMV_RING_WARPS + 1) * 32, smem, true, (const bf16*)x,
-                   (const bf16*)wi, (const bf16*)nullptr, out, N, K, S, R, nst, npre);
+            if (R)
+                launch(ring, grid, threads, smem, true, (const bf16*)x, (const bf16*)wi,
+                       (const bf16*)nullptr, out, N, K, S, nst, npre);
+            else
+                launch(gemv_bf16_vec_m1, grid, threads, 0, true, (const bf16*)x, (const bf16*)wi,
+                       (const bf16*)nullptr, out, N, K, S);
         };
         const double us = time_us([&](int i) { call(w + (i % copies) * bytes); });
         CK(cudaMemset(out, 0xff, N * 2));
@@ -62,8 +86,8 @@ int main(int argc, char** argv) {
             worst = e == e ? std::max(worst, e) : INFINITY;
         }
         printf("%-8s R=%u S=%u nst=%-2u k=%-6u n=%-6u %7.2f us  %5.1f%% of copy (%.0f GB/s)  "
-               "max |out - ref| / sum|x w| %.1e\n", variant, R, S, nst, K, N, us,
-               100.0 * bytes / (copy_gbs * 1e3) / us, copy_gbs, worst);
+               "max |out - ref| / sum|x w| %.1e  %d/SM\n", variant, R, S, nst, K, N, us,
+               100.0 * bytes / (copy_gbs * 1e3) / us, copy_gbs, worst, per_sm);
         fflush(stdout);
         CK(cudaFree(w));
         CK(cudaFree(x));

@@ -369,12 +369,12 @@ pub fn linear_into(
                         .arg(u32_dim("linear", n)?)
                         .arg(u32_dim("linear", k)?)
                         .arg(split)
-                        .arg(rows)
                         .arg(stages)
                         .arg(prefetch);
-                    // SAFETY: as below; the ring's rows, stages, prefetched stages and shared
-                    // memory come from launch::gemv_ring for this shape.
-                    return unsafe { c.launch(Kernel::GemvRing(dt), &cfg, &args) };
+                    let kernel = Kernel::GemvRing { dtype: dt, rows };
+                    // SAFETY: as below; the ring's rows (the kernel's), stages, prefetched
+                    // stages and shared memory come from launch::gemv_ring for this shape.
+                    return unsafe { c.launch(kernel, &cfg, &args) };
                 }
                 let cfg = if m == 1 && vectorized {
                     // The persistent single-row kernel: (…, N, K, warps per row).

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Writes patched copies of gemv.cu for session 23's probe.cu (session 37; timing only).
+
+main   gemv.cu as given
+one    the ring kernel instantiated for one R only (-DRING_R=…), the baseline for xreg (calls
+       1–3, on gemv.cu as it was before this session's per-R entry points: one and xreg need
+       its switch over R and are skipped on later sources)
+xreg   session 31's x-in-registers consumer (docs/bench/2026-11-26-s31/gemv_variants.py "xregp")
+       instantiated for one R and one NP only (-DRING_R=… -DRING_NP=…), so no other
+       instantiation's register pressure reaches it (session 31's copy of all of them spilled)
+taper  each block's last TAPER_L(nst) stages (default nst: its whole last ring) carry
+       R / TAPER_Q rows (default 4, at least 1) instead of R, so the burst that lands at the
+       end and is summed after the last byte is smaller
+trig   the consumers let the next launch start at the kernel's entry (griddepcontrol.launch_
+       dependents before the PDL wait) instead of after x has landed
+
+Usage: gemv_variants.py SRC OUTDIR  ->  OUTDIR/gemv_<name>.cu for each variant."""
+import os
+import subprocess
+import sys
+
+src, outdir = sys.argv[1], sys.argv[2]
+base = open(src).read()
+here = os.path.dirname(os.path.abspath(__file__))
+
+
+def sub(text, old, new):
+    assert text.count(old) == 1, (old, text.count(old))
+    return text.replace(old, new)
+
+
+def body(text, call):
+    a = text.index("#define GEMV_RING_BODY(T)")
+    e = text.index("#else", a)
+    return text[:a] + ("#define GEMV_RING_BODY(T) \\\n    __shared__ __align__(8) GemvRingShared sh; \\\n"
+                       "    %s(x, w, bias, out, N, K, S, nst, npre, sh);\n" % call) + text[e:]
+
+
+def taper(t):
+    t = sub(t, "#define GEMV_RING_WARPS 8\n", """#define GEMV_RING_WARPS 8
+#ifndef TAPER_Q
+#define TAPER_Q 4
+#endif
+#ifndef TAPER_L
+#define TAPER_L(nst) (nst)
+#endif
+""")
+    t = sub(t, """    const unsigned int stages = N == 0 ? 0 : (N - 1) / R + 1;
+    const unsigned int mine = blockIdx.x < stages ? (stages - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+""", """    // Stage g < F: rows g R … (all full); g >= F: rows n1 + (g − F) RS …, nr ≤ RS.
+    constexpr int RS = R / TAPER_Q > 0 ? R / TAPER_Q : 1;
+    const unsigned long long small_cap = (unsigned long long)TAPER_L(nst) * gridDim.x * RS;
+    const unsigned int F = N > small_cap ? (unsigned int)((N - small_cap + R - 1) / R) : 0;
+    const unsigned int n1 = F * R;
+    const unsigned int stages = F + (N - n1 + RS - 1) / RS;
+    const unsigned int mine = blockIdx.x < stages ? (stages - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+    const auto rows_of = [&](unsigned long long g, unsigned long long& r0, unsigned int& nr) {
+        if (g < F) {
+            r0 = g * R;
+            nr = R;
+        } else {
+            r0 = n1 + (g - F) * RS;
+            nr = (unsigned int)min((unsigned long long)RS, N - r0);
+        }
+    };
+""")
+    t = sub(t, """            const unsigned long long r0 = (unsigned long long)(blockIdx.x + t * gridDim.x) * R;
+            const unsigned int nr = (unsigned int)min((unsigned long long)R, N - r0);
+            prefetch_l2_lines(""", """            unsigned long long r0;
+            unsigned int nr;
+            rows_of(blockIdx.x + (unsigned long long)t * gridDim.x, r0, nr);
+            prefetch_l2_lines(""")
+    t = sub(t, """            unsigned int s = 0, phase = 0;
+            unsigned long long r0 = (unsigned long long)blockIdx.x * R;
+            for (unsigned int t = 0; t < mine; ++t) {
+                if (t >= nst) mbar_wait(&empty[s], phase ^ 1);
+                const unsigned int nr = (unsigned int)min((unsigned long long)R, N - r0);
+                bulk_load(ring + s * stage_bytes, w + r0 * K, nr * row_bytes, &full[s]);
+                r0 += (unsigned long long)gridDim.x * R;
+""", """            unsigned int s = 0, phase = 0;
+            for (unsigned int t = 0; t < mine; ++t) {
+                if (t >= nst) mbar_wait(&empty[s], phase ^ 1);
+                unsigned long long r0;
+                unsigned int nr;
+                rows_of(blockIdx.x + (unsigned long long)t * gridDim.x, r0, nr);
+                bulk_load(ring + s * stage_bytes, w + r0 * K, nr * row_bytes, &full[s]);
+""")
+    t = sub(t, """                const unsigned long long r0 = (unsigned long long)(blockIdx.x + tb * gridDim.x) * R;
+                const unsigned int nr = (unsigned int)min((unsigned long long)R, N - r0);
+                mbar_wait(&full[s], phase);
+                const unsigned char* buf = ring + s * stage_bytes;
+                if (nr == R)
+                    ring_rows<T, R, true>(xs, buf, R, K, seg * 32 + lane, S * 32, acc + b * R);
+                else
+                    ring_rows<T, R, false>(xs, buf, nr, K, seg * 32 + lane, S * 32, acc + b * R);
+""", """                const unsigned long long g = blockIdx.x + (unsigned long long)tb * gridDim.x;
+                unsigned long long r0;
+                unsigned int nr;
+                rows_of(g, r0, nr);
+                mbar_wait(&full[s], phase);
+                const unsigned char* buf = ring + s * stage_bytes;
+                if (g < F)
+                    ring_rows<T, R, true>(xs, buf, R, K, seg * 32 + lane, S * 32, acc + b * R);
+                else if (nr == RS)
+                    ring_rows<T, RS, true>(xs, buf, RS, K, seg * 32 + lane, S * 32, acc + b * R);
+                else
+                    ring_rows<T, RS, false>(xs, buf, nr, K, seg * 32 + lane, S * 32, acc + b * R);
+""")
+    return sub(t, """        const unsigned int tb = t + row / R * G;
+        const unsigned long long n = (unsigned long long)(blockIdx.x + tb * gridDim.x) * R + row % R;
+        if (tb < mine && n < N) out[n] = from_f32<T>(bias ? a + to_f32(bias[n]) : a);
+""", """        const unsigned int tb = t + row / R * G;
+        if (tb >= mine) continue;
+        unsigned long long r0;
+        unsigned int nr;
+        rows_of(blockIdx.x + (unsigned long long)tb * gridDim.x, r0, nr);
+        const unsigned long long n = r0 + row % R;
+        if (row % R < nr) out[n] = from_f32<T>(bias ? a + to_f32(bias[n]) : a);
+""")
+
+
+def trig(t):
+    t = sub(t, """    if (threadIdx.x == 0) {
+        for (unsigned int i = 0; i < nst; ++i) {""", """    if (warp < GEMV_RING_WARPS) pdl_launch_dependents();
+    if (threadIdx.x == 0) {
+        for (unsigned int i = 0; i < nst; ++i) {""")
+    return sub(t, """    mbar_wait(&sh.x_full, 0);
+    pdl_launch_dependents();
+""", """    mbar_wait(&sh.x_full, 0);
+""")
+
+
+out = {"main": base, "taper": taper(base), "trig": trig(base)}
+if "switch (R) {" in base:
+    s31 = os.path.join(here, "..", "2026-11-26-s31", "gemv_variants.py")
+    subprocess.run([sys.executable, s31, src, outdir], check=True, stdout=subprocess.DEVNULL)
+    xreg = open(f"{outdir}/gemv_xregp.cu").read()
+    out["one"] = body(base, "gemv_ring_impl<T, RING_R>")
+    out["xreg"] = body(xreg, "gemv_ring_impl<T, RING_R, RING_NP, false>")
+for name, text in out.items():
+    open(f"{outdir}/gemv_{name}.cu", "w").write(text)
+    print(name)
