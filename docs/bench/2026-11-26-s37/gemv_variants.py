@@ -13,6 +13,12 @@ taper  each block's last TAPER_L(nst) stages (default nst: its whole last ring) 
        end and is summed after the last byte is smaller
 trig   the consumers let the next launch start at the kernel's entry (griddepcontrol.launch_
        dependents before the PDL wait) instead of after x has landed
+wearly the producer copies its first min(stages, nst) stages into shared memory before the PDL
+       wait, then waits and copies x (legal only for weights no kernel writes while the GEMV
+       may run: a model's; session 33 probed it with the next launch let in at entry)
+r8co2  the 8-row entry point compiled for two blocks an SM, as those of R <= 4 (ptxas: 96
+       registers and spills)
+r8half the same with each 8-row stage summed as two passes of four rows (registers of R = 4)
 
 Usage: gemv_variants.py SRC OUTDIR  ->  OUTDIR/gemv_<name>.cu for each variant."""
 import os
@@ -130,7 +136,54 @@ def trig(t):
 """)
 
 
-out = {"main": base, "taper": taper(base), "trig": trig(base)}
+def wearly(t):
+    return sub(t, """            pdl_wait();
+            // x first (one copy; the consumers need it for every stage), then the stages.
+            bulk_load(xs, x, row_bytes, &sh.x_full);
+            unsigned int s = 0, phase = 0;
+            unsigned long long r0 = (unsigned long long)blockIdx.x * R;
+            for (unsigned int t = 0; t < mine; ++t) {
+                if (t >= nst) mbar_wait(&empty[s], phase ^ 1);""", """            unsigned int s = 0, phase = 0;
+            unsigned long long r0 = (unsigned long long)blockIdx.x * R;
+            const unsigned int early = min(mine, nst);
+            for (unsigned int t = 0; t <= mine; ++t) {
+                if (t == early) {
+                    pdl_wait();
+                    bulk_load(xs, x, row_bytes, &sh.x_full);
+                }
+                if (t == mine) break;
+                if (t >= nst) mbar_wait(&empty[s], phase ^ 1);""")
+
+
+def r8co2(t):
+    return sub(t, "GEMV_RING_ENTRY(T, NAME, 8, 1)", "GEMV_RING_ENTRY(T, NAME, 8, 2)")
+
+
+def r8half(t):
+    return sub(r8co2(t), """                if (nr == R)
+                    ring_rows<T, R, true>(xs, buf, R, K, seg * 32 + lane, S * 32, acc + b * R);
+                else
+                    ring_rows<T, R, false>(xs, buf, nr, K, seg * 32 + lane, S * 32, acc + b * R);
+""", """                if constexpr (R == 8) {
+                    for (unsigned int h = 0; h < 2; ++h) {
+                        const unsigned int nh = nr > 4 * h ? min(nr - 4 * h, 4u) : 0u;
+                        const unsigned char* bh = buf + 4 * h * (size_t)K * sizeof(T);
+                        float* ah = acc + b * R + 4 * h;
+                        if (nh == 4)
+                            ring_rows<T, 4, true>(xs, bh, 4, K, seg * 32 + lane, S * 32, ah);
+                        else if (nh > 0)
+                            ring_rows<T, 4, false>(xs, bh, nh, K, seg * 32 + lane, S * 32, ah);
+                    }
+                } else if (nr == R) {
+                    ring_rows<T, R, true>(xs, buf, R, K, seg * 32 + lane, S * 32, acc + b * R);
+                } else {
+                    ring_rows<T, R, false>(xs, buf, nr, K, seg * 32 + lane, S * 32, acc + b * R);
+                }
+""")
+
+
+out = {"main": base, "taper": taper(base), "trig": trig(base), "wearly": wearly(base),
+       "r8co2": r8co2(base), "r8half": r8half(base)}
 if "switch (R) {" in base:
     s31 = os.path.join(here, "..", "2026-11-26-s31", "gemv_variants.py")
     subprocess.run([sys.executable, s31, src, outdir], check=True, stdout=subprocess.DEVNULL)
