@@ -83,7 +83,7 @@ def role(name, after, last_gemv):
         return "qkv"
     if name.startswith("gemv_swiglu"):
         return "gate_up+swiglu"
-    if name.startswith("gemv") and "_m1" in name:
+    if name.startswith("gemv") and ("_m1" in name or name.startswith("gemv_ring")):
         return {"attention": "o_proj", "o_proj": "mlp", "mlp": "mlp",
                 "gate_up+swiglu": "down"}.get(after, "qkv")
     if name.startswith(("sdpa_decode", "sdpa_combine")):

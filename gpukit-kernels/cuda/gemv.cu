@@ -420,8 +420,9 @@ __device__ __forceinline__ void gemv_units_impl(const T* __restrict__ pending,
     }
 }
 
-// One row of x on Hopper (sm_90+; `gemv_ring_<dt>`), for large weight matrices: a block per
-// multiprocessor whose producer warp streams whole weight rows into a shared-memory ring with
+// One row of x on Hopper (sm_90+; `gemv_ring_<dt>_r<R>`), for weight matrices of 4 MiB or more:
+// one block per multiprocessor (two from 4 to 16 MiB, launch::gemv_ring's small-matrix ring),
+// whose producer warp streams whole weight rows into a shared-memory ring with
 // bulk asynchronous copies (`cp.async.bulk`, completion counted on an mbarrier per stage) while
 // GEMV_RING_WARPS consumer warps compute them — the shape of cuBLASLt's GEMV (docs/RESULTS.md,
 // session 14). A stage holds R consecutive rows (R a power of two ≤ 8). The consumers form
@@ -547,8 +548,8 @@ __device__ __forceinline__ void gemv_ring_impl(const T* __restrict__ x, const T*
         // where its writes land). The copies after the wait then hit L2. The producer warp's 32
         // lanes ask for the stages' 128-byte lines at the block's entry, before the barriers'
         // setup and the block barrier: 0.1–0.2 µs faster at the 32 MiB shapes on the H200 than
-        // one bulk prefetch per stage after them (0.3 µs at (896, 4864), a shape launch::gemv_ring
-        // leaves to the persistent kernel; session 36).
+        // one bulk prefetch per stage after them (0.3 µs at (896, 4864) with one block an SM;
+        // session 36).
         for (unsigned int t = 0; t < mine && t < npre; ++t) {
             const unsigned long long r0 = (unsigned long long)(blockIdx.x + t * gridDim.x) * R;
             const unsigned int nr = (unsigned int)min((unsigned long long)R, N - r0);
@@ -641,9 +642,9 @@ __device__ __forceinline__ void gemv_ring_impl(const T* __restrict__ x, const T*
 
 // One entry point per R, each holding only its own instantiation: one kernel switching over all
 // four took the registers of the largest (142), while R ≤ 4 alone need at most 92 (ptxas), so
-// two of their blocks fit on a multiprocessor, as launch::gemv_ring's small-matrix rings ask
-// (MINB = 2: the next launch's blocks start beside the previous launch's and ask L2 for their
-// stages before it ends; docs/RESULTS.md, session 37).
+// two of their blocks fit on a multiprocessor, as launch::gemv_ring's small-matrix rings (R 2
+// or 4) ask (MINB = 2: the next launch's blocks start beside the previous launch's and ask L2
+// for their stages before it ends; docs/RESULTS.md, session 37).
 #define GEMV_RING_ENTRY(T, NAME, R, MINB)                                                          \
 extern "C" __global__ void __launch_bounds__(GEMV_RING_THREADS, MINB) gemv_ring_##NAME##_r##R(     \
         const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,              \

@@ -284,7 +284,8 @@ pub enum Kernel {
     GemvNormRopeKv(DType),
     /// `sample_argmax_parts`: the greedy token from [`Kernel::GemvNorm`]'s per-block maxima.
     SampleArgmaxParts,
-    /// `gemv_ring_<dt>_r<rows>`: one row of x against a large weight matrix on Hopper, streamed
+    /// `gemv_ring_<dt>_r<rows>`: one row of x against a weight matrix of 4 MiB or more on
+    /// Hopper, streamed
     /// through a shared-memory ring by bulk asynchronous copies ([`launch::gemv_ring`]) in
     /// stages of `rows` whole rows (1, 2, 4 or 8), arguments (x, w, bias, out, N, K, warps per
     /// group, stages, stages prefetched). Only the sm_90+ images have its body (elsewhere the
@@ -736,14 +737,15 @@ pub mod launch {
     /// the ring must leave room for.
     const GEMV_RING_STATIC_SMEM: usize = 1152;
     /// Weight matrices below this many bytes stay on the persistent kernel
-    /// ([`gemv_persistent`]). From here to [`GEMV_RING_SMALL_BELOW`] the ring's blocks fit twice
-    /// on a multiprocessor; on an H200 (docs/RESULTS.md, session 37) they beat the persistent
-    /// kernel by 4% at 4 MiB ((k, n) = (2048, 1024)) and 13–23% at 6–9 MiB.
+    /// ([`gemv_persistent`]). From here to [`GEMV_RING_SMALL_BELOW`], for rows of at most 8 KiB,
+    /// the ring's blocks fit twice on a multiprocessor; on an H200 (docs/RESULTS.md, session
+    /// 37) they beat the persistent kernel by 8–9% at 4 MiB ((k, n) = (2048, 1024)) and 11–26%
+    /// at 6–9 MiB.
     pub const GEMV_RING_MIN_BYTES: usize = 4 << 20;
     /// Weight matrices below this many bytes get the small-matrix ring of
     /// [`gemv_ring`] where their rows are at most 8 KiB: stages of at most 20 KiB and at most 4
-    /// rows in a ring of at most 96 KiB, so two blocks (kernels of 1, 2 or 4 rows a stage: at
-    /// most 92 registers) fit on a multiprocessor.
+    /// rows in a ring of at most 96 KiB, so two blocks (kernels of 2 or 4 rows a stage: at most
+    /// 90 registers) fit on a multiprocessor.
     pub const GEMV_RING_SMALL_BELOW: usize = 16 << 20;
 
     /// The Hopper bulk-copy ring GEMV ([`Kernel::GemvRing`]) for one row of x against a
@@ -761,12 +763,13 @@ pub mod launch {
     ///   stages (at least one). On an H200 (docs/RESULTS.md, session 16) the ops bench's
     ///   alternatives — 8 or 16 KiB stages, a 192 KiB ring, two blocks per SM — were each slower
     ///   at one or more of its GEMV shapes, by up to 30%, and faster by at most 1%.
-    /// - Below it (small matrices, from [`GEMV_RING_MIN_BYTES`], rows of at most 8 KiB): R ≤ 4
-    ///   rows in stages of at most 20 KiB, 4 warps per group for stages of 16 KiB or more, else
-    ///   2; as many stages as a block has (at most 96 KiB of them, rounded down to a multiple
-    ///   of the groups), all asked of L2 before the PDL wait, and at most 110 KiB of shared
-    ///   memory a block, so two fit on a multiprocessor: the next launch's blocks start beside
-    ///   the previous launch's and ask L2 for their stages before it ends. H200, session 37: at
+    /// - Below it (small matrices, from [`GEMV_RING_MIN_BYTES`], rows of at most 8 KiB): R of 2
+    ///   or 4 rows in stages of at most 20 KiB, 4 warps per group for stages of 16 KiB or more,
+    ///   else 2; as many stages as a block has (at most 96 KiB of them, rounded down to a
+    ///   multiple of the groups, at least one a group), the whole ring asked of L2 before the
+    ///   PDL wait, and at most 110 KiB of shared memory a block, so two fit on a
+    ///   multiprocessor: the next launch's blocks start beside the previous launch's and ask L2
+    ///   for their stages before it ends. H200, session 37: at
     ///   (k, n) = (896, 4864) 3.6–3.7 µs against 4.2 for the persistent kernel and 4.0 for the
     ///   large-matrix ring (one block per multiprocessor). In the decode bench it made
     ///   Qwen3-0.6B's step 7–9% faster (o_proj (2048, 1024), down_proj (3072, 1024)) and left
@@ -1429,6 +1432,15 @@ mod tests {
             .unwrap(),
             "index_select_f16_i64"
         );
+        let ring = |rows| Kernel::GemvRing {
+            dtype: DType::BF16,
+            rows,
+        };
+        assert_eq!(ring(4).entry_point().unwrap(), "gemv_ring_bf16_r4");
+        assert!(matches!(
+            ring(3).entry_point(),
+            Err(Error::InvalidArgument(_))
+        ));
         assert!(matches!(
             Kernel::RmsNorm(DType::I32).entry_point(),
             Err(Error::Unsupported { .. })
@@ -1574,6 +1586,11 @@ mod tests {
         assert_eq!(
             plan(2048, 2048, 2),
             Some((132, 288, row(2048, 4, 4), [4, 4, 4, 4]))
+        );
+        // (1536, 1400): 3 stages a block, rounded down to none for the 4 groups: one a group.
+        assert_eq!(
+            plan(1400, 1536, 2),
+            Some((132, 288, row(1536, 4, 4), [2, 4, 4, 4]))
         );
         // Two blocks fit on a multiprocessor, the ring is a multiple of the groups, and the
         // kernel's rows and warps per group do not depend on the multiprocessor count.

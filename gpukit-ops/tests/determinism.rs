@@ -42,8 +42,9 @@ fn gpu_every_op_is_bitwise_deterministic_and_graph_equals_eager() {
         let (a, b) = (r(&[2, 96, 200], 5), r(&[2, 200, 72], 6));
         let (wt, bias) = (r(&[1536, 1000], 7), r(&[1536], 8));
         let x1 = r(&[1, 1000], 9);
-        // Above launch::GEMV_RING_SMALL_BELOW in every dtype: the Hopper ring GEMV on sm_90a;
-        // 4.2 MB (bf16) and 8.5 MB (f32): its small-matrix ring, two blocks a multiprocessor.
+        // w_ring is above launch::GEMV_RING_SMALL_BELOW in every dtype (the Hopper ring GEMV on
+        // sm_90a); w_small, 4.2 MB (bf16) and 8.5 MB (f32), takes its small-matrix ring, two
+        // blocks a multiprocessor.
         let (w_ring, x_ring) = (r(&[4099, 2056], 10), r(&[1, 2056], 11));
         let (w_small, x_small) = (r(&[2051, 1032], 12), r(&[1, 1032], 13));
         let ids = Tensor::from_slice(&[5i32, 0, 32, 7], &[4], &dev).unwrap();

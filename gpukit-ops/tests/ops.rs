@@ -886,8 +886,16 @@ op_test!(matmul_and_linear, |dev: &Device| {
         // sm_90a): partial last stages (4099 rows in stages of 8 rows, or 4 and 2 with k not a
         // multiple of a group's pass), and 28 KiB rows (stages of one row; f32 rows exceed a
         // stage and take the persistent kernel). (1032, 2051), 4.2 MB in f16 / bf16 and 8.5 MB in
-        // f32, takes the small-matrix ring: 2051 rows in 4-row stages.
-        for (k, n) in [(2048, 4099), (2056, 4099), (14336, 600), (1032, 2051)] {
+        // f32, takes the small-matrix ring: 2051 rows in 4-row stages; so does (1536, 1400): in
+        // f16 / bf16 4-row stages, 3 a block, a ring of one stage a group; in f32 2-row stages
+        // with 2 warps a group.
+        for (k, n) in [
+            (2048, 4099),
+            (2056, 4099),
+            (14336, 600),
+            (1032, 2051),
+            (1536, 1400),
+        ] {
             let (x, xv) = input(&[1, k], dt, -1.0, 1.0, s + 5, dev);
             let (w, wv) = input(&[n, k], dt, -1.0, 1.0, s + 6, dev);
             let (b, bv) = input(&[n], dt, -1.0, 1.0, s + 7, dev);
