@@ -1,4 +1,4 @@
-# Steps the device-call scripts share (sessions 29–30), sourced from the repository root on the
+# Steps the device-call scripts share (sessions 29–30; the GEMV probe steps at the end: session 37),
 # GPU machine with the bundle at target/gpu-bundle. Each writes into the folder $o (set it first)
 # and prints one summary line.
 #   unpack_bundle                          gunzip the bundle's test and bench binaries in place
@@ -9,6 +9,9 @@
 #   bench_ops DIR [FILTER] [LIMIT]         run.sh bench ops (cases matching FILTER) and its torch
 #                                          peer into DIR; prints the peer's table
 #   all_tests DIR [LIMIT]                  run.sh test into DIR; prints the totals and failures
+#   decode_bench DIR BUNDLE [VAR=VALUE…]   BUNDLE's decode bench binary (models in
+#                                          $GPUKIT_DECODE_MODELS, prompts $PROMPTS: default
+#                                          128,2048) with VAR=VALUE set → DIR; prints its rows
 b=target/gpu-bundle
 # Where the kernels NVRTC compiles are cached (run.sh's default, for binaries run directly).
 export GPUKIT_CACHE_DIR=${GPUKIT_CACHE_DIR:-/tmp/gpukit-cache}
@@ -46,4 +49,39 @@ all_tests() {
   OUT="$dir" timeout "$limit" bash $b/run.sh test > "$dir/run-test.txt" 2>&1
   echo "run.sh rc $? at ${SECONDS}s"; tail -1 "$dir/run-test.txt"
   grep -E "FAILED|panicked" "$dir/gpu-tests.log" | head -10
+}
+
+decode_bench() {
+  local dir=$1 bundle=$2; shift 2
+  mkdir -p "$dir"
+  env "$@" GPUKIT_DECODE_PROMPTS="${PROMPTS:-128,2048}" GPUKIT_BENCH_OUT="$dir" timeout 200 \
+    "$bundle/benches/gpukit-llm__decode" --bench > "$dir/log" 2>&1
+  echo "== ${dir##*/} rc $? at ${SECONDS}s"; grep -E "^(llama|qwen)" "$dir/log"
+}
+
+# GEMV probe steps (session 37): session 23's probe.cu built against copies of gemv.cu that a
+# gemv_variants.py script patched.
+#   gemv_probe_variants SCRIPT [SRC]        prints the GPU, then SCRIPT writes its variants of SRC
+#                                           (default: gemv.cu) into /tmp/gv as gemv_<variant>.cu
+#   gemv_probe_build NAME VARIANT [FLAGS…]  probe.cu against /tmp/gv/gemv_VARIANT.cu (nvcc FLAGS)
+#                                           → /tmp/probe_NAME, ptxas report → $o/nvcc-NAME.txt
+#   gemv_probe_run NAME[:LABEL] CONFIG…     /tmp/probe_NAME once per K,N,R,S,NST[,NPRE] config,
+#                                           its lines labelled LABEL/pNPRE (LABEL: NAME)
+gemv_probe_variants() {
+  nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+  mkdir -p /tmp/gv
+  python3 "$1" "${2:-gpukit-kernels/cuda/gemv.cu}" /tmp/gv > /dev/null
+}
+
+gemv_probe_build() {
+  local name=$1 src=$2; shift 2
+  /usr/local/cuda/bin/nvcc -O3 -std=c++17 -arch=sm_90a -w -Xptxas=-v -I gpukit-kernels/cuda \
+    -DGEMV_SRC="\"/tmp/gv/gemv_$src.cu\"" "$@" docs/bench/2026-11-25-h200-s23/probe.cu \
+    -o "/tmp/probe_$name" > "$o/nvcc-$name.txt" 2>&1 \
+    || { echo "nvcc $name failed"; tail -20 "$o/nvcc-$name.txt"; }
+}
+
+gemv_probe_run() {
+  local bin=${1%%:*} label=${1#*:}; shift
+  for c in "$@"; do timeout 60 "/tmp/probe_$bin" "$label/p${c##*,}" "$c"; done
 }

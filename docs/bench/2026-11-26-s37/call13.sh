@@ -4,6 +4,7 @@
 # GPUKIT_GEMV_SMALL="row_max:stage_max" (8192:20480 is main's rule: that GEMV on the persistent
 # kernel; 20480:20480 its 2-row stages, as call 5; 20480:16384 1-row stages). The decode bench
 # of Qwen2.5-0.5B, prompts 128 and 2048, three alternated rounds.
+# (Refactored after it ran to use device-calls.sh's decode_bench; the same runs.)
 set -u
 . docs/bench/device-calls.sh
 o="$OUT"
@@ -14,9 +15,6 @@ python3 bench/decode_models.py $GPUKIT_DECODE_MODELS --models qwen2.5-0.5b > $OU
   || tail -3 $OUT/models.log
 for r in 1 2 3; do
   for v in 8192:20480 20480:20480 20480:16384; do
-    d=$OUT/dec-${v/:/-}-$r; mkdir -p $d
-    GPUKIT_GEMV_SMALL=$v GPUKIT_DECODE_PROMPTS=128,2048 GPUKIT_BENCH_OUT=$d timeout 100 \
-      $b/benches/gpukit-llm__decode --bench > $d/log 2>&1
-    echo "== $v round $r rc $?"; grep -E "^qwen" $d/log
+    decode_bench $OUT/dec-${v/:/-}-$r $b GPUKIT_GEMV_SMALL=$v
   done
 done

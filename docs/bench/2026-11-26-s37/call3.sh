@@ -5,44 +5,34 @@
 # (main, one block per multiprocessor) and rings instantiated for one R whose blocks fit twice
 # on a multiprocessor (oneR); three alternated rounds, outputs checked.
 # Ran on gemv.cu and probe.cu as of 170c487; both changed later this session (see call 4 on).
+# (Refactored after it ran to use device-calls.sh's gemv_probe_* steps; the same builds and
+# runs.)
 set -u
+. docs/bench/device-calls.sh
+o=$OUT
 D=docs/bench/2026-11-26-s37
-NVCC=/usr/local/cuda/bin/nvcc
-K=gpukit-kernels/cuda
-nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
-mkdir -p /tmp/gv
-python3 $D/gemv_variants.py $K/gemv.cu /tmp/gv > /dev/null
-build() {  # build NAME SOURCE FLAGS…
-  local name=$1 src=$2; shift 2
-  $NVCC -O3 -std=c++17 -arch=sm_90a -w -Xptxas=-v -I $K -DGEMV_SRC="\"/tmp/gv/gemv_$src.cu\"" "$@" \
-    docs/bench/2026-11-25-h200-s23/probe.cu -o /tmp/probe_$name > $OUT/nvcc-$name.txt 2>&1 \
-    || { echo "nvcc $name failed"; tail -20 $OUT/nvcc-$name.txt; }
-}
-build main main & for r in 1 2 4; do build one$r one -DRING_R=$r & done
+gemv_probe_variants $D/gemv_variants.py
+gemv_probe_build main main & for r in 1 2 4; do gemv_probe_build one$r one -DRING_R=$r & done
 wait
-run() {  # run BINARY CONFIG…: one probe process per config, npre in the label
-  local bin=$1; shift
-  for c in "$@"; do timeout 60 /tmp/probe_$bin $bin/p${c##*,} $c; done
-}
 for r in 1 2 3; do
   # (K, N) = (896, 4864): 8.7 MB, rows of 1792 bytes
-  run main 896,4864,0,1,0,0 896,4864,8,2,8,4
-  run one4 896,4864,4,2,12,12 896,4864,4,2,8,8 896,4864,4,1,8,8 896,4864,4,2,12,6
-  run one2 896,4864,2,2,24,24 896,4864,2,1,24,24
+  gemv_probe_run main 896,4864,0,1,0,0 896,4864,8,2,8,4
+  gemv_probe_run one4 896,4864,4,2,12,12 896,4864,4,2,8,8 896,4864,4,1,8,8 896,4864,4,2,12,6
+  gemv_probe_run one2 896,4864,2,2,24,24 896,4864,2,1,24,24
   # (4864, 896): 8.7 MB, rows of 9728 bytes
-  run main 4864,896,0,4,0,0 4864,896,2,4,6,3
-  run one2 4864,896,2,2,4,4 4864,896,2,4,4,4
-  run one1 4864,896,1,2,8,8 4864,896,1,1,8,8
+  gemv_probe_run main 4864,896,0,4,0,0 4864,896,2,4,6,3
+  gemv_probe_run one2 4864,896,2,2,4,4 4864,896,2,4,4,4
+  gemv_probe_run one1 4864,896,1,2,8,8 4864,896,1,1,8,8
   # (2048, 2048): 8 MiB
-  run main 2048,2048,0,2,0,0 2048,2048,8,2,4,2
-  run one4 2048,2048,4,2,4,4 2048,2048,4,4,6,6
-  run one2 2048,2048,2,2,12,12
+  gemv_probe_run main 2048,2048,0,2,0,0 2048,2048,8,2,4,2
+  gemv_probe_run one4 2048,2048,4,2,4,4 2048,2048,4,4,6,6
+  gemv_probe_run one2 2048,2048,2,2,12,12
   # (3072, 1024): 6 MiB
-  run main 3072,1024,0,2,0,0 3072,1024,4,4,4,2
-  run one4 3072,1024,4,2,4,4
-  run one2 3072,1024,2,2,8,8
+  gemv_probe_run main 3072,1024,0,2,0,0 3072,1024,4,4,4,2
+  gemv_probe_run one4 3072,1024,4,2,4,4
+  gemv_probe_run one2 3072,1024,2,2,8,8
   # (2048, 1024): 4 MiB
-  run main 2048,1024,0,2,0,0 2048,1024,8,2,4,2
-  run one4 2048,1024,4,2,4,4
-  run one2 2048,1024,2,2,12,12
+  gemv_probe_run main 2048,1024,0,2,0,0 2048,1024,8,2,4,2
+  gemv_probe_run one4 2048,1024,4,2,4,4
+  gemv_probe_run one2 2048,1024,2,2,12,12
 done 2>&1 | tee $OUT/gemv.txt | python3 $D/summarize.py

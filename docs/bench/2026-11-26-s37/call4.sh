@@ -4,6 +4,7 @@
 # target/gpu-bundle-a: main before it). The GEMV tests and determinism on B; the GEMV rows of
 # the ops bench, A and B alternated twice; the decode bench of the three small models (their
 # o_proj / down_proj take the small ring on B), A and B alternated twice.
+# (Refactored after it ran to use device-calls.sh's decode_bench; the same runs.)
 set -u
 . docs/bench/device-calls.sh
 o="$OUT"
@@ -22,10 +23,5 @@ for r in 1 2; do
 done
 wait; tail -2 $OUT/models.log
 for r in 1 2; do
-  for x in a b; do
-    if [ $x = a ]; then b=target/gpu-bundle-a; else b=target/gpu-bundle; fi
-    d=$OUT/dec-$x$r; mkdir -p $d
-    GPUKIT_DECODE_PROMPTS=128,2048 GPUKIT_BENCH_OUT=$d timeout 200 $b/benches/gpukit-llm__decode --bench > $d/log 2>&1
-    echo "== $x round $r rc $?"; grep -E "^(llama|qwen)" $d/log
-  done
+  decode_bench $OUT/dec-a$r target/gpu-bundle-a; decode_bench $OUT/dec-b$r target/gpu-bundle
 done
