@@ -16,6 +16,8 @@ trig   the consumers let the next launch start at the kernel's entry (griddepcon
 wearly the producer copies its first min(stages, nst) stages into shared memory before the PDL
        wait, then waits and copies x (legal only for weights no kernel writes while the GEMV
        may run: a model's; session 33 probed it with the next launch let in at entry)
+trigl  the consumers let the next launch start once their last stage is read (before the last
+       batch's reduction) instead of after x has landed
 r8co2  the 8-row entry point compiled for two blocks an SM, as those of R <= 4 (ptxas: 96
        registers and spills)
 r8half the same with each 8-row stage summed as two passes of four rows (registers of R = 4)
@@ -155,6 +157,28 @@ def wearly(t):
                 if (t >= nst) mbar_wait(&empty[s], phase ^ 1);""")
 
 
+def trigl(t):
+    t = sub(t, """    mbar_wait(&sh.x_full, 0);
+    pdl_launch_dependents();
+""", """    mbar_wait(&sh.x_full, 0);
+""")
+    t = sub(t, """                mbar_arrive(&empty[s]);
+                ring_next(s, phase, nst, G);
+            }
+        }
+""", """                mbar_arrive(&empty[s]);
+                ring_next(s, phase, nst, G);
+            }
+        }
+        if (t + NB * G >= mine) pdl_launch_dependents();
+""")
+    # A group with no stage never enters the loop: it lets the next launch start at once.
+    return sub(t, """    unsigned int s = grp, phase = 0, it = 0;
+""", """    unsigned int s = grp, phase = 0, it = 0;
+    if (grp >= mine) pdl_launch_dependents();
+""")
+
+
 def r8co2(t):
     return sub(t, "GEMV_RING_ENTRY(T, NAME, 8, 1)", "GEMV_RING_ENTRY(T, NAME, 8, 2)")
 
@@ -183,7 +207,7 @@ def r8half(t):
 
 
 out = {"main": base, "taper": taper(base), "trig": trig(base), "wearly": wearly(base),
-       "r8co2": r8co2(base), "r8half": r8half(base)}
+       "trigl": trigl(base), "r8co2": r8co2(base), "r8half": r8half(base)}
 if "switch (R) {" in base:
     s31 = os.path.join(here, "..", "2026-11-26-s31", "gemv_variants.py")
     subprocess.run([sys.executable, s31, src, outdir], check=True, stdout=subprocess.DEVNULL)
