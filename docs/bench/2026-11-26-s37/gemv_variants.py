@@ -18,6 +18,8 @@ wearly the producer copies its first min(stages, nst) stages into shared memory 
        may run: a model's; session 33 probed it with the next launch let in at entry)
 trigl  the consumers let the next launch start once their last stage is read (before the last
        batch's reduction) instead of after x has landed
+trigf  the consumers let the next launch start once their group's first stage has landed
+trigw  the consumers let the next launch start right after their PDL wait (before x lands)
 r8co2  the 8-row entry point compiled for two blocks an SM, as those of R <= 4 (ptxas: 96
        registers and spills)
 r8half the same with each 8-row stage summed as two passes of four rows (registers of R = 4)
@@ -179,6 +181,33 @@ def trigl(t):
 """)
 
 
+def trigf(t):
+    t = sub(t, """    mbar_wait(&sh.x_full, 0);
+    pdl_launch_dependents();
+""", """    mbar_wait(&sh.x_full, 0);
+""")
+    t = sub(t, """                mbar_wait(&full[s], phase);
+                const unsigned char* buf = ring + s * stage_bytes;
+""", """                mbar_wait(&full[s], phase);
+                if (it == 0 && b == 0) pdl_launch_dependents();
+                const unsigned char* buf = ring + s * stage_bytes;
+""")
+    return sub(t, """    unsigned int s = grp, phase = 0, it = 0;
+""", """    unsigned int s = grp, phase = 0, it = 0;
+    if (grp >= mine) pdl_launch_dependents();
+""")
+
+
+def trigw(t):
+    return sub(t, """    pdl_wait();
+    mbar_wait(&sh.x_full, 0);
+    pdl_launch_dependents();
+""", """    pdl_wait();
+    pdl_launch_dependents();
+    mbar_wait(&sh.x_full, 0);
+""")
+
+
 def r8co2(t):
     return sub(t, "GEMV_RING_ENTRY(T, NAME, 8, 1)", "GEMV_RING_ENTRY(T, NAME, 8, 2)")
 
@@ -207,7 +236,7 @@ def r8half(t):
 
 
 out = {"main": base, "taper": taper(base), "trig": trig(base), "wearly": wearly(base),
-       "trigl": trigl(base), "r8co2": r8co2(base), "r8half": r8half(base)}
+       "trigl": trigl(base), "trigf": trigf(base), "trigw": trigw(base), "r8co2": r8co2(base), "r8half": r8half(base)}
 if "switch (R) {" in base:
     s31 = os.path.join(here, "..", "2026-11-26-s31", "gemv_variants.py")
     subprocess.run([sys.executable, s31, src, outdir], check=True, stdout=subprocess.DEVNULL)
