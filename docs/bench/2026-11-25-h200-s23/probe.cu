@@ -5,7 +5,9 @@
 // session 31 added it, so the probe builds against gemv.cu as it is now).
 // Session 37: gemv.cu has one ring entry point per R since then (gemv_ring_bf16_r<R>, without
 // the R argument); R = 0 times the persistent kernel (gemv_bf16_vec_m1, a full wave of 256-thread
-// blocks) with S warps per row (pass launch::gemv_split's).
+// blocks) with S warps per row (pass launch::gemv_split's). With -DPROBE_STAMPS (against
+// session 37's gemv_variants.py "stamp" copy) it also prints, for the timed graph's last call,
+// each step's median and latest block in ns after its first block's PDL wait returned.
 //
 // Build: nvcc -O3 -std=c++17 -arch=sm_90a -I gpukit-kernels/cuda -DGEMV_SRC='"path/gemv.cu"'
 //        probe.cu -o probe
@@ -68,6 +70,24 @@ int main(int argc, char** argv) {
                        (const bf16*)nullptr, out, N, K, S);
         };
         const double us = time_us([&](int i) { call(w + (i % copies) * bytes); });
+#ifdef PROBE_STAMPS
+        if (R) {
+            static unsigned long long st[4][1024];
+            CK(cudaMemcpyFromSymbol(st, g_stamp, sizeof st));
+            unsigned long long t0 = ~0ull;
+            for (unsigned b = 0; b < grid; ++b) t0 = std::min(t0, st[1][b]);
+            printf("%-8s stamps k=%u n=%u (ns after the first PDL wait returned; median / max):", variant,
+                   K, N);
+            const char* step[4] = {"entry", "wait", "last landed", "end"};
+            for (int s = 0; s < 4; ++s) {
+                std::vector<long long> v;
+                for (unsigned b = 0; b < grid; ++b) v.push_back((long long)(st[s][b] - t0));
+                std::sort(v.begin(), v.end());
+                printf("  %s %lld / %lld", step[s], v[v.size() / 2], v.back());
+            }
+            printf("\n");
+        }
+#endif
         CK(cudaMemset(out, 0xff, N * 2));
         call(w);
         std::vector<unsigned short> hw(size_t(N) * K), hx(K), ho(N);

@@ -20,6 +20,13 @@ trigl  the consumers let the next launch start once their last stage is read (be
        batch's reduction) instead of after x has landed
 trigf  the consumers let the next launch start once their group's first stage has landed
 trigw  the consumers let the next launch start right after their PDL wait (before x lands)
+stamp  main, recording per block (%globaltimer, ns) its entry, its producer's PDL wait
+       returning, the last stage a consumer warp saw land, and its last consumer warp's end into
+       g_stamp (the probe prints them with -DPROBE_STAMPS)
+uscale each lane's passes over a stage load RING_U_SCALE (-D…, default 2) times as many packs
+       (U = (R >= 4 ? 1 : 4 / R) * RING_U_SCALE): more shared-memory loads in flight, which
+       session 19 found spilled in the one kernel for every R
+uscale1 uscale with every entry point compiled for one block an SM (room for the registers)
 r8co2  the 8-row entry point compiled for two blocks an SM, as those of R <= 4 (ptxas: 96
        registers and spills)
 r8half the same with each 8-row stage summed as two passes of four rows (registers of R = 4)
@@ -208,6 +215,57 @@ def trigw(t):
 """)
 
 
+def stamp(t):
+    # Declared outside the sm_90+ block, so the probe's host pass sees it too.
+    t = sub(t, "#define GEMV_RING_THREADS (GEMV_RING_WARPS * 32 + 32)\n",
+            "#define GEMV_RING_THREADS (GEMV_RING_WARPS * 32 + 32)\n"
+            "__device__ unsigned long long g_stamp[4][1024];\n")
+    t = sub(t, """template <typename T, int R>
+__device__ __forceinline__ void gemv_ring_impl(""", """__device__ __forceinline__ unsigned long long now_ns() {
+    unsigned long long v;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(v));
+    return v;
+}
+template <typename T, int R>
+__device__ __forceinline__ void gemv_ring_impl(""")
+    t = sub(t, """    T* xs = reinterpret_cast<T*>(ring + nst * stage_bytes);
+""", """    T* xs = reinterpret_cast<T*>(ring + nst * stage_bytes);
+    if (threadIdx.x == 0) g_stamp[0][blockIdx.x] = now_ns();
+""")
+    t = sub(t, """        if (lane == 0) {
+            pdl_wait();
+""", """        if (lane == 0) {
+            pdl_wait();
+            g_stamp[1][blockIdx.x] = now_ns();
+""")
+    t = sub(t, """                mbar_wait(&full[s], phase);
+                const unsigned char* buf = ring + s * stage_bytes;
+""", """                mbar_wait(&full[s], phase);
+                if (lane == 0) atomicMax(&g_stamp[2][blockIdx.x], now_ns());
+                const unsigned char* buf = ring + s * stage_bytes;
+""")
+    return sub(t, """        if (tb < mine && n < N) out[n] = from_f32<T>(bias ? a + to_f32(bias[n]) : a);
+    }
+}
+""", """        if (tb < mine && n < N) out[n] = from_f32<T>(bias ? a + to_f32(bias[n]) : a);
+    }
+    if (lane == 0) atomicMax(&g_stamp[3][blockIdx.x], now_ns());
+}
+""")
+
+
+def uscale(t):
+    return sub(t, "    const int U = R >= 4 ? 1 : 4 / R;\n",
+               "#ifndef RING_U_SCALE\n#define RING_U_SCALE 2\n#endif\n"
+               "    const int U = (R >= 4 ? 1 : 4 / R) * RING_U_SCALE;\n")
+
+
+def one_block(t):
+    for r in (1, 2, 4):
+        t = sub(t, "GEMV_RING_ENTRY(T, NAME, %d, 2)" % r, "GEMV_RING_ENTRY(T, NAME, %d, 1)" % r)
+    return t
+
+
 def r8co2(t):
     return sub(t, "GEMV_RING_ENTRY(T, NAME, 8, 1)", "GEMV_RING_ENTRY(T, NAME, 8, 2)")
 
@@ -236,7 +294,7 @@ def r8half(t):
 
 
 out = {"main": base, "taper": taper(base), "trig": trig(base), "wearly": wearly(base),
-       "trigl": trigl(base), "trigf": trigf(base), "trigw": trigw(base), "r8co2": r8co2(base), "r8half": r8half(base)}
+       "trigl": trigl(base), "trigf": trigf(base), "trigw": trigw(base), "stamp": stamp(base), "uscale": uscale(base), "uscale1": one_block(uscale(base)), "r8co2": r8co2(base), "r8half": r8half(base)}
 if "switch (R) {" in base:
     s31 = os.path.join(here, "..", "2026-11-26-s31", "gemv_variants.py")
     subprocess.run([sys.executable, s31, src, outdir], check=True, stdout=subprocess.DEVNULL)
