@@ -27,6 +27,11 @@ uscale each lane's passes over a stage load RING_U_SCALE (-D…, default 2) time
        (U = (R >= 4 ? 1 : 4 / R) * RING_U_SCALE): more shared-memory loads in flight, which
        session 19 found spilled in the one kernel for every R
 uscale1 uscale with every entry point compiled for one block an SM (room for the registers)
+dyn    each block's first stages fixed (stage b + t grid) except the last RING_DYN_ROUNDS (-D…,
+       default 1) rounds of the grid, which producers claim one stage at a time from a grid-wide
+       counter (g_dyn_ctr; the last block to stop claiming resets it), so blocks whose stream
+       runs ahead take more of the end; stage ids pass to the consumers through shared memory,
+       and one end mark per group closes the ring (timing only: one launch at a time)
 r8co2  the 8-row entry point compiled for two blocks an SM, as those of R <= 4 (ptxas: 96
        registers and spills)
 r8half the same with each 8-row stage summed as two passes of four rows (registers of R = 4)
@@ -266,6 +271,120 @@ def one_block(t):
     return t
 
 
+DYN_PRODUCER = """    if (warp == GEMV_RING_WARPS) {
+        if (lane == 0) {
+            pdl_wait();
+            bulk_load(xs, x, row_bytes, &sh.x_full);
+            unsigned int s = 0, phase = 0, t = 0;
+            for (;; ++t) {
+                unsigned int g;
+                if (t < fixed) {
+                    g = blockIdx.x + t * gridDim.x;
+                } else {
+                    g = fixed * gridDim.x + atomicAdd(&g_dyn_ctr[0], 1u);
+                    if (g >= stages) break;
+                }
+                if (t >= nst) mbar_wait(&empty[s], phase ^ 1);
+                dyn_id[s] = g;
+                const unsigned long long r0 = (unsigned long long)g * R;
+                const unsigned int nr = (unsigned int)min((unsigned long long)R, N - r0);
+                bulk_load(ring + s * stage_bytes, w + r0 * K, nr * row_bytes, &full[s]);
+                ring_next(s, phase, nst);
+            }
+            for (unsigned int k = 0; k < G; ++k, ++t) {
+                if (t >= nst) mbar_wait(&empty[s], phase ^ 1);
+                dyn_id[s] = DYN_END;
+                mbar_arrive(&full[s]);
+                ring_next(s, phase, nst);
+            }
+            if (atomicAdd(&g_dyn_ctr[1], 1u) == gridDim.x - 1) {
+                g_dyn_ctr[0] = 0;
+                g_dyn_ctr[1] = 0;
+            }
+        }
+        return;
+    }
+    pdl_wait();
+    mbar_wait(&sh.x_full, 0);
+    pdl_launch_dependents();
+    unsigned int s = grp, phase = 0, it = 0;
+    bool more = true;
+    for (; more; ++it) {
+        float acc[GEMV_RING_BATCH];
+#pragma unroll
+        for (int i = 0; i < GEMV_RING_BATCH; ++i) acc[i] = 0.0f;
+        unsigned int ids[NB];
+#pragma unroll
+        for (int b = 0; b < NB; ++b) {
+            ids[b] = DYN_END;
+            if (more) {
+                mbar_wait(&full[s], phase);
+                const unsigned int g = dyn_id[s];
+                if (g == DYN_END) {
+                    more = false;
+                } else {
+                    ids[b] = g;
+                    const unsigned long long r0 = (unsigned long long)g * R;
+                    const unsigned int nr = (unsigned int)min((unsigned long long)R, N - r0);
+                    const unsigned char* buf = ring + s * stage_bytes;
+                    if (nr == R)
+                        ring_rows<T, R, true>(xs, buf, R, K, seg * 32 + lane, S * 32, acc + b * R);
+                    else
+                        ring_rows<T, R, false>(xs, buf, nr, K, seg * 32 + lane, S * 32, acc + b * R);
+                    mbar_arrive(&empty[s]);
+                }
+                ring_next(s, phase, nst, G);
+            }
+        }
+        if (ids[0] == DYN_END) break;
+        float a = warp_sum_rows<GEMV_RING_BATCH>(acc, lane);
+        const unsigned int i = lane / (32 / GEMV_RING_BATCH);
+        if (S > 1) {
+            if (lane % (32 / GEMV_RING_BATCH) == 0) part[it & 1][warp][i] = a;
+            named_barrier(1 + grp, S * 32);
+            if (seg != 0 || lane >= GEMV_RING_BATCH) continue;
+            a = 0.0f;
+            for (unsigned int j = 0; j < S; ++j) a += part[it & 1][grp * S + j][lane];
+        } else if (lane % (32 / GEMV_RING_BATCH) != 0) {
+            continue;
+        }
+        const unsigned int row = S > 1 ? lane : i;
+        unsigned int g = DYN_END;
+#pragma unroll
+        for (int b = 0; b < NB; ++b)
+            if (row / R == (unsigned int)b) g = ids[b];
+        const unsigned long long n = (unsigned long long)g * R + row % R;
+        if (g != DYN_END && n < N) out[n] = from_f32<T>(bias ? a + to_f32(bias[n]) : a);
+    }
+}
+
+#define GEMV_RING_BODY"""
+
+
+def dyn(t):
+    # Declared outside the sm_90+ block, so the probe's host pass registers it too.
+    t = sub(t, "#define GEMV_RING_THREADS (GEMV_RING_WARPS * 32 + 32)\n",
+            "#define GEMV_RING_THREADS (GEMV_RING_WARPS * 32 + 32)\n"
+            "__device__ unsigned int g_dyn_ctr[2];\n")
+    t = sub(t, """template <typename T, int R>
+__device__ __forceinline__ void gemv_ring_impl(""", """#ifndef RING_DYN_ROUNDS
+#define RING_DYN_ROUNDS 1
+#endif
+#define DYN_END 0xffffffffu
+template <typename T, int R>
+__device__ __forceinline__ void gemv_ring_impl(""")
+    t = sub(t, """    T* xs = reinterpret_cast<T*>(ring + nst * stage_bytes);
+""", """    T* xs = reinterpret_cast<T*>(ring + nst * stage_bytes);
+    __shared__ unsigned int dyn_id[GEMV_RING_MAX_STAGES];
+    const unsigned int rounds = stages / gridDim.x;
+    const unsigned int fixed = rounds > RING_DYN_ROUNDS ? rounds - RING_DYN_ROUNDS : 0;
+""")
+    a = t.index("""    if (warp == GEMV_RING_WARPS) {
+        // The producer: stage t into slot t mod nst""")
+    b = t.index("#define GEMV_RING_BODY")
+    return t[:a] + DYN_PRODUCER + t[b + len("#define GEMV_RING_BODY"):]
+
+
 def r8co2(t):
     return sub(t, "GEMV_RING_ENTRY(T, NAME, 8, 1)", "GEMV_RING_ENTRY(T, NAME, 8, 2)")
 
@@ -294,7 +413,7 @@ def r8half(t):
 
 
 out = {"main": base, "taper": taper(base), "trig": trig(base), "wearly": wearly(base),
-       "trigl": trigl(base), "trigf": trigf(base), "trigw": trigw(base), "stamp": stamp(base), "uscale": uscale(base), "uscale1": one_block(uscale(base)), "r8co2": r8co2(base), "r8half": r8half(base)}
+       "trigl": trigl(base), "trigf": trigf(base), "trigw": trigw(base), "stamp": stamp(base), "uscale": uscale(base), "uscale1": one_block(uscale(base)), "dyn": dyn(base), "r8co2": r8co2(base), "r8half": r8half(base)}
 if "switch (R) {" in base:
     s31 = os.path.join(here, "..", "2026-11-26-s31", "gemv_variants.py")
     subprocess.run([sys.executable, s31, src, outdir], check=True, stdout=subprocess.DEVNULL)
