@@ -2,28 +2,18 @@
 # Session 36, call 4: the ring GEMV (session 23's probe.cu) with gemv_variants.py's copies that
 # keep fewer shared-memory loads in flight a pass (u1, half, u1h) against main, three alternated
 # rounds, every output checked against a host reference.
+# (Refactored after it ran to use device-calls.sh's gemv_probe_* steps and session 37's
+# summarize.py; it ran on gemv.cu and probe.cu as of that session's start.)
 set -u
+. docs/bench/device-calls.sh
+o=$OUT
 D=docs/bench/2026-11-26-s36
-NVCC=/usr/local/cuda/bin/nvcc
-K=gpukit-kernels/cuda
-nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+gemv_probe_variants $D/gemv_variants.py
 GV="main u1 half u1h"
-mkdir -p /tmp/gv
-python3 $D/gemv_variants.py $K/gemv.cu /tmp/gv > /dev/null
-for v in $GV; do
-  $NVCC -O3 -std=c++17 -arch=sm_90a -w -Xptxas=-v -I $K -DGEMV_SRC="\"/tmp/gv/gemv_$v.cu\"" \
-    docs/bench/2026-11-25-h200-s23/probe.cu -o /tmp/probe_$v > $OUT/nvcc-gemv-$v.txt 2>&1 || { echo "nvcc $v failed"; tail -20 $OUT/nvcc-gemv-$v.txt; } &
-done
+for v in $GV; do gemv_probe_build $v $v & done
 wait
-for v in $GV; do echo "gemv $v: $(grep -A2 "gemv_ring_bf16'" $OUT/nvcc-gemv-$v.txt | grep -o '[0-9]* bytes spill stores\|Used [0-9]* registers' | tr '\n' ' ')"; done
+for v in $GV; do echo "gemv $v: $(grep -A2 "gemv_ring_bf16'" $OUT/nvcc-$v.txt | grep -o '[0-9]* bytes spill stores\|Used [0-9]* registers' | tr '\n' ' ')"; done
 CONFIGS="2048,8192,8,2,4,2 8192,2048,2,4,4,2 2048,8192,4,2,8,4 8192,2048,1,4,8,4 4096,14336,4,4,4,2 14336,4096,1,4,4,2"
 for r in 1 2 3; do
-  for v in $GV; do timeout 120 /tmp/probe_$v $v $CONFIGS; done
-done 2>&1 | tee $OUT/gemv.txt | python3 -c '
-import collections, re, sys
-t = collections.defaultdict(list)
-for line in sys.stdin:
-    m = re.match(r"(\S+)\s+R=(\d+) S=(\d+) nst=(\d+)\s+k=(\d+)\s+n=(\d+)\s+([\d.]+) us.*sum\|x w\| (\S+)", line)
-    if m: t[m.group(5, 6, 2, 3, 4, 1)].append((float(m[7]), m[8]))
-for k in sorted(t): print("k=%s n=%s R=%s S=%s nst=%s %-5s" % k, " ".join("%.2f" % x for x, _ in t[k]), "err", t[k][0][1])
-'
+  for v in $GV; do gemv_probe_run $v $CONFIGS; done
+done 2>&1 | tee $OUT/gemv.txt | python3 docs/bench/2026-11-26-s37/summarize.py
