@@ -9,6 +9,13 @@
 // session 37's gemv_variants.py "stamp" copy) it also prints, for the timed graph's last call,
 // each step's median and latest block in ns after its first block's PDL wait returned.
 //
+// Session 38: PROBE_GRID=n (environment) launches n ring blocks instead of one per
+// multiprocessor; PROBE_NCU=1 replaces the timing with three eager calls (for Nsight Compute);
+// with -DPROBE_TIMELINE (against session 38's gemv_variants.py "timeline" copy) it prints, for
+// the timed graph's last call, each stage's bulk copy issued / landed / released and each group's
+// end for the block that ends at the median and the one that ends last, in ns after the first
+// block's PDL wait returned.
+//
 // Build: nvcc -O3 -std=c++17 -arch=sm_90a -I gpukit-kernels/cuda -DGEMV_SRC='"path/gemv.cu"'
 //        probe.cu -o probe
 #include <cmath>
@@ -60,7 +67,8 @@ int main(int argc, char** argv) {
             CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ring, threads, smem));
         else
             CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemv_bf16_vec_m1, threads, 0));
-        const unsigned grid = R ? std::min(sms, (N + R - 1) / R) : sms * per_sm;
+        unsigned grid = R ? std::min(sms, (N + R - 1) / R) : sms * per_sm;
+        if (const char* g = getenv("PROBE_GRID"); g && R) grid = std::min<unsigned>(atoi(g), (N + R - 1) / R);
         auto call = [&](const unsigned char* wi) {
             if (R)
                 launch(ring, grid, threads, smem, true, (const bf16*)x, (const bf16*)wi,
@@ -69,7 +77,40 @@ int main(int argc, char** argv) {
                 launch(gemv_bf16_vec_m1, grid, threads, 0, true, (const bf16*)x, (const bf16*)wi,
                        (const bf16*)nullptr, out, N, K, S);
         };
-        const double us = time_us([&](int i) { call(w + (i % copies) * bytes); });
+        double us = 0;
+        if (getenv("PROBE_NCU")) {
+            for (int i = 0; i < 3; ++i) call(w + (i % copies) * bytes);
+            CK(cudaStreamSynchronize(g_stream));
+        } else {
+            us = time_us([&](int i) { call(w + (i % copies) * bytes); });
+        }
+#ifdef PROBE_TIMELINE
+        if (R && grid <= TL_BLOCKS) {
+            static unsigned long long tl[TL_BLOCKS][4][TL_STAGES];
+            CK(cudaMemcpyFromSymbol(tl, g_tl, sizeof tl));
+            const unsigned G = GEMV_RING_WARPS / S, stages = (N + R - 1) / R;
+            unsigned long long t0 = ~0ull;
+            for (unsigned b = 0; b < grid; ++b) t0 = std::min(t0, tl[b][3][0]);
+            auto rel = [&](unsigned long long v) { return (long long)(v - t0); };
+            std::vector<std::pair<long long, unsigned>> ends;
+            for (unsigned b = 0; b < grid; ++b) {
+                unsigned long long e = 0;
+                for (unsigned g = 0; g < G; ++g) e = std::max(e, tl[b][3][1 + g]);
+                ends.push_back({rel(e), b});
+            }
+            std::sort(ends.begin(), ends.end());
+            for (auto [end, b] : {ends[ends.size() / 2], ends.back()}) {
+                const unsigned mine = (stages - 1 - b) / grid + 1;
+                printf("%-8s timeline k=%u n=%u block %u (%s end %lld): wait %lld; stage issued/landed/released:",
+                       variant, K, N, b, end == ends.back().first ? "latest" : "median", end, rel(tl[b][3][0]));
+                for (unsigned s = 0; s < mine && s < TL_STAGES; ++s)
+                    printf(" %u:%lld/%lld/%lld", s, rel(tl[b][0][s]), rel(tl[b][1][s]), rel(tl[b][2][s]));
+                printf("; group ends");
+                for (unsigned g = 0; g < G; ++g) printf(" %lld", rel(tl[b][3][1 + g]));
+                printf("\n");
+            }
+        }
+#endif
 #ifdef PROBE_STAMPS
         if (R) {
             static unsigned long long st[4][1024];
@@ -106,8 +147,8 @@ int main(int argc, char** argv) {
             worst = e == e ? std::max(worst, e) : INFINITY;
         }
         printf("%-8s R=%u S=%u nst=%-2u k=%-6u n=%-6u %7.2f us  %5.1f%% of copy (%.0f GB/s)  "
-               "max |out - ref| / sum|x w| %.1e  %d/SM\n", variant, R, S, nst, K, N, us,
-               100.0 * bytes / (copy_gbs * 1e3) / us, copy_gbs, worst, per_sm);
+               "max |out - ref| / sum|x w| %.1e  %d/SM grid=%u\n", variant, R, S, nst, K, N,
+               us, 100.0 * bytes / (copy_gbs * 1e3) / us, copy_gbs, worst, per_sm, grid);
         fflush(stdout);
         CK(cudaFree(w));
         CK(cudaFree(x));

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Session 38: copies of gemv.cu for probe.cu (docs/bench/2026-11-25-h200-s23).
+
+main      gemv.cu as it is
+timeline  main, recording per block (%globaltimer, ns; plain stores, no atomics) its producer's
+          PDL wait returning, each stage's bulk copy issued (producer), seen landed and released
+          by its group's first warp (lane 0; the release stamp waits on that lane's sums), and
+          each group's end after its last store, into g_tl (probe.cu -DPROBE_TIMELINE prints them)
+cvt       main with ring_rows widening each bf16 pack as four 32-bit words (low half: a shift; high
+          half: a mask) instead of element by element (ptxas: a byte permute and a shift for each
+          high half); the same f32 values, so the same sums bit for bit
+
+Usage: gemv_variants.py SRC OUTDIR  ->  OUTDIR/gemv_<name>.cu for each variant."""
+import sys
+
+src, outdir = sys.argv[1], sys.argv[2]
+base = open(src).read()
+
+
+def sub(text, old, new):
+    assert text.count(old) == 1, (old, text.count(old))
+    return text.replace(old, new)
+
+
+def timeline(t):
+    # Declared outside the sm_90+ block, so the probe's host pass sees it too.
+    t = sub(t, "#define GEMV_RING_THREADS (GEMV_RING_WARPS * 32 + 32)\n",
+            "#define GEMV_RING_THREADS (GEMV_RING_WARPS * 32 + 32)\n"
+            "#define TL_BLOCKS 264\n#define TL_STAGES 64\n"
+            "// [block][0 issued, 1 landed, 2 released][stage]; [block][3][0] wait, [3][1 + g] group g's end\n"
+            "__device__ unsigned long long g_tl[TL_BLOCKS][4][TL_STAGES];\n")
+    t = sub(t, """template <typename T, int R>
+__device__ __forceinline__ void gemv_ring_impl(""", """__device__ __forceinline__ unsigned long long now_ns() {
+    unsigned long long v;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(v));
+    return v;
+}
+// The same, after `f` is computed.
+__device__ __forceinline__ unsigned long long now_ns_after(float f) {
+    unsigned long long v;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(v) : "f"(f));
+    return v;
+}
+template <typename T, int R>
+__device__ __forceinline__ void gemv_ring_impl(""")
+    t = sub(t, """        if (lane == 0) {
+            pdl_wait();
+""", """        if (lane == 0) {
+            pdl_wait();
+            if (blockIdx.x < TL_BLOCKS) g_tl[blockIdx.x][3][0] = now_ns();
+""")
+    t = sub(t, """                bulk_load(ring + s * stage_bytes, w + r0 * K, nr * row_bytes, &full[s]);
+                r0 += (unsigned long long)gridDim.x * R;
+""", """                bulk_load(ring + s * stage_bytes, w + r0 * K, nr * row_bytes, &full[s]);
+                if (blockIdx.x < TL_BLOCKS && t < TL_STAGES) g_tl[blockIdx.x][0][t] = now_ns();
+                r0 += (unsigned long long)gridDim.x * R;
+""")
+    t = sub(t, """                mbar_wait(&full[s], phase);
+                const unsigned char* buf = ring + s * stage_bytes;
+""", """                mbar_wait(&full[s], phase);
+                const bool tl = seg == 0 && lane == 0 && blockIdx.x < TL_BLOCKS && tb < TL_STAGES;
+                if (tl) g_tl[blockIdx.x][1][tb] = now_ns();
+                const unsigned char* buf = ring + s * stage_bytes;
+""")
+    t = sub(t, """                mbar_arrive(&empty[s]);
+                ring_next(s, phase, nst, G);
+""", """                if (tl) g_tl[blockIdx.x][2][tb] = now_ns_after(acc[b * R] + acc[b * R + R - 1]);
+                mbar_arrive(&empty[s]);
+                ring_next(s, phase, nst, G);
+""")
+    return sub(t, """        if (tb < mine && n < N) out[n] = from_f32<T>(bias ? a + to_f32(bias[n]) : a);
+    }
+}
+""", """        if (tb < mine && n < N) out[n] = from_f32<T>(bias ? a + to_f32(bias[n]) : a);
+        if (seg == 0 && lane == 0 && blockIdx.x < TL_BLOCKS) g_tl[blockIdx.x][3][1 + grp] = now_ns_after(a);
+    }
+}
+""")
+
+
+CVT_HELPER = """// A pack of T as V f32 values; for bf16 two instructions a 32-bit word (a shift for the low
+// half, a mask for the high) instead of three.
+template <typename T>
+__device__ __forceinline__ void unpack_f32(const Pack<T>& p, float (&f)[Vec16<T>::N]) {
+#pragma unroll
+    for (int e = 0; e < Vec16<T>::N; ++e) f[e] = to_f32(p.v[e]);
+}
+template <> __device__ __forceinline__ void unpack_f32<bf16>(const Pack<bf16>& p, float (&f)[8]) {
+    const uint4 u = *reinterpret_cast<const uint4*>(&p);
+    const unsigned int w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        f[2 * i] = __uint_as_float(w[i] << 16);
+        f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+    }
+}
+
+"""
+
+
+def cvt(t):
+    t = sub(t, """// One warp's share of one stage:""", CVT_HELPER + """// One warp's share of one stage:""")
+    t = sub(t, """            float xf[V];
+#pragma unroll
+            for (int e = 0; e < V; ++e) xf[e] = to_f32(xv[u].v[e]);
+#pragma unroll
+            for (int j = 0; j < R; ++j) {
+                if (FULL || j < (int)nr) {
+                    float d = 0.0f;
+#pragma unroll
+                    for (int e = 0; e < V; ++e) d = fmaf(xf[e], to_f32(wv[u][j].v[e]), d);""", """            float xf[V];
+            unpack_f32(xv[u], xf);
+#pragma unroll
+            for (int j = 0; j < R; ++j) {
+                if (FULL || j < (int)nr) {
+                    float wf[V];
+                    unpack_f32(wv[u][j], wf);
+                    float d = 0.0f;
+#pragma unroll
+                    for (int e = 0; e < V; ++e) d = fmaf(xf[e], wf[e], d);""")
+    return sub(t, """        const Pack<T> xv = load16(xs + p * V);
+#pragma unroll
+        for (int j = 0; j < R; ++j) {
+            if (FULL || j < (int)nr) {
+                const Pack<T> wv = load16(wr + (size_t)j * K + p * V);
+                float d = 0.0f;
+#pragma unroll
+                for (int e = 0; e < V; ++e) d = fmaf(to_f32(xv.v[e]), to_f32(wv.v[e]), d);""", """        float xf[V];
+        unpack_f32(load16(xs + p * V), xf);
+#pragma unroll
+        for (int j = 0; j < R; ++j) {
+            if (FULL || j < (int)nr) {
+                float wf[V];
+                unpack_f32(load16(wr + (size_t)j * K + p * V), wf);
+                float d = 0.0f;
+#pragma unroll
+                for (int e = 0; e < V; ++e) d = fmaf(xf[e], wf[e], d);""")
+
+
+for name, text in {"main": base, "timeline": timeline(base), "cvt": cvt(base),
+                   "cvtline": timeline(cvt(base))}.items():
+    open(f"{outdir}/gemv_{name}.cu", "w").write(text)
+    print(name)
