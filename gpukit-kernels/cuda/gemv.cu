@@ -53,13 +53,16 @@ __device__ __forceinline__ void row_dot(const T* __restrict__ x, const T* __rest
             for (int u = 0; u < UNROLL; ++u) {
                 const unsigned int k = k0 + u * step;
                 if (k < K) {
+                    float wf[V];
+                    unpack_f32(wv[u], wf);
 #pragma unroll
                     for (int m = 0; m < MAXM; ++m) {
                         if (m < (int)M) {
-                            Pack<T> xv = load16(x + (unsigned long long)m * K + k);
+                            float xf[V];
+                            unpack_f32(load16(x + (unsigned long long)m * K + k), xf);
                             float s = 0.0f;
 #pragma unroll
-                            for (int j = 0; j < V; ++j) s = fmaf(to_f32(xv.v[j]), to_f32(wv[u].v[j]), s);
+                            for (int j = 0; j < V; ++j) s = fmaf(xf[j], wf[j], s);
                             acc[m] += s;
                         }
                     }
@@ -100,12 +103,15 @@ __device__ __forceinline__ void row_dot2(const T* __restrict__ x, const T* __res
         for (int u = 0; u < UNROLL; ++u) {
             const unsigned int k = k0 + u * step;
             if (k < K) {
-                const Pack<T> xv = load16(x + k);
+                float xf[V], af[V], bf[V];
+                unpack_f32(load16(x + k), xf);
+                unpack_f32(va[u], af);
+                unpack_f32(vb[u], bf);
                 float sa = 0.0f, sb = 0.0f;
 #pragma unroll
                 for (int j = 0; j < V; ++j) {
-                    sa = fmaf(to_f32(xv.v[j]), to_f32(va[u].v[j]), sa);
-                    sb = fmaf(to_f32(xv.v[j]), to_f32(vb[u].v[j]), sb);
+                    sa = fmaf(xf[j], af[j], sa);
+                    sb = fmaf(xf[j], bf[j], sb);
                 }
                 a += sa;
                 b += sb;
@@ -490,28 +496,31 @@ __device__ __forceinline__ void ring_rows(const T* __restrict__ xs, const unsign
 #pragma unroll
         for (int u = 0; u < U; ++u) {
             float xf[V];
-#pragma unroll
-            for (int e = 0; e < V; ++e) xf[e] = to_f32(xv[u].v[e]);
+            unpack_f32(xv[u], xf);
 #pragma unroll
             for (int j = 0; j < R; ++j) {
                 if (FULL || j < (int)nr) {
+                    float wf[V];
+                    unpack_f32(wv[u][j], wf);
                     float d = 0.0f;
 #pragma unroll
-                    for (int e = 0; e < V; ++e) d = fmaf(xf[e], to_f32(wv[u][j].v[e]), d);
+                    for (int e = 0; e < V; ++e) d = fmaf(xf[e], wf[e], d);
                     acc[j] += d;
                 }
             }
         }
     }
     for (; p < packs; p += step) {
-        const Pack<T> xv = load16(xs + p * V);
+        float xf[V];
+        unpack_f32(load16(xs + p * V), xf);
 #pragma unroll
         for (int j = 0; j < R; ++j) {
             if (FULL || j < (int)nr) {
-                const Pack<T> wv = load16(wr + (size_t)j * K + p * V);
+                float wf[V];
+                unpack_f32(load16(wr + (size_t)j * K + p * V), wf);
                 float d = 0.0f;
 #pragma unroll
-                for (int e = 0; e < V; ++e) d = fmaf(to_f32(xv.v[e]), to_f32(wv.v[e]), d);
+                for (int e = 0; e < V; ++e) d = fmaf(xf[e], wf[e], d);
                 acc[j] += d;
             }
         }

@@ -8,7 +8,10 @@ timeline  main, recording per block (%globaltimer, ns; plain stores, no atomics)
           each group's end after its last store, into g_tl (probe.cu -DPROBE_TIMELINE prints them)
 cvt       main with ring_rows widening each bf16 pack as four 32-bit words (low half: a shift; high
           half: a mask) instead of element by element (ptxas: a byte permute and a shift for each
-          high half); the same f32 values, so the same sums bit for bit
+          high half); the same f32 values, so the same sums bit for bit (gemv.cu before it
+          became unpack_f32 in common.cuh)
+elem      after that change: gemv.cu's bf16 packs widened element by element again, as before it
+          (its calls of unpack_f32 go to an element-wise copy)
 
 Usage: gemv_variants.py SRC OUTDIR  ->  OUTDIR/gemv_<name>.cu for each variant."""
 import sys
@@ -137,7 +140,25 @@ def cvt(t):
                 for (int e = 0; e < V; ++e) d = fmaf(xf[e], wf[e], d);""")
 
 
-for name, text in {"main": base, "timeline": timeline(base), "cvt": cvt(base),
-                   "cvtline": timeline(cvt(base))}.items():
+def elem(t):
+    # gemv.cu's calls of common.cuh's unpack_f32 go to an element-by-element copy.
+    t = t.replace("unpack_f32(", "unpack_f32_elem(")
+    return sub(t, """#include "common.cuh"
+""", """#include "common.cuh"
+
+template <typename T>
+__device__ __forceinline__ void unpack_f32_elem(const Pack<T>& p, float (&f)[Vec16<T>::N]) {
+#pragma unroll
+    for (int e = 0; e < Vec16<T>::N; ++e) f[e] = to_f32(p.v[e]);
+}
+""")
+
+
+variants = {"main": base, "timeline": timeline(base)}
+if "unpack_f32(" in base:
+    variants["elem"] = elem(base)
+else:
+    variants.update({"cvt": cvt(base), "cvtline": timeline(cvt(base))})
+for name, text in variants.items():
     open(f"{outdir}/gemv_{name}.cu", "w").write(text)
     print(name)
