@@ -10,6 +10,12 @@ cvt       main with ring_rows widening each bf16 pack as four 32-bit words (low 
           half: a mask) instead of element by element (ptxas: a byte permute and a shift for each
           high half); the same f32 values, so the same sums bit for bit (gemv.cu before it
           became unpack_f32 in common.cuh)
+mma       full stages of R >= 2 rows summed on the tensor cores: the R rows, each cut into
+          P = 16 / R segments (32-element run r of a row in segment r mod P), are the 16 rows of
+          an m16n8k16 A operand, x's runs the columns of B (column n: segment n mod P), so
+          D[i][i mod 8] is row i's segment sum; 2 MMAs per 16 bytes a lane of two rows, 4
+          accumulator chains (-DMMA_U=…, default 2: 4 spills at R 2 and 4 with two blocks an SM); K a multiple of 512 / R (else, and for the last partial stage
+          and f32, the FMA path)
 elem      after that change: gemv.cu's bf16 packs widened element by element again, as before it
           (its calls of unpack_f32 go to an element-wise copy)
 
@@ -154,9 +160,89 @@ __device__ __forceinline__ void unpack_f32_elem(const Pack<T>& p, float (&f)[Vec
 """)
 
 
+MMA_FN = """// One warp's share of a full stage on the tensor cores (mma variant; see gemv_variants.py).
+template <typename T, int R>
+__device__ __forceinline__ void ring_rows_mma(const T* __restrict__ xs, const unsigned char* buf,
+                                              unsigned int K, unsigned int seg, unsigned int S,
+                                              unsigned int lane, float* acc) {
+    if constexpr (sizeof(T) == 2 && R >= 2) {
+        constexpr int P = 16 / R, STEP = P * 32;
+#ifndef MMA_U
+#define MMA_U 2
+#endif
+        constexpr int U = MMA_U;
+        const unsigned int g = lane >> 2, t = lane & 3;
+        const unsigned int ra = g / P, rb = R / 2 + g / P;
+        const unsigned int off = (g % P) * 32 + t * 8;
+        const T* w = reinterpret_cast<const T*>(buf);
+        const T* wa = w + (size_t)ra * K + off;
+        const T* wb = w + (size_t)rb * K + off;
+        const T* xr = xs + off;
+        const unsigned int steps = K / STEP;
+        float c[U][4];
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) c[u][i] = 0.0f;
+        unsigned int st = seg;
+        for (; st + (U - 1) * S < steps; st += U * S) {
+            uint4 va[U], vb[U], vx[U];
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const size_t at = (size_t)(st + u * S) * STEP;
+                va[u] = *reinterpret_cast<const uint4*>(wa + at);
+                vb[u] = *reinterpret_cast<const uint4*>(wb + at);
+                vx[u] = *reinterpret_cast<const uint4*>(xr + at);
+            }
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const unsigned a0[4] = {va[u].x, vb[u].x, va[u].y, vb[u].y};
+                mma16816<T>(c[u], a0, vx[u].x, vx[u].y);
+                const unsigned a1[4] = {va[u].z, vb[u].z, va[u].w, vb[u].w};
+                mma16816<T>(c[u], a1, vx[u].z, vx[u].w);
+            }
+        }
+        for (; st < steps; st += S) {
+            const size_t at = (size_t)st * STEP;
+            const uint4 a = *reinterpret_cast<const uint4*>(wa + at);
+            const uint4 b = *reinterpret_cast<const uint4*>(wb + at);
+            const uint4 x = *reinterpret_cast<const uint4*>(xr + at);
+            const unsigned a0[4] = {a.x, b.x, a.y, b.y};
+            mma16816<T>(c[0], a0, x.x, x.y);
+            const unsigned a1[4] = {a.z, b.z, a.w, b.w};
+            mma16816<T>(c[0], a1, x.z, x.w);
+        }
+        // Lane (g, g / 2) holds D[g][g] (row ra) in c[u][g & 1], D[g + 8][g] (row rb) in
+        // c[u][2 + (g & 1)]; the other lanes add nothing.
+        if (t == g / 2) {
+            float da = 0.0f, db = 0.0f;
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                da += (g & 1) ? c[u][1] : c[u][0];
+                db += (g & 1) ? c[u][3] : c[u][2];
+            }
+#pragma unroll
+            for (int j = 0; j < R; ++j) acc[j] += j == (int)ra ? da : (j == (int)rb ? db : 0.0f);
+        }
+    }
+}
+
+"""
+
+
+def mma(t):
+    t = sub(t, """// The ring's static shared memory:""", MMA_FN + """// The ring's static shared memory:""")
+    return sub(t, """                if (nr == R)
+                    ring_rows<T, R, true>(xs, buf, R, K, seg * 32 + lane, S * 32, acc + b * R);""",
+               """                if (nr == R && sizeof(T) == 2 && R >= 2 && K % (512 / R) == 0)
+                    ring_rows_mma<T, R>(xs, buf, K, seg, S, lane, acc + b * R);
+                else if (nr == R)
+                    ring_rows<T, R, true>(xs, buf, R, K, seg * 32 + lane, S * 32, acc + b * R);""")
+
+
 variants = {"main": base, "timeline": timeline(base)}
 if "unpack_f32(" in base:
-    variants["elem"] = elem(base)
+    variants.update({"elem": elem(base), "mma": mma(base), "mmaline": timeline(mma(base))})
 else:
     variants.update({"cvt": cvt(base), "cvtline": timeline(cvt(base))})
 for name, text in variants.items():
