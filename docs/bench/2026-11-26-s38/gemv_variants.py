@@ -16,6 +16,11 @@ mma       full stages of R >= 2 rows summed on the tensor cores: the R rows, eac
           D[i][i mod 8] is row i's segment sum; 2 MMAs per 16 bytes a lane of two rows, 4
           accumulator chains (-DMMA_U=…, default 2: 4 spills at R 2 and 4 with two blocks an SM); K a multiple of 512 / R (else, and for the last partial stage
           and f32, the FMA path)
+stagger   the producer copies its first STAGGER (-D…, default 2) stages after the PDL wait, and
+          the rest of its first ring only once the first has landed: each block has less in
+          flight at the start, so blocks whose wait returns later are not queued behind every
+          other block's whole ring (call 1's timelines: their first stages landed ~2.5 µs after
+          the median block's)
 elem      after that change: gemv.cu's bf16 packs widened element by element again, as before it
           (its calls of unpack_f32 go to an element-wise copy)
 
@@ -240,9 +245,20 @@ def mma(t):
                     ring_rows<T, R, true>(xs, buf, R, K, seg * 32 + lane, S * 32, acc + b * R);""")
 
 
+def stagger(t):
+    return sub(t, """            for (unsigned int t = 0; t < mine; ++t) {
+                if (t >= nst) mbar_wait(&empty[s], phase ^ 1);""", """#ifndef STAGGER
+#define STAGGER 2
+#endif
+            for (unsigned int t = 0; t < mine; ++t) {
+                if (t >= nst) mbar_wait(&empty[s], phase ^ 1);
+                if (t == STAGGER && t < nst) mbar_wait(&full[0], 0);""")
+
+
 variants = {"main": base, "timeline": timeline(base)}
 if "unpack_f32(" in base:
-    variants.update({"elem": elem(base), "mma": mma(base), "mmaline": timeline(mma(base))})
+    variants.update({"elem": elem(base), "mma": mma(base), "mmaline": timeline(mma(base)),
+                     "stagger": stagger(base), "staggerline": timeline(stagger(base))})
 else:
     variants.update({"cvt": cvt(base), "cvtline": timeline(cvt(base))})
 for name, text in variants.items():
