@@ -650,10 +650,11 @@ __device__ __forceinline__ void gemv_ring_impl(const T* __restrict__ x, const T*
 #endif
 
 // One entry point per R, each holding only its own instantiation: one kernel switching over all
-// four took the registers of the largest (142), while R ≤ 4 alone need at most 92 (ptxas), so
-// two of their blocks fit on a multiprocessor, as launch::gemv_ring's small-matrix rings (R 2
-// or 4) ask (MINB = 2: the next launch's blocks start beside the previous launch's and ask L2
-// for their stages before it ends; docs/RESULTS.md, session 37).
+// four took the registers of the largest (142), while R ≤ 4 alone need at most 73 (ptxas; 92
+// before session 38's word-wise bf16 widening), so two of their blocks fit on a multiprocessor,
+// as launch::gemv_ring's small-matrix rings (R 2 or 4) ask (MINB = 2: the next launch's blocks
+// start beside the previous launch's and ask L2 for their stages before it ends; docs/RESULTS.md,
+// session 37).
 #define GEMV_RING_ENTRY(T, NAME, R, MINB)                                                          \
 extern "C" __global__ void __launch_bounds__(GEMV_RING_THREADS, MINB) gemv_ring_##NAME##_r##R(     \
         const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,              \

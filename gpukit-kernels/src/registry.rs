@@ -750,9 +750,9 @@ pub mod launch {
 
     /// The Hopper bulk-copy ring GEMV ([`Kernel::GemvRing`]) for one row of x against a
     /// `[n, k]` weight of `elem_bytes`-byte elements (k a multiple of 16 bytes): blocks of 9
-    /// warps, at most one per multiprocessor (`sms`; from [`GEMV_RING_SMALL_BELOW`] up, as few as
-    /// give each the same number of stages, ± 1), whose consumer warps form groups of 2 (4 groups) or 4
-    /// (2 groups), stages of R whole rows (a power of two), a ring of a multiple of the groups'
+    /// warps, at most one per multiprocessor (`sms`; from [`GEMV_RING_SMALL_BELOW`] up, as
+    /// few as give each the same number of stages, ± 1), whose consumer warps form groups of 2
+    /// (4 groups) or 4 (2 groups), stages of R whole rows (a power of two), a ring of a multiple of the groups'
     /// count of them, and x after the ring (the producer copies it too). Returns the launch and
     /// the kernel's (warps per group, rows per stage, stages, stages prefetched), or `None`
     /// where the matrix is below [`GEMV_RING_MIN_BYTES`], a row does not fit a stage or the
