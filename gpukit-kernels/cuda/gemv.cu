@@ -427,9 +427,10 @@ __device__ __forceinline__ void gemv_units_impl(const T* __restrict__ pending,
 }
 
 // One row of x on Hopper (sm_90+; `gemv_ring_<dt>_r<R>`), for weight matrices of 4 MiB or more:
-// one block per multiprocessor (two from 4 to 16 MiB, launch::gemv_ring's small-matrix ring),
-// whose producer warp streams whole weight rows into a shared-memory ring with
-// bulk asynchronous copies (`cp.async.bulk`, completion counted on an mbarrier per stage) while
+// a grid of at most one block per multiprocessor (from 4 to 16 MiB, launch::gemv_ring's
+// small-matrix ring, two or three blocks fit on one, so the next launch's start beside them),
+// whose producer warp streams whole weight rows into a shared-memory ring with bulk
+// asynchronous copies (`cp.async.bulk`, completion counted on an mbarrier per stage) while
 // GEMV_RING_WARPS consumer warps compute them — the shape of cuBLASLt's GEMV (docs/RESULTS.md,
 // session 14). A stage holds R consecutive rows (R a power of two ≤ 8). The consumers form
 // G = GEMV_RING_WARPS / S groups of S warps; stage t of a block belongs to group t mod G,
