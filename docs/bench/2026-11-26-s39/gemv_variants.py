@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Session 39: copies of gemv.cu for probe.cu (docs/bench/2026-11-25-h200-s23).
+
+main   gemv.cu as it is
+jl     the block's last stage read by all of its consumer warps together (each lane a 1/256
+       share of its packs, where one group of S warps read all of it), then reduced across the
+       eight warps through shared memory by warp 0: session 38's timelines showed a block ending
+       ~0.9 µs after its last stage landed, ~500 ns of it one group reading that stage. The group
+       that owns the stage waits on its barrier and signals the others with a named barrier
+       (bar.arrive), so it starts reading at once; the others join when their own batches are done.
+
+Usage: gemv_variants.py SRC OUTDIR  ->  OUTDIR/gemv_<name>.cu for each variant."""
+import sys
+
+src, outdir = sys.argv[1], sys.argv[2]
+base = open(src).read()
+
+
+def sub(text, old, new):
+    assert text.count(old) == 1, (old, text.count(old))
+    return text.replace(old, new)
+
+
+def jl(t):
+    t = sub(t, """    float part[2][GEMV_RING_WARPS][GEMV_RING_BATCH];
+};""", """    float part[2][GEMV_RING_WARPS][GEMV_RING_BATCH];
+    float last[GEMV_RING_WARPS][8];
+};""")
+    t = sub(t, """    unsigned int s = grp, phase = 0, it = 0;
+    for (unsigned int t = grp; t < mine; t += NB * G, ++it) {""",
+            """    const unsigned int last = mine == 0 ? 0 : mine - 1;
+    unsigned int s = grp, phase = 0, it = 0;
+    for (unsigned int t = grp; t < last; t += NB * G, ++it) {""")
+    t = sub(t, """            const unsigned int tb = t + b * G;
+            if (tb < mine) {""", """            const unsigned int tb = t + b * G;
+            if (tb < last) {""")
+    t = sub(t, """        if (tb < mine && n < N) out[n] = from_f32<T>(bias ? a + to_f32(bias[n]) : a);
+    }
+}""", """        if (tb < last && n < N) out[n] = from_f32<T>(bias ? a + to_f32(bias[n]) : a);
+    }
+    if (mine == 0) return;
+    const unsigned int ls = last % nst, lp = (last / nst) & 1;
+    if (grp == last % G) {
+        mbar_wait(&full[ls], lp);
+        asm volatile("bar.arrive %0, %1;" ::"r"(GEMV_RING_WARPS + 1), "r"(GEMV_RING_WARPS * 32) : "memory");
+    } else {
+        named_barrier(GEMV_RING_WARPS + 1, GEMV_RING_WARPS * 32);
+        mbar_wait(&full[ls], lp);
+    }
+    const unsigned long long r0 = (unsigned long long)(blockIdx.x + last * gridDim.x) * R;
+    const unsigned int nr = (unsigned int)min((unsigned long long)R, N - r0);
+    float acc[R];
+#pragma unroll
+    for (int i = 0; i < R; ++i) acc[i] = 0.0f;
+    const unsigned char* buf = ring + ls * stage_bytes;
+    if (nr == R)
+        ring_rows<T, R, true>(xs, buf, R, K, threadIdx.x, GEMV_RING_WARPS * 32, acc);
+    else
+        ring_rows<T, R, false>(xs, buf, nr, K, threadIdx.x, GEMV_RING_WARPS * 32, acc);
+    const float a = warp_sum_rows<R>(acc, lane);
+    if (lane % (32 / R) == 0) sh.last[warp][lane / (32 / R)] = a;
+    named_barrier(GEMV_RING_WARPS + 2, GEMV_RING_WARPS * 32);
+    if (warp == 0 && lane < nr) {
+        float v = 0.0f;
+#pragma unroll
+        for (int w = 0; w < GEMV_RING_WARPS; ++w) v += sh.last[w][lane];
+        const unsigned long long n = r0 + lane;
+        out[n] = from_f32<T>(bias ? v + to_f32(bias[n]) : v);
+    }
+}""")
+    return t
+
+
+variants = {"main": base, "jl": jl(base)}
+for name, text in variants.items():
+    open(f"{outdir}/gemv_{name}.cu", "w").write(text)
+    print(name)
