@@ -8,6 +8,13 @@ jl     the block's last stage read by all of its consumer warps together (each l
        ~0.9 µs after its last stage landed, ~500 ns of it one group reading that stage. The group
        that owns the stage waits on its barrier and signals the others with a named barrier
        (bar.arrive), so it starts reading at once; the others join when their own batches are done.
+pfm    at its entry, each block of the grid's first half also asks L2 for the first npre stages of
+       its mirror block (grid − 1 − b): session 38's timelines showed the blocks that end a call
+       are the highest-numbered (their multiprocessors free last), whose first stages land 3–4 µs
+       after their copies, queued behind every earlier block's first ring
+pfi    where the grid leaves multiprocessors idle (%nsmid − grid = I > 0), blocks 0 … I − 1 (which
+       start on them, long before the previous call ends) ask L2 for the first npre stages of the
+       grid's last quarter of blocks, block b for blocks grid − 1 − b − k·I
 
 Usage: gemv_variants.py SRC OUTDIR  ->  OUTDIR/gemv_<name>.cu for each variant."""
 import sys
@@ -71,7 +78,42 @@ def jl(t):
     return t
 
 
-variants = {"main": base, "jl": jl(base)}
+OWN_PREFETCH = """            prefetch_l2_lines(nr * row_bytes, lane, w + r0 * K);
+        }
+"""
+
+
+def pfm(t):
+    return sub(t, OWN_PREFETCH, OWN_PREFETCH + """        const unsigned int mb = gridDim.x - 1 - blockIdx.x;
+        if (mb > blockIdx.x && mb < stages) {
+            const unsigned int mm = (stages - 1 - mb) / gridDim.x + 1;
+            for (unsigned int t = 0; t < mm && t < npre; ++t) {
+                const unsigned long long r0 = (unsigned long long)(mb + t * gridDim.x) * R;
+                const unsigned int nr = (unsigned int)min((unsigned long long)R, N - r0);
+                prefetch_l2_lines(nr * row_bytes, lane, w + r0 * K);
+            }
+        }
+""")
+
+
+def pfi(t):
+    return sub(t, OWN_PREFETCH, OWN_PREFETCH + """        unsigned int nsm;
+        asm("mov.u32 %0, %%nsmid;" : "=r"(nsm));
+        const unsigned int idle = nsm > gridDim.x ? nsm - gridDim.x : 0;
+        for (unsigned int j = blockIdx.x; blockIdx.x < idle && j < gridDim.x / 4; j += idle) {
+            const unsigned int mb = gridDim.x - 1 - j;
+            if (mb >= stages) continue;
+            const unsigned int mm = (stages - 1 - mb) / gridDim.x + 1;
+            for (unsigned int t = 0; t < mm && t < npre; ++t) {
+                const unsigned long long r0 = (unsigned long long)(mb + t * gridDim.x) * R;
+                const unsigned int nr = (unsigned int)min((unsigned long long)R, N - r0);
+                prefetch_l2_lines(nr * row_bytes, lane, w + r0 * K);
+            }
+        }
+""")
+
+
+variants = {"main": base, "jl": jl(base), "pfm": pfm(base), "pfi": pfi(base)}
 for name, text in variants.items():
     open(f"{outdir}/gemv_{name}.cu", "w").write(text)
     print(name)
