@@ -597,7 +597,8 @@ __device__ __forceinline__ void gemv_ring_impl(const T* __restrict__ x, const T*
     mbar_wait(&sh.x_full, 0);
     pdl_launch_dependents();
     // Group grp takes stages grp, grp + G, …: with nst a multiple of G, slot t mod nst is always
-    // its own, so waiting on its next phase is never ambiguous.
+    // its own, so waiting on its next phase is never ambiguous; with nst at least the block's
+    // stages (launch::gemv_ring's small ring, where they all fit) each slot is filled once.
     unsigned int s = grp, phase = 0, it = 0;
     for (unsigned int t = grp; t < mine; t += NB * G, ++it) {
         float acc[GEMV_RING_BATCH];

@@ -752,11 +752,12 @@ pub mod launch {
     /// `[n, k]` weight of `elem_bytes`-byte elements (k a multiple of 16 bytes): blocks of 9
     /// warps, at most one per multiprocessor (`sms`; from [`GEMV_RING_SMALL_BELOW`] up, as
     /// few as give each the same number of stages, ± 1), whose consumer warps form groups of 2
-    /// (4 groups) or 4 (2 groups), stages of R whole rows (a power of two), a ring of a multiple of the groups'
-    /// count of them, and x after the ring (the producer copies it too). Returns the launch and
-    /// the kernel's (warps per group, rows per stage, stages, stages prefetched), or `None`
-    /// where the matrix is below [`GEMV_RING_MIN_BYTES`], a row does not fit a stage or the
-    /// ring does not fit `smem_optin` (the caller then uses [`gemv_persistent`]).
+    /// (4 groups) or 4 (2 groups), stages of R whole rows (a power of two), a ring that holds
+    /// all of a block's stages or a multiple of the groups' count of them, and x after the ring
+    /// (the producer copies it too). Returns the launch and the kernel's (warps per group, rows
+    /// per stage, stages, stages prefetched), or `None` where the matrix is below
+    /// [`GEMV_RING_MIN_BYTES`], a row does not fit a stage or the ring does not fit
+    /// `smem_optin` (the caller then uses [`gemv_persistent`]).
     ///
     /// - From [`GEMV_RING_SMALL_BELOW`] up: R the largest power of two ≤ 8 whose rows fit 32
     ///   KiB, a ring of about 128 KiB (one block per multiprocessor), 2 warps per group for
@@ -766,11 +767,11 @@ pub mod launch {
     ///   at one or more of its GEMV shapes, by up to 30%, and faster by at most 1%.
     /// - Below it (small matrices, from [`GEMV_RING_MIN_BYTES`], rows of at most 8 KiB): R of 2
     ///   or 4 rows in stages of at most 20 KiB, 4 warps per group for stages of 16 KiB or more,
-    ///   else 2; as many stages as a block has (at most 96 KiB of them, rounded down to a
-    ///   multiple of the groups, at least one a group), the whole ring asked of L2 before the
-    ///   PDL wait, and at most 110 KiB of shared memory a block, so two fit on a
-    ///   multiprocessor: the next launch's blocks start beside the previous launch's and ask L2
-    ///   for their stages before it ends. H200, session 37: at
+    ///   else 2; as many stages as a block has where they fit 96 KiB (at least one a group;
+    ///   else as many as fit, rounded down to a multiple of the groups), the whole ring asked
+    ///   of L2 before the PDL wait, and at most 110 KiB of shared memory a block, so two fit on
+    ///   a multiprocessor: the next launch's blocks start beside the previous launch's and ask
+    ///   L2 for their stages before it ends. H200, session 37: at
     ///   (k, n) = (896, 4864) 3.6–3.7 µs against 4.2 for the persistent kernel and 4.0 for the
     ///   large-matrix ring (one block per multiprocessor). In the decode bench it made
     ///   Qwen3-0.6B's step 7–9% faster (o_proj (2048, 1024), down_proj (3072, 1024)) and left
@@ -819,9 +820,17 @@ pub mod launch {
             let groups = (GEMV_RING_WARPS / s) as usize;
             let budget = SMALL_RING.min(SMALL_BLOCK_SMEM - GEMV_RING_STATIC_SMEM - row);
             let per_block = n.div_ceil(rows).div_ceil(sms);
-            let stages =
-                (budget / stage).min(per_block).min(GEMV_RING_MAX_STAGES) / groups * groups;
-            let stages = stages.max(groups);
+            let fit = (budget / stage).min(GEMV_RING_MAX_STAGES);
+            // Where all of a block's stages fit, the ring holds them all: each slot is filled
+            // once, so its phase is never ambiguous whatever the groups' count. H200, session
+            // 39: (k, n) = (2048, 1536) 3.5–3.7 → 2.8 µs (3 stages, not 2), (3072, 1536)
+            // 4.2 → 3.8 (6, not 4), (896, 4864) the same (10, not 8). Else a multiple of
+            // the groups, so that slot t mod nst is always group t mod G's.
+            let stages = if per_block <= fit {
+                per_block.max(groups)
+            } else {
+                (fit / groups * groups).max(groups)
+            };
             (s, rows, stages, stages)
         } else {
             let rows = 1usize << (STAGE_MAX / row).min(8).ilog2();
@@ -1586,12 +1595,13 @@ mod tests {
             Some((128, 288, row(1280, 8, 4), [2, 8, 4, 3]))
         );
         // From 4 MiB to 16 MiB with rows of at most 8 KiB, the small-matrix ring: (k, n) =
-        // (896, 4864) in 4-row stages of 7 KiB, 2 warps per group, 8 stages (10 a block,
-        // rounded down to the 4 groups), all prefetched; (3072, 1024) in 2-row stages of 12
-        // KiB, the 4 a block has; (2048, 2048): 4-row stages of 16 KiB, 4 warps per group.
+        // (896, 4864) in 4-row stages of 7 KiB, 2 warps per group, the 10 stages a block has
+        // (not a multiple of the 4 groups: each slot is filled once), all prefetched; (3072,
+        // 1024) in 2-row stages of 12 KiB, the 4 a block has; (2048, 2048): 4-row stages of 16
+        // KiB, 4 warps per group.
         assert_eq!(
             plan(4864, 896, 2),
-            Some((132, 288, row(896, 4, 8), [2, 4, 8, 8]))
+            Some((132, 288, row(896, 4, 10), [2, 4, 10, 10]))
         );
         assert_eq!(
             plan(1024, 3072, 2),
@@ -1601,13 +1611,24 @@ mod tests {
             plan(2048, 2048, 2),
             Some((132, 288, row(2048, 4, 4), [4, 4, 4, 4]))
         );
-        // (1536, 1400): 3 stages a block, rounded down to none for the 4 groups: one a group.
+        // (1536, 1400): 3 stages a block, fewer than the 4 groups: one a group.
         assert_eq!(
             plan(1400, 1536, 2),
             Some((132, 288, row(1536, 4, 4), [2, 4, 4, 4]))
         );
-        // Two blocks fit on a multiprocessor, the ring is a multiple of the groups, and the
-        // kernel's rows and warps per group do not depend on the multiprocessor count.
+        // All of a block's stages where they fit, not rounded down to a multiple of the groups:
+        // (2048, 1536) 3 stages of 16 KiB for 2 groups; (3072, 1536) 6 of 12 KiB for 4.
+        assert_eq!(
+            plan(1536, 2048, 2),
+            Some((132, 288, row(2048, 4, 3), [4, 4, 3, 3]))
+        );
+        assert_eq!(
+            plan(1536, 3072, 2),
+            Some((132, 288, row(3072, 2, 6), [2, 2, 6, 6]))
+        );
+        // Two blocks fit on a multiprocessor, the ring holds all of a block's stages or is a
+        // multiple of the groups, and the kernel's rows and warps per group do not depend on
+        // the multiprocessor count.
         for (n, k, eb) in [
             (4864, 896, 2),
             (1024, 3072, 2),
@@ -1619,7 +1640,9 @@ mod tests {
             let (cfg, [s, rows, stages, pre]) =
                 launch::gemv_ring(n, k, eb, 132, optin).unwrap().unwrap();
             assert!(cfg.shared_mem_bytes as usize + 1152 <= 110 << 10, "{n}x{k}");
-            assert!(rows <= 4 && stages % (8 / s) == 0 && stages <= 32 && pre == stages);
+            let per_block = n.div_ceil(rows as usize).div_ceil(132) as u32;
+            let whole = stages >= per_block.max(8 / s);
+            assert!(rows <= 4 && (whole || stages % (8 / s) == 0) && stages <= 32 && pre == stages);
             for sms in [1, 78, 144] {
                 let p = launch::gemv_ring(n, k, eb, sms, optin).unwrap().unwrap().1;
                 assert_eq!((p[0], p[1]), (s, rows), "{n}x{k} on {sms} SMs");

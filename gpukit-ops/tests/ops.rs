@@ -888,13 +888,16 @@ op_test!(matmul_and_linear, |dev: &Device| {
         // stage and take the persistent kernel). (1032, 2051), 4.2 MB in f16 / bf16 and 8.5 MB in
         // f32, takes the small-matrix ring: 2051 rows in 4-row stages; so does (1536, 1400): in
         // f16 / bf16 4-row stages, 3 a block, a ring of one stage a group; in f32 2-row stages
-        // with 2 warps a group.
+        // with 2 warps a group, a ring of the 6 stages a block has (5 for some blocks: not a
+        // multiple of the 4 groups, each slot filled once); and (2048, 1536) in f16 / bf16: 4-row
+        // stages, a ring of the 3 a block has for 2 groups.
         for (k, n) in [
             (2048, 4099),
             (2056, 4099),
             (14336, 600),
             (1032, 2051),
             (1536, 1400),
+            (2048, 1536),
         ] {
             let (x, xv) = input(&[1, k], dt, -1.0, 1.0, s + 5, dev);
             let (w, wv) = input(&[n, k], dt, -1.0, 1.0, s + 6, dev);
