@@ -767,9 +767,9 @@ pub mod launch {
     ///   at one or more of its GEMV shapes, by up to 30%, and faster by at most 1%.
     /// - Below it (small matrices, from [`GEMV_RING_MIN_BYTES`], rows of at most 8 KiB): R of 2
     ///   or 4 rows in stages of at most 20 KiB, 4 warps per group for stages of 16 KiB or more,
-    ///   else 2; as many stages as a block has where they fit 96 KiB (at least one a group;
-    ///   else as many as fit, rounded down to a multiple of the groups), the whole ring asked
-    ///   of L2 before the PDL wait, and at most 110 KiB of shared memory a block, so two fit on
+    ///   else 2; as many stages as a block has (at most 96 KiB of them, rounded down to a
+    ///   multiple of the groups, at least one a group; all of them where that would leave one a
+    ///   group and they fit), the whole ring asked of L2 before the PDL wait, and at most 110 KiB of shared memory a block, so two fit on
     ///   a multiprocessor: the next launch's blocks start beside the previous launch's and ask
     ///   L2 for their stages before it ends. H200, session 37: at
     ///   (k, n) = (896, 4864) 3.6–3.7 µs against 4.2 for the persistent kernel and 4.0 for the
@@ -821,15 +821,18 @@ pub mod launch {
             let budget = SMALL_RING.min(SMALL_BLOCK_SMEM - GEMV_RING_STATIC_SMEM - row);
             let per_block = n.div_ceil(rows).div_ceil(sms);
             let fit = (budget / stage).min(GEMV_RING_MAX_STAGES);
-            // Where all of a block's stages fit, the ring holds them all: each slot is filled
-            // once, so its phase is never ambiguous whatever the groups' count. H200, session
-            // 39: (k, n) = (2048, 1536) 3.5–3.7 → 2.8 µs (3 stages, not 2), (3072, 1536)
-            // 4.2 → 3.8 (6, not 4), (896, 4864) the same (10, not 8). Else a multiple of
-            // the groups, so that slot t mod nst is always group t mod G's.
-            let stages = if per_block <= fit {
-                per_block.max(groups)
+            // A multiple of the groups, so that slot t mod nst is always group t mod G's.
+            let ring = (fit.min(per_block) / groups * groups).max(groups);
+            // Where that leaves one slot a group and the block more stages, a group's next
+            // stage waits for its slot to be read and then comes from HBM; the ring then holds
+            // all of the block's stages where they fit (each slot filled once, so no phase can
+            // alias). H200, session 39: (k, n) = (2048, 1536) 3.5–3.7 → 2.8 µs (3 stages, not
+            // 2), (3072, 1536) 4.2 → 3.8 (6, not 4). With two slots a group the refills overlap
+            // the group's other stage: (896, 4864) on 10 stages was 1–2% slower than on 8.
+            let stages = if ring < 2 * groups && per_block > ring && per_block <= fit {
+                per_block
             } else {
-                (fit / groups * groups).max(groups)
+                ring
             };
             (s, rows, stages, stages)
         } else {
@@ -1595,13 +1598,13 @@ mod tests {
             Some((128, 288, row(1280, 8, 4), [2, 8, 4, 3]))
         );
         // From 4 MiB to 16 MiB with rows of at most 8 KiB, the small-matrix ring: (k, n) =
-        // (896, 4864) in 4-row stages of 7 KiB, 2 warps per group, the 10 stages a block has
-        // (not a multiple of the 4 groups: each slot is filled once), all prefetched; (3072,
-        // 1024) in 2-row stages of 12 KiB, the 4 a block has; (2048, 2048): 4-row stages of 16
-        // KiB, 4 warps per group.
+        // (896, 4864) in 4-row stages of 7 KiB, 2 warps per group, 8 stages (10 a block,
+        // rounded down to the 4 groups: two a group), all prefetched; (3072, 1024) in 2-row
+        // stages of 12 KiB, the 4 a block has; (2048, 2048): 4-row stages of 16 KiB, 4 warps
+        // per group.
         assert_eq!(
             plan(4864, 896, 2),
-            Some((132, 288, row(896, 4, 10), [2, 4, 10, 10]))
+            Some((132, 288, row(896, 4, 8), [2, 4, 8, 8]))
         );
         assert_eq!(
             plan(1024, 3072, 2),
@@ -1616,8 +1619,8 @@ mod tests {
             plan(1400, 1536, 2),
             Some((132, 288, row(1536, 4, 4), [2, 4, 4, 4]))
         );
-        // All of a block's stages where they fit, not rounded down to a multiple of the groups:
-        // (2048, 1536) 3 stages of 16 KiB for 2 groups; (3072, 1536) 6 of 12 KiB for 4.
+        // All of a block's stages where they fit and a multiple of the groups would leave one a
+        // group: (2048, 1536) 3 stages of 16 KiB for 2 groups; (3072, 1536) 6 of 12 KiB for 4.
         assert_eq!(
             plan(1536, 2048, 2),
             Some((132, 288, row(2048, 4, 3), [4, 4, 3, 3]))
