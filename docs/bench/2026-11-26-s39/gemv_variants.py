@@ -15,6 +15,10 @@ pfm    at its entry, each block of the grid's first half also asks L2 for the fi
 pfi    where the grid leaves multiprocessors idle (%nsmid − grid = I > 0), blocks 0 … I − 1 (which
        start on them, long before the previous call ends) ask L2 for the first npre stages of the
        grid's last quarter of blocks, block b for blocks grid − 1 − b − k·I
+nored  (diagnostic, wrong outputs) no batch reduction: each thread adds its batch's sums and lane
+       0 of each group's first warp stores that (no shuffles, no barrier, no cross-warp sums)
+nolast (diagnostic, wrong outputs) each group waits for and releases its last stage of the
+       block without reading it
 
 Usage: gemv_variants.py SRC OUTDIR  ->  OUTDIR/gemv_<name>.cu for each variant."""
 import sys
@@ -113,7 +117,24 @@ def pfi(t):
 """)
 
 
-variants = {"main": base, "jl": jl(base), "pfm": pfm(base), "pfi": pfi(base)}
+def nored(t):
+    return sub(t, """        // Lane l now holds row l / 4 of the batch, summed over the warp; then over the group.
+        float a = warp_sum_rows<GEMV_RING_BATCH>(acc, lane);""", """        float a = 0.0f;
+#pragma unroll
+        for (int i = 0; i < GEMV_RING_BATCH; ++i) a += acc[i];
+        if (seg == 0 && lane == 0) out[(unsigned long long)(blockIdx.x + t * gridDim.x) * R % N] = from_f32<T>(a);
+        if (S > 0) continue;""")
+
+
+def nolast(t):
+    return sub(t, """                const unsigned char* buf = ring + s * stage_bytes;
+                if (nr == R)""", """                const unsigned char* buf = ring + s * stage_bytes;
+                if (tb + G >= mine) {
+                } else if (nr == R)""")
+
+
+variants = {"main": base, "jl": jl(base), "pfm": pfm(base), "pfi": pfi(base), "nored": nored(base),
+            "nolast": nolast(base)}
 for name, text in variants.items():
     open(f"{outdir}/gemv_{name}.cu", "w").write(text)
     print(name)
