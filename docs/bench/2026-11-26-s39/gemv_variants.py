@@ -15,6 +15,12 @@ pfm    at its entry, each block of the grid's first half also asks L2 for the fi
 pfi    where the grid leaves multiprocessors idle (%nsmid − grid = I > 0), blocks 0 … I − 1 (which
        start on them, long before the previous call ends) ask L2 for the first npre stages of the
        grid's last quarter of blocks, block b for blocks grid − 1 − b − k·I
+jld    jl with each group's final batch not reduced before the joint stage: every group reads its
+       share of the block's last stage in its final batch, then reduces that batch and its share
+       together, with one barrier of all eight warps instead of the group's (jl reduced the final
+       batch first, which put a whole reduction on the path to the last stage)
+jld3   jld with the 2- and 4-row entry points compiled for three blocks an SM (__launch_bounds__),
+       as the small ring's blocks fit without it (64 / 72 registers before jld)
 nored  (diagnostic, wrong outputs) no batch reduction: each thread adds its batch's sums and lane
        0 of each group's first warp stores that (no shuffles, no barrier, no cross-warp sums)
 nolast (diagnostic, wrong outputs) each group waits for and releases its last stage of the
@@ -117,6 +123,104 @@ def pfi(t):
 """)
 
 
+CONSUMERS_FROM = """    unsigned int s = grp, phase = 0, it = 0;
+    for (unsigned int t = grp; t < mine; t += NB * G, ++it) {"""
+CONSUMERS_TO = """
+#define GEMV_RING_BODY(T, R)"""
+JLD = """    if (mine == 0) return;
+    const unsigned int last = mine - 1;
+    const unsigned long long rl = (unsigned long long)(blockIdx.x + last * gridDim.x) * R;
+    const unsigned int nl = (unsigned int)min((unsigned long long)R, N - rl);
+    unsigned int s = grp, phase = 0, it = 0;
+    for (unsigned int t = grp;; t += NB * G, ++it) {
+        const bool final = t + NB * G >= last;
+        float acc[GEMV_RING_BATCH];
+#pragma unroll
+        for (int i = 0; i < GEMV_RING_BATCH; ++i) acc[i] = 0.0f;
+#pragma unroll
+        for (int b = 0; b < NB; ++b) {
+            const unsigned int tb = t + b * G;
+            if (tb < last) {
+                const unsigned long long r0 = (unsigned long long)(blockIdx.x + tb * gridDim.x) * R;
+                const unsigned int nr = (unsigned int)min((unsigned long long)R, N - r0);
+                mbar_wait(&full[s], phase);
+                const unsigned char* buf = ring + s * stage_bytes;
+                if (nr == R)
+                    ring_rows<T, R, true>(xs, buf, R, K, seg * 32 + lane, S * 32, acc + b * R);
+                else
+                    ring_rows<T, R, false>(xs, buf, nr, K, seg * 32 + lane, S * 32, acc + b * R);
+                mbar_arrive(&empty[s]);
+                ring_next(s, phase, nst, G);
+            }
+        }
+        float aj[R];
+#pragma unroll
+        for (int i = 0; i < R; ++i) aj[i] = 0.0f;
+        if (final) {
+            const unsigned int ls = last % nst, lp = (last / nst) & 1;
+            if (grp == last % G) {
+                mbar_wait(&full[ls], lp);
+                asm volatile("bar.arrive %0, %1;" ::"r"(GEMV_RING_WARPS + 1), "r"(GEMV_RING_WARPS * 32) : "memory");
+            } else {
+                named_barrier(GEMV_RING_WARPS + 1, GEMV_RING_WARPS * 32);
+                mbar_wait(&full[ls], lp);
+            }
+            const unsigned char* buf = ring + ls * stage_bytes;
+            if (nl == R)
+                ring_rows<T, R, true>(xs, buf, R, K, threadIdx.x, GEMV_RING_WARPS * 32, aj);
+            else
+                ring_rows<T, R, false>(xs, buf, nl, K, threadIdx.x, GEMV_RING_WARPS * 32, aj);
+        }
+        float a = warp_sum_rows<GEMV_RING_BATCH>(acc, lane);
+        const unsigned int i = lane / (32 / GEMV_RING_BATCH);
+        if (final) {
+            const float al = warp_sum_rows<R>(aj, lane);
+            if (lane % (32 / R) == 0) sh.last[warp][lane / (32 / R)] = al;
+        }
+        bool store = lane % (32 / GEMV_RING_BATCH) == 0;
+        unsigned int row = i;
+        if (S > 1 || final) {
+            if (lane % (32 / GEMV_RING_BATCH) == 0) part[it & 1][warp][i] = a;
+            if (final)
+                named_barrier(GEMV_RING_WARPS + 2, GEMV_RING_WARPS * 32);
+            else
+                named_barrier(1 + grp, S * 32);
+            if (final && warp == 0 && lane < nl) {
+                float v = 0.0f;
+#pragma unroll
+                for (int w = 0; w < GEMV_RING_WARPS; ++w) v += sh.last[w][lane];
+                out[rl + lane] = from_f32<T>(bias ? v + to_f32(bias[rl + lane]) : v);
+            }
+            if (S > 1) {
+                store = seg == 0 && lane < GEMV_RING_BATCH;
+                row = lane;
+                if (store) {
+                    a = 0.0f;
+                    for (unsigned int j = 0; j < S; ++j) a += part[it & 1][grp * S + j][lane];
+                }
+            }
+        }
+        if (store) {
+            const unsigned int tb = t + row / R * G;
+            const unsigned long long n = (unsigned long long)(blockIdx.x + tb * gridDim.x) * R + row % R;
+            if (tb < last && n < N) out[n] = from_f32<T>(bias ? a + to_f32(bias[n]) : a);
+        }
+        if (final) break;
+    }
+}
+"""
+
+
+def jld(t):
+    t = sub(t, """    float part[2][GEMV_RING_WARPS][GEMV_RING_BATCH];
+};""", """    float part[2][GEMV_RING_WARPS][GEMV_RING_BATCH];
+    float last[GEMV_RING_WARPS][8];
+};""")
+    a = t.index(CONSUMERS_FROM)
+    b = t.index(CONSUMERS_TO)
+    return t[:a] + JLD + t[b:]
+
+
 def nored(t):
     return sub(t, """        // Lane l now holds row l / 4 of the batch, summed over the warp; then over the group.
         float a = warp_sum_rows<GEMV_RING_BATCH>(acc, lane);""", """        float a = 0.0f;
@@ -134,7 +238,9 @@ def nolast(t):
 
 
 variants = {"main": base, "jl": jl(base), "pfm": pfm(base), "pfi": pfi(base), "nored": nored(base),
-            "nolast": nolast(base)}
+            "nolast": nolast(base), "jld": jld(base),
+            "jld3": sub(sub(jld(base), "GEMV_RING_ENTRY(T, NAME, 2, 2)", "GEMV_RING_ENTRY(T, NAME, 2, 3)"),
+                        "GEMV_RING_ENTRY(T, NAME, 4, 2)", "GEMV_RING_ENTRY(T, NAME, 4, 3)")}
 for name, text in variants.items():
     open(f"{outdir}/gemv_{name}.cu", "w").write(text)
     print(name)
