@@ -21,6 +21,13 @@ jld    jl with each group's final batch not reduced before the joint stage: ever
        batch first, which put a whole reduction on the path to the last stage)
 jld3   jld with the 2- and 4-row entry points compiled for three blocks an SM (__launch_bounds__),
        as the small ring's blocks fit without it (64 / 72 registers before jld)
+roll   the batch's stage loop kept rolled (#pragma unroll 1): each stage summed into R fresh
+       registers, then the batch's sums shifted down by R and these appended, so one copy of
+       ring_rows serves every stage of a batch (the unrolled loop inlined it NB = 8 / R times, twice
+       with the partial-stage copy: R = 2's kernel has 2688 SASS instructions, ~43 KB); the same
+       sums bit for bit
+rolljld  jld with roll
+roll3  roll with the 2- and 4-row entry points held to three blocks an SM
 nored  (diagnostic, wrong outputs) no batch reduction: each thread adds its batch's sums and lane
        0 of each group's first warp stores that (no shuffles, no barrier, no cross-warp sums)
 nolast (diagnostic, wrong outputs) each group waits for and releases its last stage of the
@@ -221,6 +228,58 @@ def jld(t):
     return t[:a] + JLD + t[b:]
 
 
+def roll(t, bound="mine"):
+    old = """#pragma unroll
+        for (int b = 0; b < NB; ++b) {
+            const unsigned int tb = t + b * G;
+            if (tb < BOUND) {
+                const unsigned long long r0 = (unsigned long long)(blockIdx.x + tb * gridDim.x) * R;
+                const unsigned int nr = (unsigned int)min((unsigned long long)R, N - r0);
+                mbar_wait(&full[s], phase);
+                const unsigned char* buf = ring + s * stage_bytes;
+                if (nr == R)
+                    ring_rows<T, R, true>(xs, buf, R, K, seg * 32 + lane, S * 32, acc + b * R);
+                else
+                    ring_rows<T, R, false>(xs, buf, nr, K, seg * 32 + lane, S * 32, acc + b * R);
+""".replace("BOUND", bound)
+    new = """#pragma unroll 1
+        for (int b = 0; b < NB; ++b) {
+            const unsigned int tb = t + b * G;
+            float st[R];
+#pragma unroll
+            for (int j = 0; j < R; ++j) st[j] = 0.0f;
+            if (tb < BOUND) {
+                const unsigned long long r0 = (unsigned long long)(blockIdx.x + tb * gridDim.x) * R;
+                const unsigned int nr = (unsigned int)min((unsigned long long)R, N - r0);
+                mbar_wait(&full[s], phase);
+                const unsigned char* buf = ring + s * stage_bytes;
+                if (nr == R)
+                    ring_rows<T, R, true>(xs, buf, R, K, seg * 32 + lane, S * 32, st);
+                else
+                    ring_rows<T, R, false>(xs, buf, nr, K, seg * 32 + lane, S * 32, st);
+""".replace("BOUND", bound)
+    t = sub(t, old, new)
+    # The stage's sums appended after the release.
+    old2 = """                ring_next(s, phase, nst, G);
+            }
+        }
+"""
+    new2 = """                ring_next(s, phase, nst, G);
+            }
+#pragma unroll
+            for (int i = 0; i < GEMV_RING_BATCH - R; ++i) acc[i] = acc[i + R];
+#pragma unroll
+            for (int j = 0; j < R; ++j) acc[GEMV_RING_BATCH - R + j] = st[j];
+        }
+"""
+    return sub(t, old2, new2)
+
+
+def minb3(t):
+    t = sub(t, "GEMV_RING_ENTRY(T, NAME, 2, 2)", "GEMV_RING_ENTRY(T, NAME, 2, 3)")
+    return sub(t, "GEMV_RING_ENTRY(T, NAME, 4, 2)", "GEMV_RING_ENTRY(T, NAME, 4, 3)")
+
+
 def nored(t):
     return sub(t, """        // Lane l now holds row l / 4 of the batch, summed over the warp; then over the group.
         float a = warp_sum_rows<GEMV_RING_BATCH>(acc, lane);""", """        float a = 0.0f;
@@ -238,9 +297,9 @@ def nolast(t):
 
 
 variants = {"main": base, "jl": jl(base), "pfm": pfm(base), "pfi": pfi(base), "nored": nored(base),
-            "nolast": nolast(base), "jld": jld(base),
-            "jld3": sub(sub(jld(base), "GEMV_RING_ENTRY(T, NAME, 2, 2)", "GEMV_RING_ENTRY(T, NAME, 2, 3)"),
-                        "GEMV_RING_ENTRY(T, NAME, 4, 2)", "GEMV_RING_ENTRY(T, NAME, 4, 3)")}
+            "nolast": nolast(base), "jld": jld(base), "roll": roll(base),
+            "rolljld": roll(jld(base), "last"),
+            "jld3": minb3(jld(base)), "roll3": minb3(roll(base))}
 for name, text in variants.items():
     open(f"{outdir}/gemv_{name}.cu", "w").write(text)
     print(name)
