@@ -28,6 +28,10 @@ roll   the batch's stage loop kept rolled (#pragma unroll 1): each stage summed 
        sums bit for bit
 rolljld  jld with roll
 roll3  roll with the 2- and 4-row entry points held to three blocks an SM
+jldtl  jld with session 38's per-stage timestamps (probe.cu -DPROBE_TIMELINE): stage issued /
+       landed (the owner's first warp) / released (the joint stage: warp 0's share read), each
+       group's end after its stores
+maintl main with the same timestamps (session 38's "timeline")
 nored  (diagnostic, wrong outputs) no batch reduction: each thread adds its batch's sums and lane
        0 of each group's first warp stores that (no shuffles, no barrier, no cross-warp sums)
 nolast (diagnostic, wrong outputs) each group waits for and releases its last stage of the
@@ -280,6 +284,82 @@ def minb3(t):
     return sub(t, "GEMV_RING_ENTRY(T, NAME, 4, 2)", "GEMV_RING_ENTRY(T, NAME, 4, 3)")
 
 
+TL_DECL = """#define GEMV_RING_THREADS (GEMV_RING_WARPS * 32 + 32)
+"""
+TL_HELPERS = """template <typename T, int R>
+__device__ __forceinline__ void gemv_ring_impl("""
+
+
+def stamps(t, joint):
+    t = sub(t, TL_DECL, TL_DECL + """#define TL_BLOCKS 264
+#define TL_STAGES 64
+__device__ unsigned long long g_tl[TL_BLOCKS][4][TL_STAGES];
+""")
+    t = sub(t, TL_HELPERS, """__device__ __forceinline__ unsigned long long now_ns() {
+    unsigned long long v;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(v));
+    return v;
+}
+__device__ __forceinline__ unsigned long long now_ns_after(float f) {
+    unsigned long long v;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(v) : "f"(f));
+    return v;
+}
+""" + TL_HELPERS)
+    t = sub(t, """            pdl_wait();
+            // x first""", """            pdl_wait();
+            if (blockIdx.x < TL_BLOCKS) g_tl[blockIdx.x][3][0] = now_ns();
+            // x first""")
+    t = sub(t, """                bulk_load(ring + s * stage_bytes, w + r0 * K, nr * row_bytes, &full[s]);
+""", """                bulk_load(ring + s * stage_bytes, w + r0 * K, nr * row_bytes, &full[s]);
+                if (blockIdx.x < TL_BLOCKS && t < TL_STAGES) g_tl[blockIdx.x][0][t] = now_ns();
+""")
+    t = sub(t, """                mbar_wait(&full[s], phase);
+                const unsigned char* buf = ring + s * stage_bytes;
+""", """                mbar_wait(&full[s], phase);
+                const bool tl = seg == 0 && lane == 0 && blockIdx.x < TL_BLOCKS && tb < TL_STAGES;
+                if (tl) g_tl[blockIdx.x][1][tb] = now_ns();
+                const unsigned char* buf = ring + s * stage_bytes;
+""")
+    t = sub(t, """                mbar_arrive(&empty[s]);
+                ring_next(s, phase, nst, G);
+""", """                if (tl) g_tl[blockIdx.x][2][tb] = now_ns_after(acc[b * R] + acc[b * R + R - 1]);
+                mbar_arrive(&empty[s]);
+                ring_next(s, phase, nst, G);
+""")
+    if not joint:
+        return sub(t, """        if (tb < mine && n < N) out[n] = from_f32<T>(bias ? a + to_f32(bias[n]) : a);
+    }
+}
+""", """        if (tb < mine && n < N) out[n] = from_f32<T>(bias ? a + to_f32(bias[n]) : a);
+        if (seg == 0 && lane == 0 && blockIdx.x < TL_BLOCKS) g_tl[blockIdx.x][3][1 + grp] = now_ns_after(a);
+    }
+}
+""")
+    t = sub(t, """                mbar_wait(&full[ls], lp);
+                asm volatile""", """                mbar_wait(&full[ls], lp);
+                if (seg == 0 && lane == 0 && blockIdx.x < TL_BLOCKS && last < TL_STAGES)
+                    g_tl[blockIdx.x][1][last] = now_ns();
+                asm volatile""")
+    t = sub(t, """        float a = warp_sum_rows<GEMV_RING_BATCH>(acc, lane);
+        const unsigned int i = lane / (32 / GEMV_RING_BATCH);
+        if (final) {""", """        if (final && warp == 0 && lane == 0 && blockIdx.x < TL_BLOCKS && last < TL_STAGES)
+            g_tl[blockIdx.x][2][last] = now_ns_after(aj[0] + aj[R - 1]);
+        float a = warp_sum_rows<GEMV_RING_BATCH>(acc, lane);
+        const unsigned int i = lane / (32 / GEMV_RING_BATCH);
+        if (final) {""")
+    return sub(t, """        if (final) break;
+    }
+}
+""", """        if (final) {
+            if (seg == 0 && lane == 0 && blockIdx.x < TL_BLOCKS) g_tl[blockIdx.x][3][1 + grp] = now_ns_after(a);
+            break;
+        }
+    }
+}
+""")
+
+
 def nored(t):
     return sub(t, """        // Lane l now holds row l / 4 of the batch, summed over the warp; then over the group.
         float a = warp_sum_rows<GEMV_RING_BATCH>(acc, lane);""", """        float a = 0.0f;
@@ -299,7 +379,8 @@ def nolast(t):
 variants = {"main": base, "jl": jl(base), "pfm": pfm(base), "pfi": pfi(base), "nored": nored(base),
             "nolast": nolast(base), "jld": jld(base), "roll": roll(base),
             "rolljld": roll(jld(base), "last"),
-            "jld3": minb3(jld(base)), "roll3": minb3(roll(base))}
+            "jld3": minb3(jld(base)), "roll3": minb3(roll(base)),
+            "jldtl": stamps(jld(base), True), "maintl": stamps(base, False)}
 for name, text in variants.items():
     open(f"{outdir}/gemv_{name}.cu", "w").write(text)
     print(name)
