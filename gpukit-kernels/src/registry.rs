@@ -769,9 +769,10 @@ pub mod launch {
     ///   or 4 rows in stages of at most 20 KiB, 4 warps per group for stages of 16 KiB or more,
     ///   else 2; as many stages as a block has (at most 96 KiB of them, rounded down to a
     ///   multiple of the groups, at least one a group; all of them where that would leave one a
-    ///   group and they fit), the whole ring asked of L2 before the PDL wait, and at most 110 KiB of shared memory a block, so two fit on
-    ///   a multiprocessor: the next launch's blocks start beside the previous launch's and ask
-    ///   L2 for their stages before it ends. H200, session 37: at
+    ///   group and they fit), the whole ring asked of L2 before the PDL wait, and at most 110
+    ///   KiB of shared memory a block, so two fit on a multiprocessor: the next launch's blocks
+    ///   start beside the previous launch's and ask L2 for their stages before it ends. H200,
+    ///   session 37: at
     ///   (k, n) = (896, 4864) 3.6–3.7 µs against 4.2 for the persistent kernel and 4.0 for the
     ///   large-matrix ring (one block per multiprocessor). In the decode bench it made
     ///   Qwen3-0.6B's step 7–9% faster (o_proj (2048, 1024), down_proj (3072, 1024)) and left
