@@ -32,6 +32,9 @@ jldtl  jld with session 38's per-stage timestamps (probe.cu -DPROBE_TIMELINE): s
        landed (the owner's first warp) / released (the joint stage: warp 0's share read), each
        group's end after its stores
 maintl main with the same timestamps (session 38's "timeline")
+barx   (diagnostic, for the next session: not run) main with every consumer warp waiting at one
+       barrier of all eight after its last batch, so no group's warps exit before the block's
+       last: if this is as slow as jld, keeping the warps to the end is what jld loses
 nored  (diagnostic, wrong outputs) no batch reduction: each thread adds its batch's sums and lane
        0 of each group's first warp stores that (no shuffles, no barrier, no cross-warp sums)
 nolast (diagnostic, wrong outputs) each group waits for and releases its last stage of the
@@ -360,6 +363,17 @@ __device__ __forceinline__ unsigned long long now_ns_after(float f) {
 """)
 
 
+def barx(t):
+    return sub(t, """        if (tb < mine && n < N) out[n] = from_f32<T>(bias ? a + to_f32(bias[n]) : a);
+    }
+}
+""", """        if (tb < mine && n < N) out[n] = from_f32<T>(bias ? a + to_f32(bias[n]) : a);
+    }
+    named_barrier(GEMV_RING_WARPS + 1, GEMV_RING_WARPS * 32);
+}
+""")
+
+
 def nored(t):
     return sub(t, """        // Lane l now holds row l / 4 of the batch, summed over the warp; then over the group.
         float a = warp_sum_rows<GEMV_RING_BATCH>(acc, lane);""", """        float a = 0.0f;
@@ -380,7 +394,7 @@ variants = {"main": base, "jl": jl(base), "pfm": pfm(base), "pfi": pfi(base), "n
             "nolast": nolast(base), "jld": jld(base), "roll": roll(base),
             "rolljld": roll(jld(base), "last"),
             "jld3": minb3(jld(base)), "roll3": minb3(roll(base)),
-            "jldtl": stamps(jld(base), True), "maintl": stamps(base, False)}
+            "jldtl": stamps(jld(base), True), "maintl": stamps(base, False), "barx": barx(base)}
 for name, text in variants.items():
     open(f"{outdir}/gemv_{name}.cu", "w").write(text)
     print(name)
