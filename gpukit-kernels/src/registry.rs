@@ -1170,10 +1170,14 @@ pub mod launch {
     /// of a 132-SM H100/H200. The split count follows from it and the shape alone, so results
     /// do not depend on the device.
     pub const SDPA_RING_UNITS: usize = 132;
-    /// Keys per head from which decode attention takes the ring: on an H200 (docs/RESULTS.md,
-    /// session 20, same-run A/B) it was faster than the portable kernel at 8k and 32k keys
-    /// (GQA 4 and 8) and tied or 0.7 µs slower at 1k; lengths between were not measured.
-    pub const SDPA_RING_MIN_KEYS: usize = 4096;
+    /// Keys per head from which decode attention takes the ring: any (session 40, H200,
+    /// docs/RESULTS.md: in the ops bench the ring took 4.6–8.4 µs at 1k–4k keys, GQA 4 and 8,
+    /// against 5.9–10.5 µs for the portable kernel and its combine, on both K/V layouts. In
+    /// the decode bench, whose caches hold fewer than 4096 keys, Llama-3.2-1B's and Qwen3-0.6B's
+    /// steps were 1–4% faster at prompts of 128 and 2048 tokens, Qwen2.5-0.5B's 1% faster at
+    /// 2048 and 1% slower at 128, within the rounds' spread). Session 20's ring, slower at 1k
+    /// keys, had set 4096.
+    pub const SDPA_RING_MIN_KEYS: usize = 1;
     /// Most ring slots the decode ring kernel has barriers for (`RING_MAX_STAGES`).
     const SDPA_RING_MAX_STAGES: usize = 8;
     /// Bytes of K/V tiles the decode ring keeps in flight per multiprocessor: 128 KiB, the ring

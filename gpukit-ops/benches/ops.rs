@@ -288,7 +288,7 @@ fn attention_cases(dev: &Device, cases: &mut Vec<Case>) -> Res<()> {
     // the tests check them.
     for (layout, tag) in [(KvLayout::Swizzled, ""), (KvLayout::Linear, " linear")] {
         for (q_heads, kv_heads) in [(32usize, 8usize), (32, 4)] {
-            for len in [1024usize, 8192, 32768] {
+            for len in [1024usize, 2048, 4096, 8192, 32768] {
                 let name = format!(
                     "sdpa decode{tag} GQA {} len={len} kv_heads={kv_heads}",
                     q_heads / kv_heads

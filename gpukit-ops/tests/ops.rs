@@ -1211,9 +1211,9 @@ op_test!(sdpa_attention, |dev: &Device| {
                 },
             ),
             (1, 3, 1, 200, 333, AttentionMask::default()),
-            // Long enough for Hopper's decode ring (≥ 4096 keys): decode with ALiBi; 132 and
-            // 150 (batch × KV heads) units of one split each (the ring's blocks then take one
-            // unit, or go round for a second).
+            // Longer caches: decode with ALiBi; 132 and 150 (batch × KV heads) units of one
+            // split each (Hopper's decode ring's blocks then take one unit, or go round for a
+            // second).
             (
                 1,
                 4,
@@ -1796,7 +1796,7 @@ op_test!(sdpa_at_device_position_and_decode_state, |dev: &Device| {
         (7, 1, 1, 64, 4097, 4000, None),
         (8, 1, 2, 128, 130, 127, None),
         (2, 2, 1, 64, 500, 300, Some(64)),
-        // Caches of ≥ 4096 (on Hopper the decode ring): splits past the position see no keys.
+        // Long caches: splits past the position see no keys.
         (4, 2, 1, 128, 4500, 17, None),
         (2, 2, 1, 64, 4200, 4100, Some(64)),
     ];
