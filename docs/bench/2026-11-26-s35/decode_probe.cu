@@ -1,3 +1,6 @@
+// Session 40: PROBE_CASES picks the cases' KV heads and lengths (default: the ops bench's four
+// ring cases, as before).
+//
 // Session 35: with PROBE_SWZ (and ATTN_PRESWIZZLED) the probe launches attention.cu's own
 // sdpa_decode_ring_bf16_d128_swz (1-d copies of a pre-swizzled cache) instead of the tensor-map
 // entry point.
@@ -23,7 +26,9 @@
 //        -DATTN_SRC='"path/attention.cu"' decode_probe.cu -o decode_probe -lcuda
 #include <cuda.h>
 
+#include <array>
 #include <cmath>
+#include <vector>
 #include <cstring>
 #include <string>
 
@@ -196,7 +201,19 @@ int main(int argc, char** argv) {
     int sms;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     const unsigned D = 128, q_heads = 32;
-    const unsigned cases[][2] = {{8, 8192}, {8, 32768}, {4, 8192}, {4, 32768}};  // kv_heads, len
+    // PROBE_CASES="kv_heads:len,…" (session 40) replaces the four ring cases of the ops bench.
+    std::vector<std::array<unsigned, 2>> cases = {{8, 8192}, {8, 32768}, {4, 8192}, {4, 32768}};  // kv_heads, len
+    if (const char* pc = getenv("PROBE_CASES")) {
+        cases.clear();
+        for (const char* c = pc; *c;) {
+            unsigned h = 0, l = 0;
+            int n = 0;
+            if (sscanf(c, "%u:%u%n", &h, &l, &n) != 2) break;
+            cases.push_back({h, l});
+            c += n;
+            if (*c == ',') ++c;
+        }
+    }
     for (const auto& cs : cases) {
         const unsigned kv_heads = cs[0], len = cs[1];
         // launch::sdpa_decode_ring_splits: split_keys(len, 132 / kv_heads).
