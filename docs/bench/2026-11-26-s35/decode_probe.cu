@@ -1,5 +1,5 @@
 // Session 40: PROBE_CASES picks the cases' KV heads and lengths (default: the ops bench's four
-// ring cases, as before).
+// ring cases, as before); the workspace is twice the kernel's and zeroed (ll_variants.py).
 //
 // Session 35: with PROBE_SWZ (and ATTN_PRESWIZZLED) the probe launches attention.cu's own
 // sdpa_decode_ring_bf16_d128_swz (1-d copies of a pre-swizzled cache) instead of the tensor-map
@@ -243,7 +243,9 @@ int main(int argc, char** argv) {
         fill<<<1, 256, 0, g_stream>>>(reinterpret_cast<unsigned*>(q), q_heads * D / 2);
         CK(cudaMalloc(&out, q_heads * D * 2));
         float* partial;
-        CK(cudaMalloc(&partial, size_t(units) * 16 * (D + 4) * 4));
+        // Twice the kernel's workspace, zeroed: session 40's LL variant stores 8-byte words.
+        CK(cudaMalloc(&partial, size_t(units) * 16 * (D + 4) * 8));
+        CK(cudaMemset(partial, 0, size_t(units) * 16 * (D + 4) * 8));
         unsigned* counters;
         CK(cudaMalloc(&counters, 4096 * 4));
         CK(cudaMemset(counters, 0, 4096 * 4));
