@@ -67,6 +67,10 @@ decode_bench() {
 #                                           → /tmp/probe_NAME, ptxas report → $o/nvcc-NAME.txt
 #   gemv_probe_run NAME[:LABEL] CONFIG…     /tmp/probe_NAME once per K,N,R,S,NST[,NPRE] config,
 #                                           its lines labelled LABEL/pNPRE (LABEL: NAME)
+#   gemv_probe_main                         prints the GPU, builds /tmp/probe_main on main's gemv.cu
+#                                           (session 41)
+#   gemv_probe_summary                      session 37's summary of $o/gemv.txt → $o/summary.txt,
+#                                           printed (session 41)
 gemv_probe_variants() {
   nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
   mkdir -p /tmp/gv
@@ -84,4 +88,15 @@ gemv_probe_build() {
 gemv_probe_run() {
   local bin=${1%%:*} label=${1#*:}; shift
   for c in "$@"; do timeout 60 "/tmp/probe_$bin" "$label/p${c##*,}" "$c"; done
+}
+
+gemv_probe_main() {
+  nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+  mkdir -p /tmp/gv && cp gpukit-kernels/cuda/gemv.cu /tmp/gv/gemv_main.cu
+  gemv_probe_build main main
+}
+
+gemv_probe_summary() {
+  python3 docs/bench/2026-11-26-s37/summarize.py < "$o/gemv.txt" > "$o/summary.txt"
+  cat "$o/summary.txt"
 }

@@ -4,13 +4,12 @@
 # so a 10-stage block's last two wait for slots. 152 blocks give every block 8 stages (all
 # resident, all asked of L2 before the PDL wait), 136 give at most 9, 174 at most 7; 20, 4 and
 # 42 multiprocessors then hold two blocks. Main's kernel (session 23's probe, PROBE_GRID),
-# three alternated rounds, outputs checked.
+# three alternated rounds, outputs checked. (Refactored after it ran onto device-calls.sh's gemv_probe_main and
+# gemv_probe_summary: the same steps.)
 set -u
 . docs/bench/device-calls.sh
 o=$OUT
-nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
-mkdir -p /tmp/gv && cp gpukit-kernels/cuda/gemv.cu /tmp/gv/gemv_main.cu
-gemv_probe_build main main
+gemv_probe_main
 for r in 1 2 3; do
   for g in 132 136 152 174 122; do
     PROBE_GRID=$g gemv_probe_run main:g$g 896,4864,4,2,8,8
@@ -20,5 +19,4 @@ for r in 1 2 3; do
     PROBE_GRID=$g gemv_probe_run main:g$g 2048,2048,4,4,4,4 2048,1536,4,4,3,3 3072,1536,2,2,6,6
   done
 done > $o/gemv.txt 2>&1
-python3 docs/bench/2026-11-26-s37/summarize.py < $o/gemv.txt > $o/summary.txt
-cat $o/summary.txt
+gemv_probe_summary

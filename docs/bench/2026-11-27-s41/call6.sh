@@ -2,16 +2,14 @@
 # Session 41, call 6 (H200): the small ring GEMV at (896, 4864) with every stage of a block asked
 # of L2 before the PDL wait (npre 10 on the rule's 8-stage ring: the 9th and 10th stages of the
 # 28 ten-stage blocks then come from L2 once their slots free), and 8-row stages (608 stages:
-# 4 or 5 a block, all resident) with 2 or 4 warps a group. Main's kernel, four alternated rounds,
-# outputs checked.
+# 4 or 5 a block, all resident) with 1, 2 or 4 warps a group. Main's kernel, four alternated rounds,
+# outputs checked. (Refactored after it ran onto device-calls.sh's gemv_probe_main and
+# gemv_probe_summary: the same steps.)
 set -u
 . docs/bench/device-calls.sh
 o=$OUT
-nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
-mkdir -p /tmp/gv && cp gpukit-kernels/cuda/gemv.cu /tmp/gv/gemv_main.cu
-gemv_probe_build main main
+gemv_probe_main
 for r in 1 2 3 4; do
   gemv_probe_run main 896,4864,4,2,8,8 896,4864,4,2,8,10 896,4864,8,2,5,5 896,4864,8,4,5,5 896,4864,8,1,5,5
 done > $o/gemv.txt 2>&1
-python3 docs/bench/2026-11-26-s37/summarize.py < $o/gemv.txt > $o/summary.txt
-cat $o/summary.txt
+gemv_probe_summary
