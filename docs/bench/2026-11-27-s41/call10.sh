@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Session 41, call 10 (H100): the small ring GEMV at (896, 4864), where the H100 ran 1.41–1.45×
-# torch in call 7 (goal 1.5×; the rule's constants were set on the H200): the rule's ring
-# (R 4, S 2, 8 stages, 8 prefetched) against other stage rows, group widths, ring depths,
-# prefetch depths and grids. Main's kernel, three alternated rounds, outputs checked. (Refactored after it ran onto device-calls.sh's gemv_probe_main and
-# gemv_probe_summary: the same steps.)
+# torch in call 7 (goal 1.5×; the rule's constants were set on the H200): the rule's ring (R 4, S 2,
+# 8 stages, 8 prefetched) against other stage rows, group widths, ring depths, prefetch depths and
+# grids. Main's kernel, three alternated rounds, outputs checked. (Refactored after it ran onto
+# device-calls.sh's gemv_probe_main and gemv_probe_summary: the same steps.)
 set -u
 . docs/bench/device-calls.sh
 o=$OUT

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Session 41, call 3 (H200): the small ring GEMV's grid. At (896, 4864) the rule launches 132
-# blocks for 1216 four-row stages: 28 blocks take 10 stages, 104 take 9, and the ring holds 8,
-# so a 10-stage block's last two wait for slots. 152 blocks give every block 8 stages (all
-# resident, all asked of L2 before the PDL wait), 136 give at most 9, 174 at most 7; 20, 4 and
-# 42 multiprocessors then hold two blocks. Main's kernel (session 23's probe, PROBE_GRID),
-# three alternated rounds, outputs checked. (Refactored after it ran onto device-calls.sh's gemv_probe_main and
+# Session 41, call 3 (H200): the small ring GEMV's grid. At (896, 4864) the rule launches 132 blocks
+# for 1216 four-row stages: 28 blocks take 10 stages, 104 take 9, and the ring holds 8, so a
+# 10-stage block's last two wait for slots. 152 blocks give every block 8 stages (all resident, all
+# asked of L2 before the PDL wait), 136 give at most 9, 174 at most 7; 20, 4 and 42 multiprocessors
+# then hold two blocks. Main's kernel (session 23's probe, PROBE_GRID), three alternated rounds,
+# outputs checked. (Refactored after it ran onto device-calls.sh's gemv_probe_main and
 # gemv_probe_summary: the same steps.)
 set -u
 . docs/bench/device-calls.sh
