@@ -3,9 +3,9 @@
 # for 1216 four-row stages: 28 blocks take 10 stages, 104 take 9, and the ring holds 8, so a
 # 10-stage block's last two wait for slots. 152 blocks give every block 8 stages (all resident, all
 # asked of L2 before the PDL wait), 136 give at most 9, 174 at most 7; 20, 4 and 42 multiprocessors
-# then hold two blocks. Main's kernel (session 23's probe, PROBE_GRID), three alternated rounds,
-# outputs checked. (Refactored after it ran onto device-calls.sh's gemv_probe_main and
-# gemv_probe_summary: the same steps.)
+# then hold two blocks; also 122, and the other small shapes on 128 and 116. Main's kernel (session
+# 23's probe, PROBE_GRID), three alternated rounds, outputs checked. (Refactored after it ran onto
+# device-calls.sh's gemv_probe_main and gemv_probe_summary: the same steps.)
 set -u
 . docs/bench/device-calls.sh
 o=$OUT
