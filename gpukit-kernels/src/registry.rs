@@ -1175,8 +1175,8 @@ pub mod launch {
     /// against 5.9–10.5 µs for the portable kernel and its combine, on both K/V layouts. In
     /// the decode bench, whose caches hold fewer than 4096 keys, Llama-3.2-1B's and Qwen3-0.6B's
     /// steps were 1–4% faster at prompts of 128 and 2048 tokens, Qwen2.5-0.5B's 1% faster at
-    /// 2048 and 1% slower at 128, within the rounds' spread). Session 20's ring, slower at 1k
-    /// keys, had set 4096.
+    /// 2048 and 1% slower at 128, within the rounds' spread; session 41 measured the same
+    /// pattern on an H100). Session 20's ring, slower at 1k keys, had set 4096.
     pub const SDPA_RING_MIN_KEYS: usize = 1;
     /// Most ring slots the decode ring kernel has barriers for (`RING_MAX_STAGES`).
     const SDPA_RING_MAX_STAGES: usize = 8;
