@@ -5,11 +5,17 @@ that probe which prints the cross-launch chain (probe_chain.cu).
 main    gemv.cu as given
 wearly  session 37's variant (its gemv_variants.py): the first ring of stages copied into shared
         memory before the PDL wait (legal only for weights nothing writes while the GEMV runs)
+trig    session 37's: the next launch let in at the kernel's entry (call 5 runs it with two
+        blocks an SM, so at most two launches' blocks share an SM)
+trigw   session 37's: the next launch let in right after the PDL wait, before x lands
 ldpre   before the PDL wait the producer warp asks for its first npre stages with 16-byte
         cp.async copies (L2::256B, bypassing L1: one per 256 bytes) into a scratch area of
         shared memory that nothing reads, instead of prefetch.global.L2 line by line: a demand
         read that L2 cannot drop, still legal before the wait (the values are discarded and L2
         is where the previous kernel's writes land)
+bulkpre the first npre stages asked of L2 with one cp.async.bulk.prefetch.L2 each (lane 0)
+        instead of prefetch.global.L2 line by line
+trigld  trig with ldpre; trigbp trig with bulkpre
 xld     x read by the consumer warps (16-byte L2 loads, a named barrier) after the PDL wait instead
         of a bulk copy the producer issues before its stages (wearly's copies of the stages, in
         flight when the wait returns, delay x's bulk copy behind them: call 1)
@@ -41,7 +47,8 @@ def sub(text, old, new):
 with tempfile.TemporaryDirectory() as tmp:
     s37 = os.path.join(here, "..", "2026-11-26-s37", "gemv_variants.py")
     subprocess.run([sys.executable, s37, src, tmp], check=True, stdout=subprocess.DEVNULL)
-    wearly = open(os.path.join(tmp, "gemv_wearly.cu")).read()
+    wearly, trig, trigw = (open(os.path.join(tmp, f"gemv_{v}.cu")).read()
+                           for v in ("wearly", "trig", "trigw"))
 
 PREFETCH = """            prefetch_l2_lines(nr * row_bytes, lane, w + r0 * K);
 """
@@ -57,6 +64,11 @@ def ldpre(t):
             for (unsigned int o = 256 * lane; o < nr * row_bytes; o += 32 * 256)
                 asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(d), "l"(p + o)
                              : "memory");
+""")
+
+
+def bulkpre(t):
+    return sub(t, PREFETCH, """            if (lane == 0) bulk_prefetch_l2(w + r0 * K, nr * row_bytes);
 """)
 
 
@@ -116,9 +128,7 @@ __device__ __forceinline__ void gemv_ring_impl(""")
     wait = ("if (t == early) {\n" + " " * 20 if "if (t == early) {" in t
             else "if (lane == 0) {\n" + " " * 12) + "pdl_wait();\n"
     t = sub(t, wait, wait + " " * (wait.count(" ") - 4) + "if (ch) chb[1] = ch_now();\n")
-    t = sub(t, """    pdl_launch_dependents();
-    // Group grp takes""", """    if (ch && threadIdx.x == 0) chb[2] = ch_now();
-    pdl_launch_dependents();
+    t = sub(t, """    // Group grp takes""", """    if (ch && threadIdx.x == 0) chb[2] = ch_now();
     // Group grp takes""")
     t = sub(t, """                mbar_wait(&full[s], phase);
                 const unsigned char* buf = ring + s * stage_bytes;
@@ -203,7 +213,9 @@ p = p.replace('#include "../2026-11-24-h200-s19/harness.cuh"',
 out = {"main": base, "wearly": wearly, "ldpre": ldpre(base), "xld": xld(base),
        "wearlyx": xld(wearly), "chain": chain(base), "chainw": chain(wearly),
        "chainl": chain(ldpre(base)), "chainx": chain(xld(base)), "chainwx": chain(xld(wearly)), "nodot": nodot(base),
-       "chainn": chain(nodot(base))}
+       "chainn": chain(nodot(base)), "trig": trig, "trigw": trigw, "chaint": chain(trig),
+       "chaintw": chain(trigw), "trigld": ldpre(trig), "trigbp": bulkpre(trig),
+       "chaintld": chain(ldpre(trig)), "chaintbp": chain(bulkpre(trig))}
 for name, text in out.items():
     open(f"{outdir}/gemv_{name}.cu", "w").write(text)
 open(f"{outdir}/probe_chain.cu", "w").write(p)
