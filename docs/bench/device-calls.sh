@@ -100,3 +100,23 @@ gemv_probe_summary() {
   python3 docs/bench/2026-11-26-s37/summarize.py < "$o/gemv.txt" > "$o/summary.txt"
   cat "$o/summary.txt"
 }
+
+# Session 42's chain probes (docs/bench/2026-11-27-s42/chain_variants.py):
+#   chain_probe_variants                     prints the GPU, writes chain_variants.py's copies of
+#                                            gemv.cu and its probe_chain.cu into /tmp/gv
+#   chain_probe_build NAME VARIANT [FLAGS…]  probe_chain.cu against /tmp/gv/gemv_VARIANT.cu (nvcc
+#                                            FLAGS, e.g. -DPROBE_CHAIN) → /tmp/probe_NAME, for
+#                                            gemv_probe_run
+chain_probe_variants() {
+  nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+  mkdir -p /tmp/gv
+  python3 docs/bench/2026-11-27-s42/chain_variants.py gpukit-kernels/cuda/gemv.cu \
+    docs/bench/2026-11-25-h200-s23/probe.cu /tmp/gv
+}
+
+chain_probe_build() {
+  local name=$1 v=$2; shift 2
+  /usr/local/cuda/bin/nvcc -O3 -std=c++17 -arch=sm_90a -w -Xptxas=-v -I gpukit-kernels/cuda "$@" \
+    -DGEMV_SRC="\"/tmp/gv/gemv_$v.cu\"" /tmp/gv/probe_chain.cu -o "/tmp/probe_$name" \
+    > "$o/nvcc-$name.txt" 2>&1 || echo "nvcc $name failed"
+}

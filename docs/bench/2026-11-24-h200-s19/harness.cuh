@@ -4,8 +4,10 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <vector>
 
@@ -117,4 +119,32 @@ static double copy_ceiling_gbs() {
 // rotation.
 static size_t rotation(size_t bytes) {
     return std::min<size_t>(16, std::max<size_t>(1, ((size_t(160) << 20) + bytes - 1) / bytes));
+}
+
+// A single-row bf16 GEMV's worst error (session 42 gathered the probes' copies here): the largest
+// |out[n] − Σ_k x[k]·w[n, k]| / Σ_k |x[k]·w[n, k]| over the N outputs, the reference in double
+// precision; infinity if an output is NaN. w ([N, K]), x and out are device pointers.
+static double bf16_to_double(unsigned short b) {
+    unsigned u = unsigned(b) << 16;
+    float v;
+    memcpy(&v, &u, 4);
+    return v;
+}
+static double gemv_bf16_error(const void* w, const void* x, const void* out, unsigned N, unsigned K) {
+    std::vector<unsigned short> hw(size_t(N) * K), hx(K), ho(N);
+    CK(cudaMemcpy(hw.data(), w, hw.size() * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(hx.data(), x, hx.size() * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(ho.data(), out, ho.size() * 2, cudaMemcpyDeviceToHost));
+    double worst = 0;
+    for (unsigned n = 0; n < N; ++n) {
+        double ref = 0, mag = 0;
+        for (unsigned k = 0; k < K; ++k) {
+            const double p = bf16_to_double(hx[k]) * bf16_to_double(hw[size_t(n) * K + k]);
+            ref += p;
+            mag += fabs(p);
+        }
+        const double e = fabs(bf16_to_double(ho[n]) - ref) / (mag + 1e-30);
+        worst = e == e ? std::max(worst, e) : INFINITY;
+    }
+    return worst;
 }

@@ -11,13 +11,6 @@
 #include "../2026-11-24-h200-s19/harness.cuh"
 #include GEMV_SRC
 
-static double bf16_value(unsigned short b) {
-    unsigned u = unsigned(b) << 16;
-    float v;
-    memcpy(&v, &u, 4);
-    return v;
-}
-
 int main(int argc, char** argv) {
     const char* variant = argc > 1 ? argv[1] : "main";
     const unsigned ring_kib = argc > 2 ? atoi(argv[2]) : 128;
@@ -48,21 +41,7 @@ int main(int argc, char** argv) {
         const double us = time_us([&](int i) { call(w + (i % copies) * bytes); });
         CK(cudaMemset(out, 0xff, N * 2));
         call(w);
-        std::vector<unsigned short> hw(size_t(N) * K), hx(K), ho(N);
-        CK(cudaMemcpy(hw.data(), w, bytes, cudaMemcpyDeviceToHost));
-        CK(cudaMemcpy(hx.data(), x, row, cudaMemcpyDeviceToHost));
-        CK(cudaMemcpy(ho.data(), out, N * 2, cudaMemcpyDeviceToHost));
-        double worst = 0;
-        for (unsigned n = 0; n < N; ++n) {
-            double ref = 0, mag = 0;
-            for (unsigned k = 0; k < K; ++k) {
-                const double p = bf16_value(hx[k]) * bf16_value(hw[size_t(n) * K + k]);
-                ref += p;
-                mag += fabs(p);
-            }
-            const double e = fabs(bf16_value(ho[n]) - ref) / (mag + 1e-30);
-            worst = e == e ? std::max(worst, e) : INFINITY;
-        }
+        const double worst = gemv_bf16_error(w, x, out, N, K);
         printf("%-6s R=%u S=%u nst=%-2u k=%-6u n=%-6u %7.2f us  %5.1f%% of copy (%.0f GB/s)  "
                "max |out - ref| / sum|x w| %.1e\n", variant, R, S, nst, K, N, us,
                100.0 * bytes / (copy_gbs * 1e3) / us, copy_gbs, worst);

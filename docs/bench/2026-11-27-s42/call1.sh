@@ -3,19 +3,14 @@
 # ring copied before the PDL wait) and ldpre (cp.async demand reads into scratch instead of L2
 # line prefetches), three alternated rounds at the rule's parameters for (896, 4864), (2048,
 # 2048) and (3072, 1024); then the chain* copies print per-launch timelines at (896, 4864).
+# (Refactored after it ran onto device-calls.sh's chain_probe_variants and chain_probe_build:
+# the same steps.)
 set -u
 . docs/bench/device-calls.sh
 o=$OUT
-nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
-mkdir -p /tmp/gv
-python3 docs/bench/2026-11-27-s42/chain_variants.py gpukit-kernels/cuda/gemv.cu \
-  docs/bench/2026-11-25-h200-s23/probe.cu /tmp/gv
+chain_probe_variants
 for v in main wearly ldpre; do gemv_probe_build $v $v & done
-for v in chain chainw chainl; do
-  /usr/local/cuda/bin/nvcc -O3 -std=c++17 -arch=sm_90a -w -Xptxas=-v -I gpukit-kernels/cuda \
-    -DPROBE_CHAIN -DGEMV_SRC="\"/tmp/gv/gemv_$v.cu\"" /tmp/gv/probe_chain.cu -o /tmp/probe_$v \
-    > $o/nvcc-$v.txt 2>&1 || echo "nvcc $v failed" &
-done
+for v in chain chainw chainl; do chain_probe_build $v $v -DPROBE_CHAIN & done
 wait
 C="896,4864,4,2,8,8 2048,2048,4,4,4,4 3072,1024,2,2,4,4"
 for r in 1 2 3; do

@@ -3,20 +3,14 @@
 # (consumers release stages unread: a bound) with the weights from HBM (the ops bench's 16
 # copies) and from L2 (PROBE_COPIES=3: 26 MB, all resident), three alternated rounds; then the
 # chain timelines of main (both) and nodot (L2).
+# (Refactored after it ran onto device-calls.sh's chain_probe_variants and chain_probe_build:
+# the same steps.)
 set -u
 . docs/bench/device-calls.sh
 o=$OUT
-nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
-mkdir -p /tmp/gv
-python3 docs/bench/2026-11-27-s42/chain_variants.py gpukit-kernels/cuda/gemv.cu \
-  docs/bench/2026-11-25-h200-s23/probe.cu /tmp/gv
-build() {  # NAME VARIANT [FLAGS…]
-  local n=$1 v=$2; shift 2
-  /usr/local/cuda/bin/nvcc -O3 -std=c++17 -arch=sm_90a -w -Xptxas=-v -I gpukit-kernels/cuda "$@" \
-    -DGEMV_SRC="\"/tmp/gv/gemv_$v.cu\"" /tmp/gv/probe_chain.cu -o /tmp/probe_$n > $o/nvcc-$n.txt 2>&1 \
-    || echo "nvcc $n failed"
-}
-build main main & build nodot nodot & build chain chain -DPROBE_CHAIN & build chainn chainn -DPROBE_CHAIN &
+chain_probe_variants
+chain_probe_build main main & chain_probe_build nodot nodot &
+chain_probe_build chain chain -DPROBE_CHAIN & chain_probe_build chainn chainn -DPROBE_CHAIN &
 wait
 C=896,4864,4,2,8,8
 for r in 1 2 3; do

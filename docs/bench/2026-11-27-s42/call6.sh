@@ -4,19 +4,14 @@
 # trig with the stages asked of L2 by demand reads into a scratch (trigld) or one bulk prefetch a
 # stage (trigbp), with three blocks an SM and with two (PROBE_CARVEOUT=58), beside main; three
 # alternated rounds; then chains at (896, 4864).
+# (Refactored after it ran onto device-calls.sh's chain_probe_variants and chain_probe_build:
+# the same steps.)
 set -u
 . docs/bench/device-calls.sh
 o=$OUT
-nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
-mkdir -p /tmp/gv
-python3 docs/bench/2026-11-27-s42/chain_variants.py gpukit-kernels/cuda/gemv.cu \
-  docs/bench/2026-11-25-h200-s23/probe.cu /tmp/gv
+chain_probe_variants
 for v in main trigld trigbp; do gemv_probe_build $v $v & done
-for v in chaintld chaintbp; do
-  /usr/local/cuda/bin/nvcc -O3 -std=c++17 -arch=sm_90a -w -I gpukit-kernels/cuda -DPROBE_CHAIN \
-    -DGEMV_SRC="\"/tmp/gv/gemv_$v.cu\"" /tmp/gv/probe_chain.cu -o /tmp/probe_$v > $o/nvcc-$v.txt 2>&1 \
-    || echo "nvcc $v failed" &
-done
+for v in chaintld chaintbp; do chain_probe_build $v $v -DPROBE_CHAIN & done
 wait
 C="896,4864,4,2,8,8 2048,2048,4,4,4,4 3072,1024,2,2,4,4"
 for r in 1 2 3; do

@@ -66,13 +66,6 @@ __global__ void __launch_bounds__(BT, MINB) gemv_early(const bf16* __restrict__ 
     if (live && li == 0) out[row] = from_f32<bf16>(acc);
 }
 
-static double bf16_value(unsigned short b) {
-    unsigned u = unsigned(b) << 16;
-    float v;
-    memcpy(&v, &u, 4);
-    return v;
-}
-
 typedef void (*Kern)(const bf16*, const bf16*, bf16*, unsigned, unsigned);
 static Kern pick(unsigned U, unsigned L, unsigned bt, unsigned minb, bool early) {
 #define PICK(u, l, b, m)                                                                   \
@@ -109,21 +102,7 @@ int main(int argc, char** argv) {
         const double us = time_us([&](int i) { call(w + (i % copies) * bytes); });
         CK(cudaMemset(out, 0xff, N * 2));
         call(w);
-        std::vector<unsigned short> hw(size_t(N) * K), hx(K), ho(N);
-        CK(cudaMemcpy(hw.data(), w, bytes, cudaMemcpyDeviceToHost));
-        CK(cudaMemcpy(hx.data(), x, K * 2, cudaMemcpyDeviceToHost));
-        CK(cudaMemcpy(ho.data(), out, N * 2, cudaMemcpyDeviceToHost));
-        double worst = 0;
-        for (unsigned n = 0; n < N; ++n) {
-            double ref = 0, mag = 0;
-            for (unsigned c = 0; c < K; ++c) {
-                const double p = bf16_value(hx[c]) * bf16_value(hw[size_t(n) * K + c]);
-                ref += p;
-                mag += fabs(p);
-            }
-            const double e = fabs(bf16_value(ho[n]) - ref) / (mag + 1e-30);
-            worst = e == e ? std::max(worst, e) : INFINITY;
-        }
+        const double worst = gemv_bf16_error(w, x, out, N, K);
         char label[32];
         snprintf(label, sizeof label, "%s/u%uL%ub%u", early ? "early" : "after", U, L, bt);
         printf("%-8s R=1 S=%u nst=0  k=%-6u n=%-6u %7.2f us  %5.1f%% of copy (%.0f GB/s)  "
