@@ -214,7 +214,7 @@ out = {"main": base, "wearly": wearly, "ldpre": ldpre(base), "xld": xld(base),
        "wearlyx": xld(wearly), "chain": chain(base), "chainw": chain(wearly),
        "chainl": chain(ldpre(base)), "chainx": chain(xld(base)), "chainwx": chain(xld(wearly)), "nodot": nodot(base),
        "chainn": chain(nodot(base)), "trig": trig, "trigw": trigw, "chaint": chain(trig),
-       "chaintw": chain(trigw), "trigld": ldpre(trig), "trigbp": bulkpre(trig),
+       "trigld": ldpre(trig), "trigbp": bulkpre(trig),
        "chaintld": chain(ldpre(trig)), "chaintbp": chain(bulkpre(trig))}
 for name, text in out.items():
     open(f"{outdir}/gemv_{name}.cu", "w").write(text)
