@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 43, call 2 (H100): call 1's closest paced copy (4 stages asked of L2 at entry, the
 # other 4 one by one by the consumer warps) over its spacing and split, beside main, six
-# alternated rounds at (896, 4864); three at (2048, 2048) and (3072, 1024).
+# alternated rounds at (896, 4864).
 set -u
 . docs/bench/device-calls.sh
 o=$OUT
@@ -18,8 +18,5 @@ wait
 C=896,4864,4,2,8,8
 for r in 1 2 3 4 5 6; do
   for v in $V; do gemv_probe_run $v $C; done
-  if [ $r -le 3 ]; then
-    for v in main p4d300 p6d300; do gemv_probe_run $v 2048,2048,4,4,4,4 3072,1024,2,2,4,4; done
-  fi
 done > $o/gemv.txt 2>&1
 gemv_probe_summary
