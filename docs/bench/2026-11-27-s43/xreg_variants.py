@@ -30,8 +30,14 @@ t = sub(t, """// The ring's static shared memory:""", """#ifndef GEMV_XR
 #define GEMV_XR 2
 #endif
 // ring_rows with the lane's packs of x in registers (xr[u]: pack li + u · step), all R rows.
+#ifdef GEMV_XF
+#define GEMV_XTYPE(T) float[Vec16<T>::N]
+#else
+#define GEMV_XTYPE(T) Pack<T>
+#endif
+template <typename T> using XPack = GEMV_XTYPE(T);
 template <typename T, int R, int XR>
-__device__ __forceinline__ void ring_rows_xr(const Pack<T> (&xr)[XR], const unsigned char* buf,
+__device__ __forceinline__ void ring_rows_xr(const XPack<T> (&xr)[XR], const unsigned char* buf,
                                              unsigned int K, unsigned int li, unsigned int step,
                                              float* acc) {
     const int V = Vec16<T>::N;
@@ -44,8 +50,12 @@ __device__ __forceinline__ void ring_rows_xr(const Pack<T> (&xr)[XR], const unsi
             Pack<T> wv[R];
 #pragma unroll
             for (int j = 0; j < R; ++j) wv[j] = load16(wr + (size_t)j * K + p * V);
+#ifdef GEMV_XF
+            const float (&xf)[V] = xr[u];
+#else
             float xf[V];
             unpack_f32(xr[u], xf);
+#endif
 #pragma unroll
             for (int j = 0; j < R; ++j) {
                 float wf[V];
@@ -66,10 +76,16 @@ t = sub(t, """    mbar_wait(&sh.x_full, 0);
     pdl_launch_dependents();
     const unsigned int xli = seg * 32 + lane, xstep = S * 32;
     const bool xreg = K / Vec16<T>::N <= GEMV_XR * xstep;
-    Pack<T> xr[GEMV_XR];
+    XPack<T> xr[GEMV_XR];
 #pragma unroll
     for (int u = 0; u < GEMV_XR; ++u)
-        if (xreg && xli + u * xstep < K / Vec16<T>::N) xr[u] = load16(xs + (xli + u * xstep) * Vec16<T>::N);
+        if (xreg && xli + u * xstep < K / Vec16<T>::N) {
+#ifdef GEMV_XF
+            unpack_f32(load16(xs + (xli + u * xstep) * Vec16<T>::N), xr[u]);
+#else
+            xr[u] = load16(xs + (xli + u * xstep) * Vec16<T>::N);
+#endif
+        }
 """)
 t = sub(t, """                if (nr == R)
                     ring_rows<T, R, true>""", """                if (xreg && nr == R)
