@@ -12,9 +12,13 @@ Session 37's `xreg` held all of x for the large shapes (155–168 registers; 0.1
 xr      after x lands each consumer lane loads its XR packs of x into registers once (where the
         row has at most XR · 32 S packs; else main's path); each full stage's R weight packs
         of a lane's pack of x are loaded together, as in main (U = 1), and summed in main's
-        order (bitwise the same sums)
+        order (bitwise the same sums); -DGEMV_XF: the packs held unpacked to f32 (8 · XR
+        registers), converted once
+xr3     xr with the 4-row entry point compiled for three blocks an SM, as main's 72 registers
+        give it (xr takes 94 for R = 4: two blocks an SM; xr3 spills 32 bytes)
 
-Usage: xreg_variants.py SRC OUTDIR -> OUTDIR/gemv_xr.cu (XR: nvcc -DGEMV_XR=…, default 2)."""
+Usage: xreg_variants.py SRC OUTDIR -> OUTDIR/gemv_xr.cu, gemv_xr3.cu (XR: nvcc -DGEMV_XR=…,
+default 2)."""
 import sys
 
 src, outdir = sys.argv[1:3]
