@@ -434,7 +434,8 @@ __device__ __forceinline__ void gemv_units_impl(const T* __restrict__ pending,
 // GEMV_RING_WARPS consumer warps compute them — the shape of cuBLASLt's GEMV (docs/RESULTS.md,
 // session 14). A stage holds R consecutive rows (R a power of two ≤ 8). The consumers form
 // G = GEMV_RING_WARPS / S groups of S warps; stage t of a block belongs to group t mod G,
-// whose lanes split each row's 16-byte packs (x read once per pack for the R rows). Each thread
+// whose lanes split each row's 16-byte packs (x read once per pack for the R rows; the 4-row
+// kernel holds a lane's packs of x in registers where there are at most two). Each thread
 // releases a stage as soon as it has read it, and keeps its sums in registers for a batch of
 // GEMV_RING_BATCH rows, which it then reduces at once: across the warp with a transposing
 // butterfly, across the group through shared memory. Before the PDL wait the producer only asks
@@ -528,6 +529,44 @@ __device__ __forceinline__ void ring_rows(const T* __restrict__ xs, const unsign
     }
 }
 
+// Packs of x a lane of the 4-row ring kernel holds in registers (ring_rows_xr).
+#define GEMV_RING_XR 2
+
+// ring_rows for a full stage with the lane's packs of x in registers: xr[u] is pack li + u ·
+// step of x (the same packs for every stage), for the rows of at most GEMV_RING_XR · step packs.
+// Each pack's R weight loads are issued together, and the sums are ring_rows' in its order, so
+// the results are bitwise the same; what it saves is reading x out of shared memory again at
+// every stage: at (K, N) = (896, 4864) on an H200, ~22% of the consumers' shared-memory reads
+// and ~2% of the call (docs/RESULTS.md, session 43).
+template <typename T, int R>
+__device__ __forceinline__ void ring_rows_xr(const Pack<T> (&xr)[GEMV_RING_XR],
+                                             const unsigned char* buf, unsigned int K,
+                                             unsigned int li, unsigned int step, float* acc) {
+    const int V = Vec16<T>::N;
+    const unsigned int packs = K / V;
+    const T* wr = reinterpret_cast<const T*>(buf);
+#pragma unroll
+    for (int u = 0; u < GEMV_RING_XR; ++u) {
+        const unsigned int p = li + u * step;
+        if (p < packs) {
+            Pack<T> wv[R];
+#pragma unroll
+            for (int j = 0; j < R; ++j) wv[j] = load16(wr + (size_t)j * K + p * V);
+            float xf[V];
+            unpack_f32(xr[u], xf);
+#pragma unroll
+            for (int j = 0; j < R; ++j) {
+                float wf[V];
+                unpack_f32(wv[j], wf);
+                float d = 0.0f;
+#pragma unroll
+                for (int e = 0; e < V; ++e) d = fmaf(xf[e], wf[e], d);
+                acc[j] += d;
+            }
+        }
+    }
+}
+
 // The ring's static shared memory: its full and empty barriers, x's barrier and the batch
 // partial sums. Declared once in the entry point (not per instantiation of gemv_ring_impl,
 // which would give each R its own copy): 1032 bytes, and the ring (128-byte aligned) starts at
@@ -596,6 +635,15 @@ __device__ __forceinline__ void gemv_ring_impl(const T* __restrict__ x, const T*
     pdl_wait();
     mbar_wait(&sh.x_full, 0);
     pdl_launch_dependents();
+    // The 4-row kernel (the small ring's) keeps the lane's packs of x in registers where a row
+    // has at most GEMV_RING_XR of them a lane; other R would gain nothing (their rows are
+    // longer) and keep their registers.
+    const unsigned int li = seg * 32 + lane, step = S * 32, packs = K / Vec16<T>::N;
+    const bool xreg = R == 4 && packs <= GEMV_RING_XR * step;
+    Pack<T> xr[GEMV_RING_XR];
+#pragma unroll
+    for (int u = 0; u < GEMV_RING_XR; ++u)
+        if (xreg && li + u * step < packs) xr[u] = load16(xs + (li + u * step) * Vec16<T>::N);
     // Group grp takes stages grp, grp + G, …: with nst a multiple of G, slot t mod nst is always
     // its own, so waiting on its next phase is never ambiguous; with nst at least the block's
     // stages (launch::gemv_ring's small ring, where they all fit) each slot is filled once.
@@ -612,10 +660,12 @@ __device__ __forceinline__ void gemv_ring_impl(const T* __restrict__ x, const T*
                 const unsigned int nr = (unsigned int)min((unsigned long long)R, N - r0);
                 mbar_wait(&full[s], phase);
                 const unsigned char* buf = ring + s * stage_bytes;
-                if (nr == R)
-                    ring_rows<T, R, true>(xs, buf, R, K, seg * 32 + lane, S * 32, acc + b * R);
+                if (xreg && nr == R)
+                    ring_rows_xr<T, R>(xr, buf, K, li, step, acc + b * R);
+                else if (nr == R)
+                    ring_rows<T, R, true>(xs, buf, R, K, li, step, acc + b * R);
                 else
-                    ring_rows<T, R, false>(xs, buf, nr, K, seg * 32 + lane, S * 32, acc + b * R);
+                    ring_rows<T, R, false>(xs, buf, nr, K, li, step, acc + b * R);
                 // Every consumer thread releases the slot after its own reads (release
                 // semantics), so the producer's next copy into it is ordered after all of them.
                 mbar_arrive(&empty[s]);
@@ -652,11 +702,11 @@ __device__ __forceinline__ void gemv_ring_impl(const T* __restrict__ x, const T*
 #endif
 
 // One entry point per R, each holding only its own instantiation: one kernel switching over all
-// four took the registers of the largest (142), while R ≤ 4 alone need at most 73 (ptxas; 92
-// before session 38's word-wise bf16 widening), so two of their blocks fit on a multiprocessor,
-// as launch::gemv_ring's small-matrix rings (R 2 or 4) ask (MINB = 2: the next launch's blocks
-// start beside the previous launch's and ask L2 for their stages before it ends; docs/RESULTS.md,
-// session 37).
+// four took the registers of the largest (142), while R ≤ 4 alone need at most 94 (ptxas: 63–68
+// for R 1 and 2, 75–94 for R = 4 since session 43 keeps x in registers), so two of their blocks
+// fit on a multiprocessor, as launch::gemv_ring's small-matrix rings (R 2 or 4) ask (MINB = 2:
+// the next launch's blocks start beside the previous launch's and ask L2 for their stages before
+// it ends; docs/RESULTS.md, session 37).
 #define GEMV_RING_ENTRY(T, NAME, R, MINB)                                                          \
 extern "C" __global__ void __launch_bounds__(GEMV_RING_THREADS, MINB) gemv_ring_##NAME##_r##R(     \
         const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,              \

@@ -745,7 +745,7 @@ pub mod launch {
     /// Weight matrices below this many bytes get the small-matrix ring of
     /// [`gemv_ring`] where their rows are at most 8 KiB: stages of at most 20 KiB and at most 4
     /// rows in a ring of at most 96 KiB, so two blocks (kernels of 2 or 4 rows a stage: at most
-    /// 90 registers) fit on a multiprocessor.
+    /// 94 registers) fit on a multiprocessor.
     pub const GEMV_RING_SMALL_BELOW: usize = 16 << 20;
 
     /// The Hopper bulk-copy ring GEMV ([`Kernel::GemvRing`]) for one row of x against a

@@ -890,7 +890,10 @@ op_test!(matmul_and_linear, |dev: &Device| {
         // f16 / bf16 4-row stages, 3 a block, a ring of one stage a group; in f32 2-row stages
         // with 2 warps a group, a ring of the 6 stages a block has (5 for some blocks: not a
         // multiple of the 4 groups, each slot filled once); and (2048, 1536) in f16 / bf16: 4-row
-        // stages, a ring of the 3 a block has for 2 groups.
+        // stages, a ring of the 3 a block has for 2 groups, each lane's two packs of x in
+        // registers. (1000, 2503), 5 MB in f16 / bf16: 4-row stages with x in registers, one
+        // pack for the last lanes of a group and two for the others, and a last stage of 3 rows
+        // (which reads x from shared memory).
         for (k, n) in [
             (2048, 4099),
             (2056, 4099),
@@ -898,6 +901,7 @@ op_test!(matmul_and_linear, |dev: &Device| {
             (1032, 2051),
             (1536, 1400),
             (2048, 1536),
+            (1000, 2503),
         ] {
             let (x, xv) = input(&[1, k], dt, -1.0, 1.0, s + 5, dev);
             let (w, wv) = input(&[n, k], dt, -1.0, 1.0, s + 6, dev);
