@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 43, call 5 (H200): bundle B (target/gpu-bundle, 4771fde: the 4-row ring kernel keeps
-# x in registers) and bundle A (target/gpu-bundle-a: the ops and decode benches of 45b7e9f,
+# x in registers) and bundle A (target/gpu-bundle-a: the ops and decode benches of 0a2bd1e,
 # before it). On B the ops and determinism tests, memcheck and racecheck on the GEMV test; the
 # ops bench's bf16 GEMV rows beside torch, A and B alternated twice. Everything is packed into
 # call5.tgz at the end (only a few files come back).
