@@ -102,15 +102,16 @@ gemv_probe_summary() {
 }
 
 # Session 42's chain probes (docs/bench/2026-11-27-s42/chain_variants.py):
-#   chain_probe_variants                     prints the GPU, writes chain_variants.py's copies of
-#                                            gemv.cu and its probe_chain.cu into /tmp/gv
+#   chain_probe_variants [SRC]               prints the GPU, writes chain_variants.py's copies of
+#                                            SRC (default: gemv.cu; its patches match gemv.cu up
+#                                            to 2819fa2) and its probe_chain.cu into /tmp/gv
 #   chain_probe_build NAME VARIANT [FLAGS…]  probe_chain.cu against /tmp/gv/gemv_VARIANT.cu (nvcc
 #                                            FLAGS, e.g. -DPROBE_CHAIN) → /tmp/probe_NAME, for
 #                                            gemv_probe_run
 chain_probe_variants() {
   nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
   mkdir -p /tmp/gv
-  python3 docs/bench/2026-11-27-s42/chain_variants.py gpukit-kernels/cuda/gemv.cu \
+  python3 docs/bench/2026-11-27-s42/chain_variants.py "${1:-gpukit-kernels/cuda/gemv.cu}" \
     docs/bench/2026-11-25-h200-s23/probe.cu /tmp/gv
 }
 
