@@ -11,7 +11,8 @@ xg      where the 4-row kernel holds x in registers, its consumer lanes load the
         straight from global memory after the PDL wait (16-byte L2 loads; the next launch let in
         once they have landed, as main does once x's copy has) and the producer copies no x, so
         its first stage's copy is not queued behind x's; a last stage of fewer rows reads x from
-        the same registers
+        the same registers (written at the end of session 43 and compiled, 96 registers, but
+        not run: the session's device time ran out)
 
 Usage: tail_variants.py SRC OUTDIR -> OUTDIR/gemv_norel.cu, gemv_xg.cu."""
 import sys
