@@ -533,11 +533,11 @@ __device__ __forceinline__ void ring_rows(const T* __restrict__ xs, const unsign
 #define GEMV_RING_XR 2
 
 // ring_rows for a full stage with the lane's packs of x in registers: xr[u] is pack li + u ·
-// step of x (the same packs for every stage), for the rows of at most GEMV_RING_XR · step packs.
-// Each pack's R weight loads are issued together, and the sums are ring_rows' in its order, so
-// the results are bitwise the same; what it saves is reading x out of shared memory again at
-// every stage: at (K, N) = (896, 4864) on an H200, ~22% of the consumers' shared-memory reads
-// and ~2% of the call (docs/RESULTS.md, session 43).
+// step of x (the same packs for every stage), used where a row has at most GEMV_RING_XR · step
+// packs. Each pack's R weight loads are issued together, and the sums are ring_rows' in its
+// order, so the results are bitwise the same; what it saves is reading x out of shared memory
+// again at every stage: at (K, N) = (896, 4864) ~22% of the consumers' shared-memory reads,
+// and 3–4% of the call on an H200 and an H100 (docs/RESULTS.md, session 43).
 template <typename T, int R>
 __device__ __forceinline__ void ring_rows_xr(const Pack<T> (&xr)[GEMV_RING_XR],
                                              const unsigned char* buf, unsigned int K,
