@@ -121,3 +121,16 @@ chain_probe_build() {
     -DGEMV_SRC="\"/tmp/gv/gemv_$v.cu\"" /tmp/gv/probe_chain.cu -o "/tmp/probe_$name" \
     > "$o/nvcc-$name.txt" 2>&1 || echo "nvcc $name failed"
 }
+
+# Session 43: probes of gemv.cu since 4771fde (the 4-row ring kernel holds x in registers), which
+# session 37's and 42's variant scripts no longer patch.
+#   now_probe_setup    prints the GPU; chain_variants.py's copies of 2819fa2's gemv.cu (the kernel
+#                      before; gemv_main.cu) and probe_chain.cu into /tmp/gv, and /tmp/probe_now
+#                      on this tree's gemv.cu (/tmp/gv/gemv_now.cu)
+now_probe_setup() {
+  nvidia-smi --query-gpu=name --format=csv,noheader
+  git show 2819fa2:gpukit-kernels/cuda/gemv.cu > /tmp/gemv_before.cu
+  chain_probe_variants /tmp/gemv_before.cu > /dev/null
+  cp gpukit-kernels/cuda/gemv.cu /tmp/gv/gemv_now.cu
+  chain_probe_build now now
+}

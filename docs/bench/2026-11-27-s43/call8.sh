@@ -3,14 +3,14 @@
 # groups, no cross-warp reduction; x in registers needs XR = 4 there), beside S = 2, on this
 # tree's kernel (now: x in registers since 4771fde) and the one before (2819fa2), three
 # alternated rounds.
+# (Refactored after it ran onto device-calls.sh's now_probe_setup: the same steps, and it
+# prints the GPU's name.)
 set -u
 . docs/bench/device-calls.sh
 o=$OUT
-git show 2819fa2:gpukit-kernels/cuda/gemv.cu > /tmp/gemv_before.cu
-chain_probe_variants /tmp/gemv_before.cu > /dev/null   # gemv_main.cu: the kernel before
-cp gpukit-kernels/cuda/gemv.cu /tmp/gv/gemv_now.cu
+now_probe_setup
 python3 docs/bench/2026-11-27-s43/xreg_variants.py /tmp/gemv_before.cu /tmp/gv > /dev/null
-chain_probe_build before main & chain_probe_build now now & chain_probe_build xr4 xr -DGEMV_XR=4 &
+chain_probe_build before main & chain_probe_build xr4 xr -DGEMV_XR=4 &
 wait
 for f in $o/nvcc-*.txt; do echo "${f##*/}: $(grep -A3 "entry function 'gemv_ring_bf16_r4'" $f | grep -o "Used [0-9]* registers\|[0-9]* bytes spill stores" | tr '\n' ' ')"; done
 for r in 1 2 3; do
