@@ -1634,6 +1634,17 @@ mod tests {
             plan(1536, 3072, 2),
             Some((132, 288, row(3072, 2, 6), [2, 2, 6, 6]))
         );
+        // The ops test's shapes for the 4-row kernel's x in registers (at most two 16-byte packs
+        // of a row a lane: 4-row stages with 2 warps a group): (1000, 2503) in bf16, 5 stages a
+        // block; (512, 2101) in f32 (2 KiB rows, 4 stages a block).
+        assert_eq!(
+            plan(2503, 1000, 2),
+            Some((132, 288, row(1000, 4, 5), [2, 4, 5, 5]))
+        );
+        assert_eq!(
+            plan(2101, 512, 4),
+            Some((132, 288, 4 * 4 * 2048 + 2048, [2, 4, 4, 4]))
+        );
         // Two blocks fit on a multiprocessor, the ring holds all of a block's stages or is a
         // multiple of the groups, and the kernel's rows and warps per group do not depend on
         // the multiprocessor count.

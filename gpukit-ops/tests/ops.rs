@@ -893,7 +893,8 @@ op_test!(matmul_and_linear, |dev: &Device| {
         // stages, a ring of the 3 a block has for 2 groups, each lane's two packs of x in
         // registers. (1000, 2503), 5 MB in f16 / bf16: 4-row stages with x in registers, one
         // pack for the last lanes of a group and two for the others, and a last stage of 3 rows
-        // (which reads x from shared memory).
+        // (which reads x from shared memory). (512, 2101), 4.3 MB in f32: the same in f32, two
+        // packs a lane and a last stage of one row (f16 / bf16: the persistent kernel).
         for (k, n) in [
             (2048, 4099),
             (2056, 4099),
@@ -902,6 +903,7 @@ op_test!(matmul_and_linear, |dev: &Device| {
             (1536, 1400),
             (2048, 1536),
             (1000, 2503),
+            (512, 2101),
         ] {
             let (x, xv) = input(&[1, k], dt, -1.0, 1.0, s + 5, dev);
             let (w, wv) = input(&[n, k], dt, -1.0, 1.0, s + 6, dev);
