@@ -473,6 +473,18 @@ template <int R> __device__ __forceinline__ float warp_sum_rows(float (&v)[R], u
 // Rows a ring group sums before reducing them across its lanes and warps at once.
 #define GEMV_RING_BATCH 8
 
+// The ring's dot product of one 16-byte pack of x (widened: xf) with the same pack of a weight
+// row, summed in element order (the ring's fixed order).
+template <typename T>
+__device__ __forceinline__ float ring_pack_dot(const float (&xf)[Vec16<T>::N], const Pack<T>& w) {
+    float wf[Vec16<T>::N];
+    unpack_f32(w, wf);
+    float d = 0.0f;
+#pragma unroll
+    for (int e = 0; e < Vec16<T>::N; ++e) d = fmaf(xf[e], wf[e], d);
+    return d;
+}
+
 // One warp's share of one stage: the dot products of x (`xs`, shared) with R rows of K elements
 // at `buf`, lane packs li, li + step, … of each row, added into acc[0 … R − 1]. FULL: all R
 // rows are there (else only nr, the matrix's last stage).
@@ -500,32 +512,17 @@ __device__ __forceinline__ void ring_rows(const T* __restrict__ xs, const unsign
             float xf[V];
             unpack_f32(xv[u], xf);
 #pragma unroll
-            for (int j = 0; j < R; ++j) {
-                if (FULL || j < (int)nr) {
-                    float wf[V];
-                    unpack_f32(wv[u][j], wf);
-                    float d = 0.0f;
-#pragma unroll
-                    for (int e = 0; e < V; ++e) d = fmaf(xf[e], wf[e], d);
-                    acc[j] += d;
-                }
-            }
+            for (int j = 0; j < R; ++j)
+                if (FULL || j < (int)nr) acc[j] += ring_pack_dot<T>(xf, wv[u][j]);
         }
     }
     for (; p < packs; p += step) {
         float xf[V];
         unpack_f32(load16(xs + p * V), xf);
 #pragma unroll
-        for (int j = 0; j < R; ++j) {
-            if (FULL || j < (int)nr) {
-                float wf[V];
-                unpack_f32(load16(wr + (size_t)j * K + p * V), wf);
-                float d = 0.0f;
-#pragma unroll
-                for (int e = 0; e < V; ++e) d = fmaf(xf[e], wf[e], d);
-                acc[j] += d;
-            }
-        }
+        for (int j = 0; j < R; ++j)
+            if (FULL || j < (int)nr)
+                acc[j] += ring_pack_dot<T>(xf, load16(wr + (size_t)j * K + p * V));
     }
 }
 
@@ -555,14 +552,7 @@ __device__ __forceinline__ void ring_rows_xr(const Pack<T> (&xr)[GEMV_RING_XR],
             float xf[V];
             unpack_f32(xr[u], xf);
 #pragma unroll
-            for (int j = 0; j < R; ++j) {
-                float wf[V];
-                unpack_f32(wv[j], wf);
-                float d = 0.0f;
-#pragma unroll
-                for (int e = 0; e < V; ++e) d = fmaf(xf[e], wf[e], d);
-                acc[j] += d;
-            }
+            for (int j = 0; j < R; ++j) acc[j] += ring_pack_dot<T>(xf, wv[j]);
         }
     }
 }
