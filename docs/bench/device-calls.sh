@@ -134,3 +134,36 @@ now_probe_setup() {
   cp gpukit-kernels/cuda/gemv.cu /tmp/gv/gemv_now.cu
   chain_probe_build now now
 }
+
+# Session 44: the A/B bench rounds, probes of a committed gemv.cu, and the packing of $OUT.
+#   ab_gemv_bench ROUNDS DEADLINE [PATTERN]
+#                                  the ops bench's bf16 GEMV rows, bundles A (target/gpu-bundle-a)
+#                                  and B (target/gpu-bundle) alternated ROUNDS times, none started
+#                                  past DEADLINE seconds → $OUT/gaN, $OUT/gbN; prints the lines of
+#                                  the peer's table matching PATTERN (default ^gemv), each
+#                                  prefixed aN / bN; leaves b at B
+#   commit_probe_setup REV NAME    chain_variants.py's probe_chain.cu (on 2819fa2's gemv.cu) in
+#                                  /tmp/gv, and REV's gemv.cu as /tmp/gv/gemv_NAME.cu
+#   pack_out NAME                  everything under $OUT packed into $OUT/NAME.tgz (only a few
+#                                  files come back from a call)
+ab_gemv_bench() {
+  local rounds=$1 deadline=$2 pattern=${3:-^gemv} r x
+  for r in $(seq "$rounds"); do
+    for x in a b; do
+      [ $SECONDS -gt "$deadline" ] && break 2
+      if [ $x = a ]; then b=target/gpu-bundle-a; else b=target/gpu-bundle; fi
+      bench_ops "$OUT/g$x$r" "gemv bf16" 100 | grep -E "$pattern" | sed "s/^/$x$r /"
+    done
+  done
+  b=target/gpu-bundle
+}
+
+commit_probe_setup() {
+  git show 2819fa2:gpukit-kernels/cuda/gemv.cu > /tmp/gemv_before.cu
+  chain_probe_variants /tmp/gemv_before.cu > /dev/null
+  git show "$1:gpukit-kernels/cuda/gemv.cu" > "/tmp/gv/gemv_$2.cu"
+}
+
+pack_out() {
+  (cd "$OUT" && tar czf "/tmp/$1.tgz" . && find . -mindepth 1 -delete && mv "/tmp/$1.tgz" .)
+}

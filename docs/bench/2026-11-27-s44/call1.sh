@@ -6,23 +6,16 @@
 # registers, alternated while time is left.
 # As run, the tree's gemv.cu was xg (bundle B was built from it, and the probe's xg copied it);
 # xg_variants.py now writes the same code from HEAD's (comments aside; SASS identical).
+# (Refactored after it ran onto device-calls.sh's ab_gemv_bench, commit_probe_setup and pack_out:
+# the same steps.)
 set -u
 . docs/bench/device-calls.sh
 o="$OUT"
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
 b=target/gpu-bundle-a; unpack_bundle; b=target/gpu-bundle; unpack_bundle
 run_test ops $b/tests/gpukit_ops__ops matmul_and_linear
-for r in 1 2 3; do
-  for x in a b; do
-    [ $SECONDS -gt 330 ] && break 2
-    if [ $x = a ]; then b=target/gpu-bundle-a; else b=target/gpu-bundle; fi
-    bench_ops "$OUT/g$x$r" "gemv bf16" 100 | grep -E "^gemv|^device" | sed "s/^/$x$r /"
-  done
-done
-b=target/gpu-bundle
-git show 2819fa2:gpukit-kernels/cuda/gemv.cu > /tmp/gemv_before.cu
-chain_probe_variants /tmp/gemv_before.cu > /dev/null
-git show 9e08fe7:gpukit-kernels/cuda/gemv.cu > /tmp/gv/gemv_head.cu
+ab_gemv_bench 3 330 "^gemv|^device"
+commit_probe_setup 9e08fe7 head
 python3 docs/bench/2026-11-27-s44/xg_variants.py /tmp/gv/gemv_head.cu /tmp/gv > /dev/null
 for v in head xg xgw; do chain_probe_build $v $v; done
 echo "probes built at ${SECONDS}s"
@@ -32,5 +25,5 @@ for r in 1 2 3 4 5 6 7 8; do
 done > $o/gemv.txt 2>&1
 echo "probe rounds done at ${SECONDS}s"
 gemv_probe_summary
-cd "$OUT" && find . -name "*.png" -delete && tar czf /tmp/call1.tgz . && find . -mindepth 1 -delete \
-  && mv /tmp/call1.tgz .
+find "$OUT" -name "*.png" -delete
+pack_out call1

@@ -6,6 +6,8 @@
 # alternated while time is left.
 # As run, the tree's gemv.cu was bal64 (bundle B was built from it, and the probe's bal copied
 # it); bal_variants.py now writes the same code from HEAD's (comments aside).
+# (Refactored after it ran onto device-calls.sh's ab_gemv_bench, commit_probe_setup and pack_out:
+# the same steps.)
 set -u
 . docs/bench/device-calls.sh
 o="$OUT"
@@ -13,17 +15,8 @@ nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
 b=target/gpu-bundle-a; unpack_bundle; b=target/gpu-bundle; unpack_bundle
 run_test ops $b/tests/gpukit_ops__ops matmul_and_linear
 run_test determinism $b/tests/gpukit_ops__determinism
-for r in 1 2 3 4 5; do
-  for x in a b; do
-    [ $SECONDS -gt 330 ] && break 2
-    if [ $x = a ]; then b=target/gpu-bundle-a; else b=target/gpu-bundle; fi
-    bench_ops "$OUT/g$x$r" "gemv bf16" 100 | grep -E "^gemv" | sed "s/^/$x$r /"
-  done
-done
-b=target/gpu-bundle
-git show 2819fa2:gpukit-kernels/cuda/gemv.cu > /tmp/gemv_before.cu
-chain_probe_variants /tmp/gemv_before.cu > /dev/null
-git show 9e08fe7:gpukit-kernels/cuda/gemv.cu > /tmp/gv/gemv_head.cu
+ab_gemv_bench 5 330
+commit_probe_setup 9e08fe7 head
 python3 docs/bench/2026-11-27-s44/bal_variants.py /tmp/gv/gemv_head.cu /tmp/gv > /dev/null
 mv /tmp/gv/gemv_bal64.cu /tmp/gv/gemv_bal.cu
 for v in head bal; do chain_probe_build $v $v; done
@@ -37,5 +30,5 @@ for r in $(seq 12); do
 done > $o/gemv.txt 2>&1
 echo "probe rounds done at ${SECONDS}s"
 gemv_probe_summary
-cd "$OUT" && find . -name "*.png" -delete && tar czf /tmp/call2.tgz . && find . -mindepth 1 -delete \
-  && mv /tmp/call2.tgz .
+find "$OUT" -name "*.png" -delete
+pack_out call2

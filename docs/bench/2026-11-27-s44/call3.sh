@@ -6,13 +6,13 @@
 # bench's bf16 GEMV rows, A (HEAD 9e08fe7) and B alternated (it was not: 4.08 against 3.87).
 # As run, the tree's gemv.cu was bal (bundle B was built from it, and the probe's bal copied
 # it); bal_variants.py now writes the same code from HEAD's (comments aside; cubin identical).
+# (Refactored after it ran onto device-calls.sh's ab_gemv_bench, commit_probe_setup and pack_out:
+# the same steps.)
 set -u
 . docs/bench/device-calls.sh
 o="$OUT"
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
-git show 2819fa2:gpukit-kernels/cuda/gemv.cu > /tmp/gemv_before.cu
-chain_probe_variants /tmp/gemv_before.cu > /dev/null
-git show 9e08fe7:gpukit-kernels/cuda/gemv.cu > /tmp/gv/gemv_head.cu
+commit_probe_setup 9e08fe7 head
 python3 docs/bench/2026-11-27-s44/bal_variants.py /tmp/gv/gemv_head.cu /tmp/gv > /dev/null
 for v in head bal; do chain_probe_build $v $v; done
 echo "probes built at ${SECONDS}s"
@@ -29,13 +29,7 @@ mh=$(med head); mb=$(med bal); echo "medians at (896, 4864): head $mh bal $mb"
 if awk -v h="$mh" -v b="$mb" 'BEGIN {exit !(b <= h - 0.03)}'; then
   b=target/gpu-bundle-a; unpack_bundle; b=target/gpu-bundle; unpack_bundle
   run_test ops $b/tests/gpukit_ops__ops matmul_and_linear
-  for r in 1 2 3 4; do
-    for x in a b; do
-      [ $SECONDS -gt 520 ] && break 2
-      if [ $x = a ]; then b=target/gpu-bundle-a; else b=target/gpu-bundle; fi
-      bench_ops "$OUT/g$x$r" "gemv bf16" 100 | grep -E "^gemv" | sed "s/^/$x$r /"
-    done
-  done
+  ab_gemv_bench 4 520
 fi
-cd "$OUT" && find . -name "*.png" -delete && tar czf /tmp/call3.tgz . && find . -mindepth 1 -delete \
-  && mv /tmp/call3.tgz .
+find "$OUT" -name "*.png" -delete
+pack_out call3
