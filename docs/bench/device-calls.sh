@@ -146,6 +146,9 @@ now_probe_setup() {
 #                                  /tmp/gv, and REV's gemv.cu as /tmp/gv/gemv_NAME.cu
 #   pack_out NAME                  everything under $OUT packed into $OUT/NAME.tgz (only a few
 #                                  files come back from a call)
+#   whole_ops_bench NAME           prints the GPU; the whole ops bench beside torch, once, on
+#                                  $b → $OUT/ops1, $OUT/ops1.txt; prints the rows with goals;
+#                                  packs $OUT as NAME.tgz
 ab_gemv_bench() {
   local rounds=$1 deadline=$2 pattern=${3:-^gemv} r x
   for r in $(seq "$rounds"); do
@@ -166,4 +169,12 @@ commit_probe_setup() {
 
 pack_out() {
   (cd "$OUT" && tar czf "/tmp/$1.tgz" . && find . -mindepth 1 -delete && mv "/tmp/$1.tgz" .)
+}
+
+whole_ops_bench() {
+  nvidia-smi --query-gpu=name,clocks.max.sm,driver_version --format=csv,noheader
+  unpack_bundle
+  bench_ops "$OUT/ops1" "" 280 > "$OUT/ops1.txt"; head -1 "$OUT/ops1.txt"
+  grep -E "^(device|gemv|gemm|linear|sdpa|rms|add|qgemv)" "$OUT/ops1.txt"
+  pack_out "$1"
 }
