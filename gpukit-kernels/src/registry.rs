@@ -590,20 +590,26 @@ impl Kernel {
 /// architectures, an error for older ones.
 fn target_for(props: &DeviceProperties) -> Result<(&'static str, Arch, Output)> {
     let sm = props.compute_capability.sm();
-    let index = match sm {
-        80..=85 => 0,
-        86..=88 => 1,
-        89 => 2,
-        90 => 3,
-        s if s > 90 => 4,
-        _ => {
-            return Err(Error::UnsupportedDevice {
-                device: props.name.clone(),
-                sm,
-            });
-        }
-    };
-    Ok(TARGETS[index])
+    target_index(sm)
+        .map(|i| TARGETS[i])
+        .ok_or_else(|| Error::UnsupportedDevice {
+            device: props.name.clone(),
+            sm,
+        })
+}
+
+/// The index in [`TARGETS`] of the image for SM `sm`: a cubin runs on its own SM and later
+/// minor versions of the same major one (sm_80's on 8.0–8.5, sm_86's on 8.6–8.8), sm_90a's
+/// only on 9.0, and the PTX on anything newer; `None` below 8.0.
+fn target_index(sm: u32) -> Option<usize> {
+    match sm {
+        80..=85 => Some(0),
+        86..=88 => Some(1),
+        89 => Some(2),
+        90 => Some(3),
+        s if s > 90 => Some(4),
+        _ => None,
+    }
 }
 
 /// Where a module's image came from.
@@ -1433,6 +1439,25 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_sm_gets_its_image() {
+        let name = |sm| target_index(sm).map(|i| TARGETS[i].0);
+        for (sm, want) in [
+            (80, Some("sm_80")),
+            (86, Some("sm_86")),
+            (87, Some("sm_86")),
+            (89, Some("sm_89")),
+            (90, Some("sm_90a")),
+            (100, Some("compute_90")),
+            (120, Some("compute_90")),
+            (75, None),
+            (70, None),
+        ] {
+            assert_eq!(name(sm), want, "sm {sm}");
+        }
+        assert_eq!(TARGETS[4].2, Output::Ptx);
+    }
 
     #[test]
     fn entry_points_follow_the_naming_convention() {

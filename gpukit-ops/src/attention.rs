@@ -420,7 +420,7 @@ fn checked(
     let dev = same_device("sdpa", &[q, k, v, workspace])?;
     let shape = attention_shape(q, k, v)?;
     for t in [k, v] {
-        Error::expect_dtype("sdpa", t.dtype(), q.dtype())?;
+        crate::ops::same_dtype("sdpa", q, t)?;
     }
     if !q.dtype().is_float() {
         return Err(Error::dtype(
@@ -836,6 +836,23 @@ fn decode_ring(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// HF transformers' `build_alibi_tensor`: for 6 heads (p = 4) 2^-2, 2^-4, 2^-6, 2^-8, then
+    /// 2^-1, 2^-3; for 12 (p = 8) 2^-1 … 2^-8, then 2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5.
+    #[test]
+    fn alibi_slopes_match_hf() {
+        let pow = |e: f64| e.exp2() as f32;
+        let six: Vec<f32> = [-2.0, -4.0, -6.0, -8.0, -1.0, -3.0].map(pow).to_vec();
+        assert_eq!(alibi_slopes(6), six);
+        let mut twelve: Vec<f32> = (1..=8).map(|i| pow(-f64::from(i))).collect();
+        twelve.extend([-0.5, -1.5, -2.5, -3.5].map(pow));
+        assert_eq!(alibi_slopes(12), twelve);
+        assert_eq!(
+            alibi_slopes(8),
+            (1..=8).map(|i| pow(-f64::from(i))).collect::<Vec<_>>()
+        );
+        assert_eq!(alibi_slopes(1), vec![pow(-8.0)]);
+    }
 
     fn shape(
         q_heads: usize,

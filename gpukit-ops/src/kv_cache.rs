@@ -270,7 +270,7 @@ impl KvCache {
         let (kv_heads, max_len, head_dim) =
             (self.k.shape()[0], self.k.shape()[1], self.k.shape()[2]);
         for t in [k_new, v_new] {
-            Error::expect_dtype("kv_cache", t.dtype(), self.k.dtype())?;
+            crate::ops::same_dtype("kv_cache", &self.k, t)?;
             if t.rank() != 3
                 || t.shape()[1..] != [kv_heads, head_dim]
                 || t.shape()[0] != k_new.shape()[0]

@@ -34,7 +34,7 @@ fn cuda_device() -> (Runtime, CudaDevice) {
 fn gpu_every_op_is_bitwise_deterministic_and_graph_equals_eager() {
     let (_rt, cuda) = cuda_device();
     let dev = Device::Cuda(cuda.clone());
-    for dt in [DType::F32, DType::BF16] {
+    for dt in [DType::F32, DType::F16, DType::BF16] {
         let r = |shape: &[usize], seed| Tensor::rand(shape, -2.0, 2.0, dt, seed, &dev).unwrap();
         let (x, y) = (r(&[33, 1000], 1), r(&[33, 1000], 2));
         let row = r(&[1000], 3);
@@ -48,6 +48,12 @@ fn gpu_every_op_is_bitwise_deterministic_and_graph_equals_eager() {
         let (w_ring, x_ring) = (r(&[4099, 2056], 10), r(&[1, 2056], 11));
         let (w_small, x_small) = (r(&[2503, 1000], 12), r(&[1, 1000], 13));
         let ids = Tensor::from_slice(&[5i32, 0, 32, 7], &[4], &dev).unwrap();
+        let x3 = r(&[3, 1000], 14);
+        let cond_v: Vec<u8> = (0..33 * 1000).map(|i| u8::from(i % 7 < 3)).collect();
+        let cond = Tensor::from_slice(&cond_v, &[33, 1000], &dev).unwrap();
+        let gather_v: Vec<i64> = (0..33 * 17).map(|i| (i * 389 % 1000) as i64).collect();
+        let gather_ids = Tensor::from_slice(&gather_v, &[33, 17], &dev).unwrap();
+        let xt = x.transpose(0, 1).unwrap();
         let e = |shape: &[usize]| Tensor::empty(shape, dt, &dev).unwrap();
         let mut outs = vec![
             e(&[33, 1000]),
@@ -78,6 +84,16 @@ fn gpu_every_op_is_bitwise_deterministic_and_graph_equals_eager() {
             e(&[33, 1536]),
             e(&[1, 4099]),
             e(&[1, 2503]),
+            e(&[33, 1000]),
+            e(&[33, 1000]),
+            e(&[33, 17]),
+            e(&[1000, 33]),
+            e(&[33, 2000]),
+            e(&[33, 1000]),
+            Tensor::empty(&[1000], DType::I64, &dev).unwrap(),
+            e(&[1000, 33]),
+            e(&[3, 1536]),
+            e(&[]),
         ];
         let run = |o: &mut [Tensor]| -> gpukit_ops::Result<()> {
             ops::binary_into(BinaryOp::Mul, &x, &y, &mut o[0])?;
@@ -99,6 +115,16 @@ fn gpu_every_op_is_bitwise_deterministic_and_graph_equals_eager() {
             ops::linear_into(&x, &wt, Some(&bias), Activation::GeluTanh, &mut o[16])?; // cuBLASLt
             ops::linear_into(&x_ring, &w_ring, None, Activation::None, &mut o[17])?; // ring GEMV
             ops::linear_into(&x_small, &w_small, None, Activation::None, &mut o[18])?; // small ring
+            ops::clamp_into(&x, -1.0, 0.5, &mut o[19])?;
+            ops::where_into(&cond, &x, &y, &mut o[20])?;
+            ops::gather_into(&x, 1, &gather_ids, &mut o[21])?;
+            ops::copy_into(&xt, &mut o[22])?; // strided copy (transpose made dense)
+            ops::concat_into(&[&x, &y], 1, &mut o[23])?;
+            ops::softmax_into(&x, 0, true, &mut o[24])?; // column kernel, log-softmax
+            ops::argmax_into(&x, 0, &mut o[25])?; // column kernel
+            ops::unary_into(UnaryOp::Exp, &xt, &mut o[26])?; // strided unary
+            ops::linear_into(&x3, &wt, Some(&bias), Activation::None, &mut o[27])?; // 3-row GEMV
+            ops::reduce_all_into(ReduceOp::Max, &x, &mut o[28])?;
             Ok(())
         };
         run(&mut outs).unwrap();
@@ -133,7 +159,10 @@ fn gpu_every_op_is_bitwise_deterministic_and_graph_equals_eager() {
                 "{dt}: op {i} differs between graph replay and eager"
             );
         }
-        println!("[gpu] determinism {dt}: 19 ops bitwise equal twice and under graph replay");
+        println!(
+            "[gpu] determinism {dt}: {} ops bitwise equal twice and under graph replay",
+            outs.len()
+        );
     }
 }
 
@@ -242,6 +271,16 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
             seed: 5,
             ..Default::default()
         };
+        // min-p and the repetition penalty over a window of 5 recent ids a row.
+        let sampling_penalized = SamplingParams {
+            temperature: 0.8,
+            min_p: 0.05,
+            repetition_penalty: 1.3,
+            seed: 6,
+            ..Default::default()
+        };
+        let recent_v: Vec<i32> = (0..3 * 5).map(|i| i * 7_919 % 49_159).collect();
+        let recent = Tensor::from_slice(&recent_v, &[3, 5], &dev).unwrap();
         let e = |shape: &[usize]| Tensor::empty(shape, dt, &dev).unwrap();
         let mut outs = vec![
             e(&[1, 8, 200, 128]),
@@ -261,6 +300,7 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
             e(&[1, 600]),
             e(&[1, 1000]),
             e(&[1, 8, 1, 128]),
+            Tensor::empty(&[3], DType::I32, &dev).unwrap(),
         ];
         // The layout the decode step's caches have on CUDA.
         let layout = KvLayout::preferred(&dev);
@@ -280,6 +320,14 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
             )?;
             cache.append_at(&kn, &vn, &pos)?;
             sample_tokens_into(&logits, None, &sampling, &step, &sampler_ws, &o[3])?;
+            sample_tokens_into(
+                &logits,
+                Some(&recent),
+                &sampling_penalized,
+                &step,
+                &sampler_ws,
+                &o[17],
+            )?;
             ops::linear_swiglu_into(&x_glu, &w_glu, &mut o[4])?;
             let rope = Some((&inv_freq, 1.0, RopeLayout::RotateHalf));
             rope_kv_append(
@@ -352,7 +400,7 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
         );
         println!(
             "[gpu] determinism {dt}: sdpa prefill + split-K decode (both KV layouts), rope, kv \
-             append, sampling, \
+             append, sampling (top-k / top-p, and min-p with a repetition penalty), \
              swiglu gemv, rope_kv_append, pre-norm gemv / swiglu / greedy head / qkv + rope + \
              kv append, quantized gemv (Q8_0, Q4_0, Q4_1, Q4_K) bitwise equal twice and under \
              graph replay"

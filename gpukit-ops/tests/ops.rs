@@ -93,6 +93,13 @@ fn poisoned(shape: &[usize], dt: DType, dev: &Device) -> Tensor {
     Tensor::full(shape, f64::NAN, dt, dev).unwrap()
 }
 
+/// [`poisoned`] for any dtype: NaN for floats, 123 for integers (the tests' integer inputs stay
+/// within [-1, 100)).
+fn poisoned_any(shape: &[usize], dt: DType, dev: &Device) -> Tensor {
+    let v = if dt.is_float() { f64::NAN } else { 123.0 };
+    Tensor::full(shape, v, dt, dev).unwrap()
+}
+
 /// A KV cache in `layout` whose storage is NaN-filled (so rows not written stay NaN).
 fn poisoned_cache(
     kv_heads: usize,
@@ -296,7 +303,34 @@ op_test!(binary_broadcasting, |dev: &Device| {
         "{e}"
     );
     let (h, _) = input(&[2, 3], DType::F16, 0.0, 1.0, s, dev);
-    assert!(ops::add(&a, &h).is_err());
+    let e = ops::add(&a, &h).unwrap_err().to_string();
+    assert!(
+        e.contains("binary") && e.contains("f32 [2, 3]") && e.contains("f16 [2, 3]"),
+        "{e}"
+    );
+    let mut out = poisoned(&[2, 3], DType::F16, dev);
+    let e = ops::binary_into(BinaryOp::Add, &a, &a, &mut out)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("binary") && e.contains("[2, 3]") && e.contains("f16"),
+        "{e}"
+    );
+    if matches!(dev, Device::Cuda(_)) {
+        let (c, _) = input(&[2, 3], DType::F32, 0.0, 1.0, s, &Device::Cpu);
+        let e = ops::add(&a, &c).unwrap_err().to_string();
+        assert!(
+            e.contains("binary: operands on different devices")
+                && e.contains("cuda:0 [2, 3]")
+                && e.contains("cpu [2, 3]"),
+            "{e}"
+        );
+        let mut host_out = poisoned(&[2, 3], DType::F32, &Device::Cpu);
+        let e = ops::binary_into(BinaryOp::Add, &a, &a, &mut host_out)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("different devices") && e.contains("cpu"), "{e}");
+    }
 });
 
 op_test!(unary_math, |dev: &Device| {
@@ -350,66 +384,201 @@ op_test!(unary_math, |dev: &Device| {
 op_test!(scalar_clamp_where_cast, |dev: &Device| {
     let s = seed();
     for dt in FLOATS {
-        let shape = [9, 37];
-        let (x, xv) = input(&shape, dt, -3.0, 3.0, s, dev);
-        for op in [
-            ScalarOp::Add,
-            ScalarOp::Mul,
-            ScalarOp::Sub,
-            ScalarOp::RSub,
-            ScalarOp::Div,
-            ScalarOp::Maximum,
-        ] {
-            let got = ops::scalar(op, &x, 1.75).unwrap().to_vec_f64().unwrap();
-            let want: Vec<f64> = xv
-                .iter()
-                .map(|&v| f64::from(op.apply(v as f32, 1.75)))
-                .collect();
-            assert_close(&format!("{op:?} {dt}"), &got, &want, tol(dt));
-        }
-        let got = ops::clamp(&x, -1.0, 0.5).unwrap().to_vec_f64().unwrap();
-        let want: Vec<f64> = xv.iter().map(|&v| v.clamp(-1.0, 0.5)).collect();
-        assert_close(&format!("clamp {dt}"), &got, &want, 0.0);
-        let (y, yv) = input(&shape, dt, -3.0, 3.0, s + 3, dev);
-        let cond_v: Vec<u8> = xv.iter().map(|&v| u8::from(v > 0.0)).collect();
-        let cond = Tensor::from_slice(&cond_v, &shape, dev).unwrap();
-        let got = ops::where_cond(&cond, &x, &y)
-            .unwrap()
-            .to_vec_f64()
-            .unwrap();
-        let want: Vec<f64> = (0..xv.len())
-            .map(|i| if cond_v[i] != 0 { xv[i] } else { yv[i] })
-            .collect();
-        assert_close(&format!("where {dt}"), &got, &want, 0.0);
-        for to in FLOATS {
-            let got = ops::to_dtype(&x, to).unwrap();
-            assert_eq!(got.dtype(), to);
-            let want: Vec<f64> = Tensor::from_slice(
-                &xv.iter().map(|&v| v as f32).collect::<Vec<_>>(),
-                &shape,
-                &Device::Cpu,
-            )
-            .unwrap()
-            .to_vec_f64()
-            .unwrap();
-            // Casting up is exact; casting down rounds once.
+        for shape in [vec![1], vec![9, 37], vec![3, 1, 129]] {
+            let (x, xv) = input(&shape, dt, -3.0, 3.0, s, dev);
+            // s / x and x ^ s on a positive input (no pole, no NaN from a negative base).
+            let (p, pv) = input(&shape, dt, 0.25, 3.0, s + 5, dev);
+            for op in [
+                ScalarOp::Add,
+                ScalarOp::Mul,
+                ScalarOp::Sub,
+                ScalarOp::RSub,
+                ScalarOp::Div,
+                ScalarOp::RDiv,
+                ScalarOp::Pow,
+                ScalarOp::Maximum,
+                ScalarOp::Minimum,
+            ] {
+                let (t, tv) = if matches!(op, ScalarOp::RDiv | ScalarOp::Pow) {
+                    (&p, &pv)
+                } else {
+                    (&x, &xv)
+                };
+                let mut out = poisoned(&shape, dt, dev);
+                ops::scalar_into(op, t, 1.75, &mut out).unwrap();
+                let want: Vec<f64> = tv
+                    .iter()
+                    .map(|&v| f64::from(op.apply(v as f32, 1.75)))
+                    .collect();
+                assert_close(
+                    &format!("{op:?} {dt} {shape:?}"),
+                    &out.to_vec_f64().unwrap(),
+                    &want,
+                    tol(dt),
+                );
+            }
+            let mut out = poisoned(&shape, dt, dev);
+            ops::clamp_into(&x, -1.0, 0.5, &mut out).unwrap();
+            let want: Vec<f64> = xv.iter().map(|&v| v.clamp(-1.0, 0.5)).collect();
             assert_close(
-                &format!("cast {dt}->{to}"),
-                &got.to_vec_f64().unwrap(),
+                &format!("clamp {dt} {shape:?}"),
+                &out.to_vec_f64().unwrap(),
                 &want,
-                tol(to),
+                0.0,
             );
+            let (y, yv) = input(&shape, dt, -3.0, 3.0, s + 3, dev);
+            let cond_v: Vec<u8> = xv.iter().map(|&v| u8::from(v > 0.0)).collect();
+            let cond = Tensor::from_slice(&cond_v, &shape, dev).unwrap();
+            let mut out = poisoned(&shape, dt, dev);
+            ops::where_into(&cond, &x, &y, &mut out).unwrap();
+            let want: Vec<f64> = (0..xv.len())
+                .map(|i| if cond_v[i] != 0 { xv[i] } else { yv[i] })
+                .collect();
+            assert_close(
+                &format!("where {dt} {shape:?}"),
+                &out.to_vec_f64().unwrap(),
+                &want,
+                0.0,
+            );
+            for to in FLOATS {
+                let mut got = poisoned(&shape, to, dev);
+                ops::cast_into(&x, &mut got).unwrap();
+                let want: Vec<f64> = Tensor::from_slice(
+                    &xv.iter().map(|&v| v as f32).collect::<Vec<_>>(),
+                    &shape,
+                    &Device::Cpu,
+                )
+                .unwrap()
+                .to_vec_f64()
+                .unwrap();
+                // Casting up is exact; casting down rounds once.
+                assert_close(
+                    &format!("cast {dt}->{to} {shape:?}"),
+                    &got.to_vec_f64().unwrap(),
+                    &want,
+                    tol(to),
+                );
+                assert_eq!(ops::to_dtype(&x, to).unwrap().dtype(), to);
+            }
         }
+        // where with every operand broadcast: cond [9, 1], a [9, 37], b [37].
+        let (a, av) = input(&[9, 37], dt, -3.0, 3.0, s + 11, dev);
+        let (b, bv) = input(&[37], dt, -3.0, 3.0, s + 12, dev);
+        let cond_v: Vec<u8> = (0..9).map(|i| u8::from(i % 3 == 1)).collect();
+        let cond = Tensor::from_slice(&cond_v, &[9, 1], dev).unwrap();
+        let mut out = poisoned(&[9, 37], dt, dev);
+        ops::where_into(&cond, &a, &b, &mut out).unwrap();
+        let want: Vec<f64> = (0..9 * 37)
+            .map(|i| {
+                if cond_v[i / 37] != 0 {
+                    av[i]
+                } else {
+                    bv[i % 37]
+                }
+            })
+            .collect();
+        assert_close(
+            &format!("where broadcast {dt}"),
+            &out.to_vec_f64().unwrap(),
+            &want,
+            0.0,
+        );
+        // Scalar ops and clamp on a transposed (strided) input.
+        let (x, xv) = input(&[5, 7], dt, -3.0, 3.0, s + 13, dev);
+        let mut out = poisoned(&[7, 5], dt, dev);
+        ops::clamp_into(&x.transpose(0, 1).unwrap(), -1.0, 0.5, &mut out).unwrap();
+        let want: Vec<f64> = (0..35)
+            .map(|i| xv[(i % 5) * 7 + i / 5].clamp(-1.0, 0.5))
+            .collect();
+        assert_close(
+            &format!("clamp of a transpose {dt}"),
+            &out.to_vec_f64().unwrap(),
+            &want,
+            0.0,
+        );
+    }
+});
+
+// Elementwise kernels past one pass of their grid: `launch::elementwise` caps it at 16 blocks
+// of 256 threads per multiprocessor (~540k threads on an H100), and the contiguous kernels take
+// 16 bytes a thread, so 4.5M elements loop 2–8 times per thread (strided: 8).
+op_test!(elementwise_large, |dev: &Device| {
+    let s = seed();
+    let n = 4_500_007;
+    for dt in [DType::F32, DType::BF16] {
+        let (a, av) = input(&[n], dt, -3.0, 3.0, s, dev);
+        let (b, bv) = input(&[n], dt, 0.5, 3.0, s + 1, dev);
+        let mut out = poisoned(&[n], dt, dev);
+        ops::binary_into(BinaryOp::Mul, &a, &b, &mut out).unwrap();
+        let want: Vec<f64> = (0..n)
+            .map(|i| f64::from(av[i] as f32 * bv[i] as f32))
+            .collect();
+        assert_close(
+            &format!("mul {dt} [{n}]"),
+            &out.to_vec_f64().unwrap(),
+            &want,
+            tol(dt),
+        );
+        let mut out = poisoned(&[n], dt, dev);
+        ops::unary_into(UnaryOp::Silu, &a, &mut out).unwrap();
+        let want: Vec<f64> = av
+            .iter()
+            .map(|&v| f64::from(UnaryOp::Silu.apply(v as f32)))
+            .collect();
+        assert_close(
+            &format!("silu {dt} [{n}]"),
+            &out.to_vec_f64().unwrap(),
+            &want,
+            tol(dt),
+        );
+        let mut out = poisoned(&[n], dt, dev);
+        ops::scalar_into(ScalarOp::Add, &a, 0.5, &mut out).unwrap();
+        let want: Vec<f64> = av.iter().map(|&v| f64::from(v as f32 + 0.5)).collect();
+        assert_close(
+            &format!("scalar add {dt} [{n}]"),
+            &out.to_vec_f64().unwrap(),
+            &want,
+            tol(dt),
+        );
+        // Strided: a transposed [1733, 2593] (4.5M) view through the broadcasting kernel.
+        let (r, c) = (1733, 2593);
+        let m = a.narrow(0, 0, r * c).unwrap().reshape(&[r, c]).unwrap();
+        let t = m.transpose(0, 1).unwrap();
+        let (row, rv) = input(&[r], dt, 0.5, 3.0, s + 2, dev);
+        let mut out = poisoned(&[c, r], dt, dev);
+        ops::binary_into(BinaryOp::Add, &t, &row, &mut out).unwrap();
+        let want: Vec<f64> = (0..r * c)
+            .map(|i| {
+                let (j, k) = (i / r, i % r);
+                f64::from(av[k * c + j] as f32 + rv[k] as f32)
+            })
+            .collect();
+        assert_close(
+            &format!("add of a transpose {dt} [{c}, {r}]"),
+            &out.to_vec_f64().unwrap(),
+            &want,
+            tol(dt),
+        );
     }
 });
 
 op_test!(copies_views_concat, |dev: &Device| {
     let s = seed();
-    for dt in [DType::F32, DType::BF16, DType::I32, DType::I64, DType::U8] {
+    for dt in [
+        DType::F32,
+        DType::F16,
+        DType::BF16,
+        DType::I32,
+        DType::I64,
+        DType::U8,
+    ] {
         let (x, xv) = input(&[3, 4, 5], dt, 0.0, 100.0, s, dev);
         let p = x.permute(&[2, 0, 1]).unwrap();
         let c = p.contiguous().unwrap();
         assert!(c.is_contiguous());
+        let mut into = poisoned_any(&[5, 3, 4], dt, dev);
+        ops::copy_into(&p, &mut into).unwrap();
+        assert_eq!(into.to_vec_f64().unwrap(), c.to_vec_f64().unwrap());
         let got = c.to_vec_f64().unwrap();
         let want: Vec<f64> = (0..60)
             .map(|i| {
@@ -422,6 +591,9 @@ op_test!(copies_views_concat, |dev: &Device| {
         let (y, yv) = input(&[3, 2, 5], dt, 0.0, 100.0, s + 1, dev);
         let cat = ops::concat(&[&x, &y], 1).unwrap();
         assert_eq!(cat.shape(), &[3, 6, 5]);
+        let mut into = poisoned_any(&[3, 6, 5], dt, dev);
+        ops::concat_into(&[&x, &y], 1, &mut into).unwrap();
+        assert_eq!(into.to_vec_f64().unwrap(), cat.to_vec_f64().unwrap());
         let got = cat.to_vec_f64().unwrap();
         for i in 0..3 {
             for j in 0..6 {
@@ -483,8 +655,9 @@ op_test!(reductions_and_softmax, |dev: &Device| {
                     tol(dt) * 4.0,
                 );
             }
-            let am = ops::argmax(&x, axis).unwrap();
-            assert_eq!(am.dtype(), DType::I64);
+            assert_eq!(ops::argmax(&x, axis).unwrap().dtype(), DType::I64);
+            let mut am = Tensor::full(&out_shape, -1.0, DType::I64, dev).unwrap();
+            ops::argmax_into(&x, axis, &mut am).unwrap();
             let got = am.to_vec_f64().unwrap();
             for t in 0..outer * inner {
                 let (o, i) = (t / inner, t % inner);
@@ -515,14 +688,86 @@ op_test!(reductions_and_softmax, |dev: &Device| {
             }
         }
     }
+    // Whole-tensor forms: every element at once (up to 1M, one row for the row kernels).
+    for dt in FLOATS {
+        for shape in [vec![1], vec![37, 29], vec![1031, 1021]] {
+            let (x, xv) = input(&shape, dt, -2.0, 2.0, s + 9, dev);
+            let abs_sum: f64 = xv.iter().map(|v| v.abs()).sum();
+            for op in [ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min] {
+                let mut out = poisoned(&[], dt, dev);
+                ops::reduce_all_into(op, &x, &mut out).unwrap();
+                let n = xv.len() as f64;
+                let (want, scale) = match op {
+                    ReduceOp::Sum => (xv.iter().sum(), abs_sum),
+                    ReduceOp::Mean => (xv.iter().sum::<f64>() / n, abs_sum / n),
+                    ReduceOp::Max => (xv.iter().copied().fold(f64::MIN, f64::max), 0.0),
+                    ReduceOp::Min => (xv.iter().copied().fold(f64::MAX, f64::min), 0.0),
+                };
+                assert_eq!(out.shape(), &[] as &[usize]);
+                assert_close_scaled(
+                    &format!("reduce_all {op:?} {dt} {shape:?}"),
+                    &out.to_vec_f64().unwrap(),
+                    &[want],
+                    &[scale],
+                    tol(dt) * 4.0,
+                );
+            }
+            let mut am = Tensor::full(&[], -1.0, DType::I64, dev).unwrap();
+            ops::argmax_all_into(&x, &mut am).unwrap();
+            let best = xv.iter().copied().fold(f64::MIN, f64::max);
+            let first = xv.iter().position(|&v| v == best).unwrap();
+            assert_eq!(
+                am.to_vec_f64().unwrap(),
+                vec![first as f64],
+                "argmax_all {dt} {shape:?}"
+            );
+            for log in [false, true] {
+                let mut out = poisoned(&shape, dt, dev);
+                ops::softmax_all_into(&x, log, &mut out).unwrap();
+                let m = xv.iter().copied().fold(f64::MIN, f64::max);
+                let z: f64 = xv.iter().map(|v| (v - m).exp()).sum();
+                let want: Vec<f64> = xv
+                    .iter()
+                    .map(|v| {
+                        if log {
+                            v - m - z.ln()
+                        } else {
+                            (v - m).exp() / z
+                        }
+                    })
+                    .collect();
+                // Over 1M elements the probabilities (~1e-6) are below f16's normal range
+                // (2^-14), where it keeps an absolute step of 2^-24: weigh them as 2^-14.
+                let scale = if dt == DType::F16 && !log {
+                    vec![2f64.powi(-14); want.len()]
+                } else {
+                    Vec::new()
+                };
+                assert_close_scaled(
+                    &format!("softmax_all(log={log}) {dt} {shape:?}"),
+                    &out.to_vec_f64().unwrap(),
+                    &want,
+                    &scale,
+                    tol(dt) * 2.0,
+                );
+            }
+        }
+    }
     let all = ops::reduce_all(
         ReduceOp::Sum,
         &Tensor::ones(&[3, 5], DType::F32, dev).unwrap(),
     )
     .unwrap();
-    assert_eq!(all.shape(), &[] as &[usize]);
     assert_eq!(all.to_vec_f64().unwrap(), vec![15.0]);
     assert!(ops::sum(&all, 0).is_err());
+    assert!(ops::argmax_all(&Tensor::zeros(&[0], DType::F32, dev).unwrap()).is_err());
+    let (x, _) = input(&[4, 6], DType::F32, 0.0, 1.0, s, dev);
+    let mut strided_out = Tensor::zeros(&[6, 4], DType::F32, dev)
+        .unwrap()
+        .transpose(0, 1)
+        .unwrap();
+    let e = ops::softmax_all_into(&x, false, &mut strided_out).unwrap_err();
+    assert!(e.to_string().contains("softmax_all"), "{e}");
     // argmax with NaN (counted as the maximum, like torch.argmax) and many ties, along rows
     // (a block per row on CUDA) and columns (a thread per column).
     let (rows, cols) = (3usize, 1000usize);
@@ -674,14 +919,21 @@ op_test!(norms, |dev: &Device| {
 
 op_test!(embedding_and_index_select, |dev: &Device| {
     let s = seed();
-    for dt in [DType::F32, DType::BF16, DType::I64] {
+    for dt in [DType::F32, DType::F16, DType::BF16, DType::I64] {
         let (vocab, hidden) = (1000, 77);
         let (table, tv) = input(&[vocab, hidden], dt, -1.0, 1.0, s, dev);
         let idv: Vec<i32> = (0..19)
             .map(|i| ((i * 7919 + s as usize) % vocab) as i32)
             .collect();
         let ids = Tensor::from_slice(&idv, &[19], dev).unwrap();
-        let got = ops::embedding(&table, &ids).unwrap().to_vec_f64().unwrap();
+        let mut rows = poisoned_any(&[19, hidden], dt, dev);
+        ops::index_select_into(&table, 0, &ids, &mut rows).unwrap();
+        let got = rows.to_vec_f64().unwrap();
+        assert_eq!(
+            got,
+            ops::embedding(&table, &ids).unwrap().to_vec_f64().unwrap(),
+            "{dt} embedding"
+        );
         for (r, &id) in idv.iter().enumerate() {
             assert_eq!(
                 &got[r * hidden..][..hidden],
@@ -721,10 +973,9 @@ op_test!(embedding_and_index_select, |dev: &Device| {
         // index_select along a middle axis with i64 ids.
         let (x, xv) = input(&[3, 10, 4], dt, -1.0, 1.0, s + 1, dev);
         let sel = Tensor::from_slice(&[9i64, 0, 9, 4], &[4], dev).unwrap();
-        let got = ops::index_select(&x, 1, &sel)
-            .unwrap()
-            .to_vec_f64()
-            .unwrap();
+        let mut out = poisoned_any(&[3, 4, 4], dt, dev);
+        ops::index_select_into(&x, 1, &sel, &mut out).unwrap();
+        let got = out.to_vec_f64().unwrap();
         for o in 0..3 {
             for (j, &id) in [9usize, 0, 9, 4].iter().enumerate() {
                 for i in 0..4 {
@@ -734,7 +985,7 @@ op_test!(embedding_and_index_select, |dev: &Device| {
         }
     }
     // gather along each axis of a 3-d tensor, i32 and i64 indices.
-    for dt in [DType::F32, DType::BF16, DType::I32] {
+    for dt in [DType::F32, DType::F16, DType::BF16, DType::I32] {
         let shape = [3usize, 5, 4];
         let (x, xv) = input(&shape, dt, -1.0, 1.0, s + 5, dev);
         for axis in 0..3 {
@@ -745,7 +996,9 @@ op_test!(embedding_and_index_select, |dev: &Device| {
                 .map(|t| ((t * 31 + s as usize) % shape[axis]) as i64)
                 .collect();
             let index = Tensor::from_slice(&ids, &ishape, dev).unwrap();
-            let got = ops::gather(&x, axis, &index).unwrap().to_vec_f64().unwrap();
+            let mut out = poisoned_any(&ishape, dt, dev);
+            ops::gather_into(&x, axis, &index, &mut out).unwrap();
+            let got = out.to_vec_f64().unwrap();
             for t in 0..n {
                 let mut c = [
                     t / (ishape[1] * ishape[2]),
@@ -837,6 +1090,42 @@ op_test!(matmul_and_linear, |dev: &Device| {
                 t,
             );
         }
+        // f32 with TF32 asked for: within TF32's error (10-bit mantissas: ~1e-3 relative);
+        // on CUDA its error must exceed full precision's, so the knob reaches cuBLASLt (and the
+        // default above, held to 1e-5, is not TF32).
+        if dt == DType::F32 {
+            let (a, av) = input(&[65, 300], dt, -1.0, 1.0, s + 8, dev);
+            let (b, bv) = input(&[300, 127], dt, -1.0, 1.0, s + 9, dev);
+            let want: Vec<f64> = (0..65 * 127)
+                .map(|t| {
+                    let (i, j) = (t / 127, t % 127);
+                    (0..300).map(|p| av[i * 300 + p] * bv[p * 127 + j]).sum()
+                })
+                .collect();
+            let rel = |out: &Tensor| {
+                let got = out.to_vec_f64().unwrap();
+                let num: f64 = got.iter().zip(&want).map(|(g, w)| (g - w).powi(2)).sum();
+                let den: f64 = want.iter().map(|w| w * w).sum();
+                (num / den).sqrt()
+            };
+            let mut out = poisoned(&[65, 127], dt, dev);
+            ops::matmul_into_with(&a, &b, &mut out, gpukit_ops::F32Precision::Tf32).unwrap();
+            let tf32 = rel(&out);
+            assert!(
+                tf32 <= 2e-3,
+                "matmul f32 with TF32: relative error {tf32:e}"
+            );
+            let mut out = poisoned(&[65, 127], dt, dev);
+            ops::matmul_into(&a, &b, &mut out).unwrap();
+            let full = rel(&out);
+            assert!(full <= 1e-5, "matmul f32 full: relative error {full:e}");
+            if matches!(dev, Device::Cuda(_)) {
+                assert!(
+                    tf32 > full * 4.0,
+                    "TF32 ({tf32:e}) no less precise than full f32 ({full:e})"
+                );
+            }
+        }
         // linear: GEMV rows (1, 3, 8) and GEMM rows (9, 40), with and without bias/activation.
         for (m, k, n) in [
             (1, 576, 1536),
@@ -851,8 +1140,10 @@ op_test!(matmul_and_linear, |dev: &Device| {
             for (bias, act) in [
                 (false, Activation::None),
                 (true, Activation::None),
+                (false, Activation::Relu),
                 (true, Activation::Relu),
                 (false, Activation::GeluTanh),
+                (true, Activation::GeluTanh),
             ] {
                 let mut out = poisoned(&[m, n], dt, dev);
                 ops::linear_into(&x, &w, bias.then_some(&b), act, &mut out).unwrap();
@@ -1171,6 +1462,20 @@ op_test!(sdpa_attention, |dev: &Device| {
                 ..Default::default()
             },
         ),
+        // 6 query heads: ALiBi's slopes for a head count that is not a power of two (the
+        // second series after the first 4).
+        (
+            1,
+            3,
+            2,
+            17,
+            128,
+            AttentionMask {
+                causal: true,
+                alibi: true,
+                ..Default::default()
+            },
+        ),
     ];
     if on_gpu {
         cases.extend([
@@ -1224,6 +1529,19 @@ op_test!(sdpa_attention, |dev: &Device| {
                 1,
                 4,
                 2,
+                1,
+                4100,
+                AttentionMask {
+                    causal: true,
+                    sliding_window: None,
+                    alibi: true,
+                },
+            ),
+            // 12 query heads (8, then 4 of the second series), split-K decode with ALiBi.
+            (
+                1,
+                3,
+                4,
                 1,
                 4100,
                 AttentionMask {
@@ -1509,6 +1827,7 @@ op_test!(
         for &vocab in sizes {
             for (dt, floored) in [
                 (DType::F32, false),
+                (DType::F16, false),
                 (DType::BF16, false),
                 (DType::F32, true),
             ] {
@@ -1686,15 +2005,23 @@ op_test!(
     }
 );
 
-op_test!(k_quants_match_gguf_py, |dev: &Device| {
+op_test!(quants_match_gguf_py, |dev: &Device| {
     use gpukit_ops::quant::{
         QuantFormat, QuantMatrix, dequantize, dequantize_tensor, qgemv_into, random_blocks,
     };
-    // Blocks and values from gguf-py (tests/fixtures/make_kquants.py keeps the script).
+    // Blocks and values from gguf-py (tests/fixtures/make_ggml_quants.py keeps the script):
+    // every format, dequantized on the CPU and on `dev`.
     let fixture: serde_json::Value =
-        serde_json::from_str(include_str!("fixtures/kquants.json")).unwrap();
+        serde_json::from_str(include_str!("fixtures/ggml_quants.json")).unwrap();
     let s = seed();
-    for f in [QuantFormat::Q4K, QuantFormat::Q5K, QuantFormat::Q6K] {
+    for f in [
+        QuantFormat::Q8_0,
+        QuantFormat::Q4_0,
+        QuantFormat::Q4_1,
+        QuantFormat::Q4K,
+        QuantFormat::Q5K,
+        QuantFormat::Q6K,
+    ] {
         let case = &fixture[f.name()];
         let hex = case["blocks"].as_str().unwrap();
         let bytes: Vec<u8> = (0..hex.len() / 2)
@@ -1726,6 +2053,10 @@ op_test!(k_quants_match_gguf_py, |dev: &Device| {
             f.name(),
             dev.describe()
         );
+        if !matches!(f, QuantFormat::Q4K | QuantFormat::Q5K | QuantFormat::Q6K) {
+            // The simple formats' GEMV: kv_cache_and_quantized_gemv.
+            continue;
+        }
         // GEMV straight from random super-blocks (finite f16 scales), against
         // dequantize-then-product: 3, 5 and 33 super-blocks a row (each half-warp takes every
         // other one, so the second half has one fewer), rows of 37, 64 and 300; Q4_K and Q5_K

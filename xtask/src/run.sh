@@ -56,21 +56,26 @@ if [ "$mode" = test ] || [ "$mode" = all ]; then
   for m in "$GPUKIT_PARITY_DIR"/*/meta.json; do
     [ -f "$m" ] && cp "$m" "$out/parity-$(basename "$(dirname "$m")").json"
   done
-  # Each test binary once; the ops tests' attention cases again with the portable kernels
-  # forced (on Hopper the defaults are the warpgroup-MMA prefill and the decode ring).
+  # Each test binary once; the ops tests' attention cases and the transformer kernels'
+  # determinism test again with the portable kernels forced (on Hopper the defaults are the
+  # warpgroup-MMA prefill and the decode ring; the portable split-K decode has its own combine).
   runs=()
   for t in "$here"/tests/*; do
     [ -x "$t" ] || continue
     runs+=("$t")
-    case "$t" in *gpukit_ops__ops) runs+=("$t:portable") ;; esac
+    case "$t" in
+      *gpukit_ops__ops) runs+=("$t:portable:sdpa") ;;
+      *gpukit_ops__determinism) runs+=("$t:portable:transformer") ;;
+    esac
   done
   for run in "${runs[@]}"; do
-    t="${run%:portable}"
+    t="${run%%:portable:*}"
     name="$(basename "$t")"
     if [ "$run" != "$t" ]; then
-      name="$name (sdpa, GPUKIT_SDPA_PORTABLE=1)"
+      filter="${run##*:}"
+      name="$name ($filter, GPUKIT_SDPA_PORTABLE=1)"
       echo "---- $name" >>"$log"
-      GPUKIT_SDPA_PORTABLE=1 "$t" sdpa --include-ignored --test-threads=1 --show-output >>"$log" 2>&1
+      GPUKIT_SDPA_PORTABLE=1 "$t" "$filter" --include-ignored --test-threads=1 --show-output >>"$log" 2>&1
     else
       echo "---- $name" >>"$log"
       "$t" --include-ignored --test-threads=1 --show-output >>"$log" 2>&1

@@ -5,7 +5,7 @@ use gpukit_kernels::ops::{BinaryOp, ScalarOp, UnaryOp};
 use gpukit_kernels::registry::launch;
 use gpukit_kernels::{DType, Kernel};
 
-use super::{check_out, cuda, dptr, float_only, same_device, strided};
+use super::{check_out, cuda, dptr, float_only, same_device, same_dtype, strided};
 use crate::device::Device;
 use crate::layout::broadcast_shapes;
 use crate::tensor::Tensor;
@@ -79,7 +79,7 @@ fn cpu_map(
 /// [`Error::DType`] for mismatched or non-float dtypes; [`Error::Device`] across devices.
 pub fn binary_into(op: BinaryOp, a: &Tensor, b: &Tensor, out: &mut Tensor) -> Result<()> {
     let dev = same_device("binary", &[a, b])?;
-    Error::expect_dtype("binary", b.dtype(), a.dtype())?;
+    same_dtype("binary", a, b)?;
     float_only("binary", a)?;
     let shape = broadcast_shapes("binary", a.shape(), b.shape())?;
     check_out("binary", out, &shape, a.dtype(), &dev, &[a, b])?;
@@ -325,7 +325,7 @@ pub fn clamp(x: &Tensor, lo: f32, hi: f32) -> Result<Tensor> {
 pub fn where_into(cond: &Tensor, a: &Tensor, b: &Tensor, out: &mut Tensor) -> Result<()> {
     let dev = same_device("where", &[cond, a, b])?;
     Error::expect_dtype("where (condition)", cond.dtype(), DType::U8)?;
-    Error::expect_dtype("where", b.dtype(), a.dtype())?;
+    same_dtype("where", a, b)?;
     float_only("where", a)?;
     let shape = broadcast_shapes("where", cond.shape(), a.shape())?;
     let shape = broadcast_shapes("where", &shape, b.shape())?;

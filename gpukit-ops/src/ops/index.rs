@@ -243,7 +243,7 @@ fn concat_shape(tensors: &[&Tensor], axis: usize) -> Result<Vec<usize>> {
     let mut shape = first.shape().to_vec();
     shape[axis] = 0;
     for t in tensors {
-        Error::expect_dtype("concat", t.dtype(), first.dtype())?;
+        super::same_dtype("concat", first, t)?;
         let ok = t.rank() == first.rank()
             && t.shape()
                 .iter()

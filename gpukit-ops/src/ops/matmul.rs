@@ -133,7 +133,7 @@ pub fn matmul_into_with(
 ) -> Result<()> {
     let dev = same_device("matmul", &[a, b])?;
     float_only("matmul", a)?;
-    Error::expect_dtype("matmul", b.dtype(), a.dtype())?;
+    super::same_dtype("matmul", a, b)?;
     let d = matmul_dims(a, b)?;
     check_out("matmul", out, &d.out, a.dtype(), &dev, &[a, b])?;
     if out.numel() == 0 {
@@ -270,7 +270,7 @@ pub fn linear_into(
     let dev = same_device("linear", &inputs)?;
     float_only("linear", x)?;
     for t in &inputs[1..] {
-        Error::expect_dtype("linear", t.dtype(), x.dtype())?;
+        super::same_dtype("linear", x, t)?;
     }
     let (shape, m, k, n) = linear_shape(x, w, bias)?;
     check_out("linear", out, &shape, x.dtype(), &dev, &inputs)?;
@@ -456,7 +456,7 @@ pub fn linear(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, act: Activation) ->
 pub fn linear_swiglu_into(x: &Tensor, w_gate_up: &Tensor, out: &mut Tensor) -> Result<()> {
     let dev = same_device("linear_swiglu", &[x, w_gate_up])?;
     float_only("linear_swiglu", x)?;
-    Error::expect_dtype("linear_swiglu", w_gate_up.dtype(), x.dtype())?;
+    super::same_dtype("linear_swiglu", x, w_gate_up)?;
     let (mut shape, m, k, n2) = linear_shape(x, w_gate_up, None)?;
     if n2 % 2 != 0 {
         return Err(Error::shape(

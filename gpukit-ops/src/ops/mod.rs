@@ -25,7 +25,7 @@ use crate::tensor::Tensor;
 pub(crate) use crate::tensor::dptr;
 use crate::{Error, Result};
 
-/// The common device of `tensors`.
+/// The common device of `tensors` (an error names both operands' devices and shapes).
 pub(crate) fn same_device(op: &'static str, tensors: &[&Tensor]) -> Result<Device> {
     let first = tensors[0].device();
     for t in &tensors[1..] {
@@ -33,12 +33,30 @@ pub(crate) fn same_device(op: &'static str, tensors: &[&Tensor]) -> Result<Devic
         if !d.same(&first) {
             return Err(Error::Device {
                 op,
-                a: first.describe(),
-                b: d.describe(),
+                a: format!("{} {:?}", first.describe(), tensors[0].shape()),
+                b: format!("{} {:?}", d.describe(), t.shape()),
             });
         }
     }
     Ok(first)
+}
+
+/// Checks that `b` has `a`'s dtype (an error names both operands' dtypes and shapes).
+pub(crate) fn same_dtype(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
+    if a.dtype() == b.dtype() {
+        Ok(())
+    } else {
+        Err(Error::dtype(
+            op,
+            format!(
+                "operands of different dtypes: {} {:?} and {} {:?}",
+                a.dtype(),
+                a.shape(),
+                b.dtype(),
+                b.shape()
+            ),
+        ))
+    }
 }
 
 /// Checks that an output has the shape, dtype and device expected and aliases no input.
@@ -56,12 +74,21 @@ pub(crate) fn check_out(
             format!("output has shape {:?}, expected {shape:?}", out.shape()),
         ));
     }
-    Error::expect_dtype(op, out.dtype(), dtype)?;
+    if out.dtype() != dtype {
+        return Err(Error::dtype(
+            op,
+            format!(
+                "output {:?} is {}, expected {dtype}",
+                out.shape(),
+                out.dtype()
+            ),
+        ));
+    }
     if !out.device().same(device) {
         return Err(Error::Device {
             op,
-            a: device.describe(),
-            b: out.device().describe(),
+            a: format!("{} (the inputs)", device.describe()),
+            b: format!("{} (the output {:?})", out.device().describe(), out.shape()),
         });
     }
     if inputs.iter().any(|t| t.shares_storage(out)) {

@@ -17,7 +17,7 @@ fn rows_hidden(op: &'static str, x: &Tensor, w: &Tensor) -> Result<(usize, usize
             format!("needs a float tensor, got {}", x.dtype()),
         ));
     }
-    Error::expect_dtype(op, w.dtype(), x.dtype())?;
+    super::same_dtype(op, x, w)?;
     let hidden = *x
         .shape()
         .last()
@@ -109,7 +109,7 @@ pub fn add_rms_norm_into(
 ) -> Result<()> {
     let dev = same_device("add_rms_norm", &[x, residual, w])?;
     let (rows, hidden) = rows_hidden("add_rms_norm", x, w)?;
-    Error::expect_dtype("add_rms_norm", residual.dtype(), x.dtype())?;
+    super::same_dtype("add_rms_norm", x, residual)?;
     if residual.shape() != x.shape() {
         return Err(Error::shape(
             "add_rms_norm",

@@ -67,7 +67,7 @@ impl PreNorm<'_> {
             ));
         }
         let k = r.shape()[1];
-        Error::expect_dtype(op, self.weight.dtype(), r.dtype())?;
+        super::same_dtype(op, r, self.weight)?;
         if self.weight.shape() != [k] {
             return Err(Error::shape(
                 op,
@@ -75,7 +75,7 @@ impl PreNorm<'_> {
             ));
         }
         if let Some((p, out)) = self.pending {
-            Error::expect_dtype(op, p.dtype(), r.dtype())?;
+            super::same_dtype(op, r, p)?;
             if p.shape() != r.shape() {
                 return Err(Error::shape(
                     op,

@@ -152,13 +152,33 @@ pub fn min(x: &Tensor, axis: usize) -> Result<Tensor> {
     reduce(ReduceOp::Min, x, axis)
 }
 
+/// `x` as one row `[1, numel]` (a view when contiguous) and `out` viewed as `shape`, for the
+/// whole-tensor forms, which run the along-an-axis kernels on that row. `out` must be
+/// contiguous, so that the view writes its storage.
+fn whole(op: &'static str, x: &Tensor, out: &Tensor, shape: &[usize]) -> Result<(Tensor, Tensor)> {
+    need_contiguous(op, out, "the output")?;
+    Ok((x.reshape(&[1, x.numel()])?, out.reshape(shape)?))
+}
+
+/// `out = reduce(x)` over every element, in the along-an-axis op's fixed order (x taken as
+/// one row): `out` has shape `[]`.
+///
+/// # Errors
+/// As [`reduce_into`]; `out` must be contiguous.
+pub fn reduce_all_into(op: ReduceOp, x: &Tensor, out: &mut Tensor) -> Result<()> {
+    check_out("reduce_all", out, &[], x.dtype(), &x.device(), &[x])?;
+    let (row, mut o) = whole("reduce_all", x, out, &[1])?;
+    reduce_into(op, &row, 1, &mut o)
+}
+
 /// Reduction of every element: a tensor of shape `[]`.
 ///
 /// # Errors
-/// As [`reduce_into`].
+/// As [`reduce_all_into`].
 pub fn reduce_all(op: ReduceOp, x: &Tensor) -> Result<Tensor> {
-    let flat = x.reshape(&[1, x.numel()])?;
-    reduce(op, &flat, 1)?.reshape(&[])
+    let mut out = Tensor::empty(&[], x.dtype(), &x.device())?;
+    reduce_all_into(op, x, &mut out)?;
+    Ok(out)
 }
 
 /// `out[..] = index of the maximum along axis` (i64; the first one on ties; NaN counts as the
@@ -241,6 +261,27 @@ pub fn argmax(x: &Tensor, axis: usize) -> Result<Tensor> {
     Ok(out)
 }
 
+/// `out = ` the row-major (flat) index of the maximum of every element: i64, shape `[]` (the
+/// first one on ties; NaN counts as the maximum, like `torch.argmax` without `dim`).
+///
+/// # Errors
+/// As [`argmax_into`]; an empty `x`; `out` must be contiguous.
+pub fn argmax_all_into(x: &Tensor, out: &mut Tensor) -> Result<()> {
+    check_out("argmax_all", out, &[], DType::I64, &x.device(), &[x])?;
+    let (row, mut o) = whole("argmax_all", x, out, &[1])?;
+    argmax_into(&row, 1, &mut o)
+}
+
+/// Flat index of the maximum of every element (i64, shape `[]`).
+///
+/// # Errors
+/// As [`argmax_all_into`].
+pub fn argmax_all(x: &Tensor) -> Result<Tensor> {
+    let mut out = Tensor::empty(&[], DType::I64, &x.device())?;
+    argmax_all_into(x, &mut out)?;
+    Ok(out)
+}
+
 /// `out = softmax(x)` along `axis` (or log-softmax with `log`), max-subtracted.
 ///
 /// # Errors
@@ -319,5 +360,36 @@ pub fn softmax(x: &Tensor, axis: usize) -> Result<Tensor> {
 pub fn log_softmax(x: &Tensor, axis: usize) -> Result<Tensor> {
     let mut out = Tensor::empty(x.shape(), x.dtype(), &x.device())?;
     softmax_into(x, axis, true, &mut out)?;
+    Ok(out)
+}
+
+/// `out = softmax(x)` over every element together (or log-softmax with `log`): `out` has `x`'s
+/// shape and sums to 1 over all of it.
+///
+/// # Errors
+/// As [`softmax_into`]; `out` must be contiguous.
+pub fn softmax_all_into(x: &Tensor, log: bool, out: &mut Tensor) -> Result<()> {
+    check_out("softmax_all", out, x.shape(), x.dtype(), &x.device(), &[x])?;
+    let (row, mut o) = whole("softmax_all", x, out, &[1, x.numel()])?;
+    softmax_into(&row, 1, log, &mut o)
+}
+
+/// softmax over every element together.
+///
+/// # Errors
+/// As [`softmax_all_into`].
+pub fn softmax_all(x: &Tensor) -> Result<Tensor> {
+    let mut out = Tensor::empty(x.shape(), x.dtype(), &x.device())?;
+    softmax_all_into(x, false, &mut out)?;
+    Ok(out)
+}
+
+/// log-softmax over every element together.
+///
+/// # Errors
+/// As [`softmax_all_into`].
+pub fn log_softmax_all(x: &Tensor) -> Result<Tensor> {
+    let mut out = Tensor::empty(x.shape(), x.dtype(), &x.device())?;
+    softmax_all_into(x, true, &mut out)?;
     Ok(out)
 }
