@@ -98,9 +98,9 @@ def peer(case):
             q, kvs[i % len(kvs)][0], kvs[i % len(kvs)][1], enable_gqa=True), 20, 20, 5)
     if k == "qgemv":
         # torch has no GGML block formats: the peer is the bf16 GEMV of the same shape (it reads
-        # 2 bytes per weight where ours reads 1.06 / 0.56).
+        # 2 bytes per weight where ours reads 1.06 / 0.56), for the same rows of x.
         ws = [rand(p["n"], p["k"]) for _ in range(4)]
-        x = rand(1, p["k"])
+        x = rand(p.get("m", 1), p["k"])
         return time_ms(lambda i: F.linear(x, ws[i % len(ws)]), 20, 50, 10)
     if k == "sampling":
         logits = (torch.rand(1, p["vocab"], device="cuda") * 16 - 8).to(torch.bfloat16)

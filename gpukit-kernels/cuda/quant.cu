@@ -76,11 +76,13 @@ DEQUANT_KERNELS(float, f32)
 DEQUANT_KERNELS(f16, f16)
 DEQUANT_KERNELS(bf16, bf16)
 
-// Quantized GEMV for one row of x: out[n] = Σ_k dequant(w[n, k]) · x[k], w stored as rows of
-// K/32 blocks. One warp per output row; four lanes share a block (8 of its 32 values each), so a
-// warp covers 8 consecutive blocks per step and reads them as one contiguous run; each lane
-// issues the loads of four steps before using them. Per block: d · Σ q·x (+ m · Σ x for Q4_1) in
-// f32; the warp combines in a fixed butterfly order (deterministic).
+// Quantized GEMV for up to 8 rows of x: out[r, n] = Σ_k dequant(w[n, k]) · x[r, k], w stored as
+// rows of K/32 blocks. One warp per output column n; four lanes share a block (8 of its 32 values
+// each), so a warp covers 8 consecutive blocks per step and reads them as one contiguous run;
+// each lane issues the loads of four steps before using them, and decodes each block's values
+// once for every row of x. Per block and row: d · Σ q·x (+ m · Σ x for Q4_1) in f32; the warp
+// combines in a fixed butterfly order (deterministic), and row r's sum is the same, bit for bit,
+// whatever the other rows (so a batch of rows equals that many one-row calls).
 __device__ __forceinline__ unsigned ld_u16(const u8* p) {
     return *reinterpret_cast<const unsigned short*>(p);
 }
@@ -104,14 +106,15 @@ template <typename T> __device__ __forceinline__ void load_x4(const T* p, bool v
     }
 }
 
-// FMT: 0 = Q8_0, 1 = Q4_0, 2 = Q4_1.
-template <typename T, int FMT>
-__device__ __forceinline__ float qgemv_row(const u8* __restrict__ row, const T* __restrict__ x,
-                                           unsigned int blocks, bool xvec) {
+// FMT: 0 = Q8_0, 1 = Q4_0, 2 = Q4_1. acc[r] += row · x[r] for the nr ≤ MR rows of x (row r at
+// x + r · K).
+template <typename T, int FMT, int MR>
+__device__ __forceinline__ void qgemv_row(const u8* __restrict__ row, const T* __restrict__ x,
+                                          unsigned int K, unsigned int nr, unsigned int blocks,
+                                          bool xvec, float (&acc)[MR]) {
     constexpr unsigned int BB = FMT == 0 ? 34 : (FMT == 1 ? 18 : 20);
     constexpr int U = 4;
     const unsigned int lane = threadIdx.x & 31, sub = lane & 3, bl = lane >> 2;
-    float acc = 0.0f;
     for (unsigned int base = 0; base < blocks; base += 8 * U) {
         unsigned int q[U][2];
         float d[U], m[U];
@@ -138,35 +141,51 @@ __device__ __forceinline__ float qgemv_row(const u8* __restrict__ row, const T* 
         for (int u = 0; u < U; ++u) {
             const unsigned int b = base + 8 * u + bl;
             if (b >= blocks) continue;
-            const T* xb = x + (unsigned long long)b * 32;
-            float s = 0.0f;
-            if (FMT == 0) {
-                float xa[4], xc[4];
-                load_x4(xb + 8 * sub, xvec, xa);
-                load_x4(xb + 8 * sub + 4, xvec, xc);
+            // The lane's 8 values: Q8_0 positions 8 sub … 8 sub + 7; Q4_0 / Q4_1 positions
+            // 4 sub … 4 sub + 3 (wl, low nibbles) and 16 + 4 sub … (wh, high nibbles).
+            float wl[4], wh[4];
 #pragma unroll
-                for (int i = 0; i < 4; ++i) s = fmaf((float)(signed char)(q[u][0] >> (8 * i)), xa[i], s);
-#pragma unroll
-                for (int i = 0; i < 4; ++i) s = fmaf((float)(signed char)(q[u][1] >> (8 * i)), xc[i], s);
-                acc = fmaf(d[u], s, acc);
-            } else {
-                float xl[4], xh[4], sx = 0.0f;
-                load_x4(xb + 4 * sub, xvec, xl);
-                load_x4(xb + 16 + 4 * sub, xvec, xh);
-#pragma unroll
-                for (int i = 0; i < 4; ++i) {
+            for (int i = 0; i < 4; ++i) {
+                if (FMT == 0) {
+                    wl[i] = (float)(signed char)(q[u][0] >> (8 * i));
+                    wh[i] = (float)(signed char)(q[u][1] >> (8 * i));
+                } else {
                     const unsigned int byte = (q[u][0] >> (8 * i)) & 0xFF;
                     const int off = FMT == 1 ? 8 : 0;
-                    s = fmaf((float)((int)(byte & 0x0F) - off), xl[i], s);
-                    s = fmaf((float)((int)(byte >> 4) - off), xh[i], s);
-                    if (FMT == 2) sx += xl[i] + xh[i];
+                    wl[i] = (float)((int)(byte & 0x0F) - off);
+                    wh[i] = (float)((int)(byte >> 4) - off);
                 }
-                acc = fmaf(d[u], s, acc);
-                if (FMT == 2) acc = fmaf(m[u], sx, acc);
+            }
+#pragma unroll
+            for (int r = 0; r < MR; ++r) {
+                if (r >= (int)nr) break;
+                const T* xb = x + (unsigned long long)r * K + (unsigned long long)b * 32;
+                float s = 0.0f;
+                if (FMT == 0) {
+                    float xa[4], xc[4];
+                    load_x4(xb + 8 * sub, xvec, xa);
+                    load_x4(xb + 8 * sub + 4, xvec, xc);
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) s = fmaf(wl[i], xa[i], s);
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) s = fmaf(wh[i], xc[i], s);
+                    acc[r] = fmaf(d[u], s, acc[r]);
+                } else {
+                    float xl[4], xh[4], sx = 0.0f;
+                    load_x4(xb + 4 * sub, xvec, xl);
+                    load_x4(xb + 16 + 4 * sub, xvec, xh);
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) {
+                        s = fmaf(wl[i], xl[i], s);
+                        s = fmaf(wh[i], xh[i], s);
+                        if (FMT == 2) sx += xl[i] + xh[i];
+                    }
+                    acc[r] = fmaf(d[u], s, acc[r]);
+                    if (FMT == 2) acc[r] = fmaf(m[u], sx, acc[r]);
+                }
             }
         }
     }
-    return acc;
 }
 
 // A K-quant row (FMT 3 = Q4_K, 4 = Q5_K, 5 = Q6_K) dotted with x: each half-warp takes a
@@ -177,23 +196,27 @@ __device__ __forceinline__ float qgemv_row(const u8* __restrict__ row, const T* 
 // adds d · (sc₂c · Σ q·x + sc₂c₊₁ · Σ q·x) − dmin · (m₂c · Σ x + m₂c₊₁ · Σ x). Q6_K: lane
 // (h, l) = ((lane / 8) mod 2, lane mod 8) takes positions 4l … 4l + 3 of the four 32-value
 // quarters of 128-value half h, and adds d · Σ sc · Σ q·x per quarter. Quants become floats
-// exactly through a magic exponent (2²³ + q, then one subtraction). K-quant rows are only 2-byte
-// aligned (Q6_K blocks are 210 bytes): words are read as two halves.
+// exactly through a magic exponent (2²³ + q, then one subtraction), once for every row of x.
+// K-quant rows are only 2-byte aligned (Q6_K blocks are 210 bytes): words are read as two
+// halves.
 __device__ __forceinline__ unsigned ld_u32_2(const u8* p) {
     return ld_u16(p) | (ld_u16(p + 2) << 16);
 }
 // 2²³ + v for v < 2²³, as a float (v exactly, after subtracting 2²³).
 __device__ __forceinline__ float magic_f(unsigned v) { return __int_as_float(0x4B000000u | v); }
 
-template <typename T, int FMT>
-__device__ __forceinline__ float qgemv_row_k(const u8* __restrict__ row, const T* __restrict__ x,
-                                             unsigned int superblocks, bool xvec) {
+template <typename T, int FMT, int MR>
+__device__ __forceinline__ void qgemv_row_k(const u8* __restrict__ row, const T* __restrict__ x,
+                                            unsigned int K, unsigned int nr,
+                                            unsigned int superblocks, bool xvec,
+                                            float (&acc)[MR]) {
     constexpr unsigned int BB = FMT == 3 ? 144 : (FMT == 4 ? 176 : 210);
     const unsigned int lane = threadIdx.x & 31, half = lane >> 4;
-    float acc = 0.0f;
+    // One row of x: two super-blocks a step, so that their loads overlap (without it the
+    // one-row Q6_K GEMV at (4096, 14336) took 29.7 µs instead of 28.4 on an H200; session 45).
+#pragma unroll(MR == 1 ? 2 : 1)
     for (unsigned int sb = half; sb < superblocks; sb += 2) {
         const u8* b = row + (size_t)sb * BB;
-        const T* xs = x + (size_t)sb * 256;
         if (FMT == 5) {
             const unsigned int h = (lane >> 3) & 1, l = lane & 7;
             const unsigned ql0 = ld_u32_2(b + 64 * h + 4 * l);
@@ -201,21 +224,38 @@ __device__ __forceinline__ float qgemv_row_k(const u8* __restrict__ row, const T
             const unsigned qh = ld_u32_2(b + 128 + 32 * h + 4 * l);
             const signed char* sc = reinterpret_cast<const signed char*>(b + 192 + 8 * h + l / 4);
             const float d = f16_bits(ld_u16(b + 208));
-            float total = 0.0f;
+            float wq[4][4];
 #pragma unroll
-            for (int q = 0; q < 4; ++q) {
-                const unsigned lw = q == 0 ? ql0 : (q == 1 ? ql1 : (q == 2 ? ql0 >> 4 : ql1 >> 4));
-                float xv[4], s = 0.0f;
-                load_x4(xs + 128 * h + 32 * q + 4 * l, xvec, xv);
+            for (int r = 0; r < MR; ++r) {
+                if (r >= (int)nr) break;
+                const T* xs = x + (size_t)r * K + (size_t)sb * 256;
+                float xv[4][4];
 #pragma unroll
-                for (int i = 0; i < 4; ++i) {
-                    const unsigned v =
-                        ((lw >> (8 * i)) & 0x0Fu) | (((qh >> (8 * i + 2 * q)) & 3u) << 4);
-                    s = fmaf(magic_f(v) - 8388640.0f, xv[i], s);  // 2²³ + 32: q − 32
+                for (int q = 0; q < 4; ++q) load_x4(xs + 128 * h + 32 * q + 4 * l, xvec, xv[q]);
+                // Decoded once, with the first row's loads of x in flight.
+                if (r == 0) {
+#pragma unroll
+                    for (int q = 0; q < 4; ++q) {
+                        const unsigned lw =
+                            q == 0 ? ql0 : (q == 1 ? ql1 : (q == 2 ? ql0 >> 4 : ql1 >> 4));
+#pragma unroll
+                        for (int i = 0; i < 4; ++i) {
+                            const unsigned v =
+                                ((lw >> (8 * i)) & 0x0Fu) | (((qh >> (8 * i + 2 * q)) & 3u) << 4);
+                            wq[q][i] = magic_f(v) - 8388640.0f;  // 2²³ + 32: q − 32
+                        }
+                    }
                 }
-                total = fmaf((float)sc[2 * q], s, total);
+                float total = 0.0f;
+#pragma unroll
+                for (int q = 0; q < 4; ++q) {
+                    float s = 0.0f;
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) s = fmaf(wq[q][i], xv[q][i], s);
+                    total = fmaf((float)sc[2 * q], s, total);
+                }
+                acc[r] = fmaf(d, total, acc[r]);
             }
-            acc = fmaf(d, total, acc);
         } else {
             const unsigned int c = (lane >> 2) & 3, j = lane & 3;
             const unsigned int qoff = (FMT == 3 ? 16 : 48) + 32 * c + 8 * j;
@@ -229,64 +269,116 @@ __device__ __forceinline__ float qgemv_row_k(const u8* __restrict__ row, const T
             scale_min_k4((int)(2 * c), b + 4, sc0, m0);
             scale_min_k4((int)(2 * c + 1), b + 4, sc1, m1);
             const float d = f16_bits(ld_u16(b)), dmin = f16_bits(ld_u16(b + 2));
-            float slo = 0.0f, shi = 0.0f, xlo = 0.0f, xhi = 0.0f;
+            float wlo[2][4], whi[2][4];
 #pragma unroll
-            for (int w = 0; w < 2; ++w) {
-                float xa[4], xb[4];
-                load_x4(xs + 64 * c + 8 * j + 4 * w, xvec, xa);
-                load_x4(xs + 64 * c + 32 + 8 * j + 4 * w, xvec, xb);
+            for (int r = 0; r < MR; ++r) {
+                if (r >= (int)nr) break;
+                const T* xs = x + (size_t)r * K + (size_t)sb * 256;
+                float xa[2][4], xb[2][4];
 #pragma unroll
-                for (int i = 0; i < 4; ++i) {
-                    unsigned lo = (q[w] >> (8 * i)) & 0x0Fu, hi = (q[w] >> (8 * i + 4)) & 0x0Fu;
-                    if (FMT == 4) {
-                        lo |= ((qh[w] >> (8 * i + 2 * c)) & 1u) << 4;
-                        hi |= ((qh[w] >> (8 * i + 2 * c + 1)) & 1u) << 4;
-                    }
-                    slo = fmaf(magic_f(lo) - 8388608.0f, xa[i], slo);
-                    shi = fmaf(magic_f(hi) - 8388608.0f, xb[i], shi);
-                    xlo += xa[i];
-                    xhi += xb[i];
+                for (int w = 0; w < 2; ++w) {
+                    load_x4(xs + 64 * c + 8 * j + 4 * w, xvec, xa[w]);
+                    load_x4(xs + 64 * c + 32 + 8 * j + 4 * w, xvec, xb[w]);
                 }
+                // Decoded once, with the first row's loads of x in flight.
+                if (r == 0) {
+#pragma unroll
+                    for (int w = 0; w < 2; ++w) {
+#pragma unroll
+                        for (int i = 0; i < 4; ++i) {
+                            unsigned lo = (q[w] >> (8 * i)) & 0x0Fu,
+                                     hi = (q[w] >> (8 * i + 4)) & 0x0Fu;
+                            if (FMT == 4) {
+                                lo |= ((qh[w] >> (8 * i + 2 * c)) & 1u) << 4;
+                                hi |= ((qh[w] >> (8 * i + 2 * c + 1)) & 1u) << 4;
+                            }
+                            wlo[w][i] = magic_f(lo) - 8388608.0f;
+                            whi[w][i] = magic_f(hi) - 8388608.0f;
+                        }
+                    }
+                }
+                float slo = 0.0f, shi = 0.0f, xlo = 0.0f, xhi = 0.0f;
+#pragma unroll
+                for (int w = 0; w < 2; ++w) {
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) {
+                        slo = fmaf(wlo[w][i], xa[w][i], slo);
+                        shi = fmaf(whi[w][i], xb[w][i], shi);
+                        xlo += xa[w][i];
+                        xhi += xb[w][i];
+                    }
+                }
+                acc[r] = fmaf(d, fmaf((float)sc0, slo, (float)sc1 * shi), acc[r]);
+                acc[r] = fmaf(-dmin, fmaf((float)m0, xlo, (float)m1 * xhi), acc[r]);
             }
-            acc = fmaf(d, fmaf((float)sc0, slo, (float)sc1 * shi), acc);
-            acc = fmaf(-dmin, fmaf((float)m0, xlo, (float)m1 * xhi), acc);
         }
     }
-    return acc;
+}
+
+// Rows of x a multi-row quantized GEMV takes (`qgemv_rows_<dt>`, `qgemv_k_rows_<dt>`).
+#define QGEMV_MAX_ROWS 8
+
+// One warp per output column: the 32-value formats (FMT 0–2; KQ false) or the K-quants (3–5;
+// KQ true), MR accumulators for the nr rows of x; out[r · N + n].
+template <typename T, int MR, bool KQ>
+__device__ __forceinline__ void qgemv_body(const u8* __restrict__ w, const T* __restrict__ x,
+                                           T* __restrict__ out, unsigned int N, unsigned int K,
+                                           int format, bool xvec, unsigned int nr) {
+    const unsigned long long n = (blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x) >> 5;
+    if (n >= N) return;
+    float acc[MR];
+#pragma unroll
+    for (int r = 0; r < MR; ++r) acc[r] = 0.0f;
+    if (!KQ) {
+        const unsigned int blocks = K / 32;
+        const unsigned int bb = format == 0 ? 34 : (format == 1 ? 18 : 20);
+        const u8* row = w + n * blocks * bb;
+        if (format == 0) qgemv_row<T, 0, MR>(row, x, K, nr, blocks, xvec, acc);
+        else if (format == 1) qgemv_row<T, 1, MR>(row, x, K, nr, blocks, xvec, acc);
+        else qgemv_row<T, 2, MR>(row, x, K, nr, blocks, xvec, acc);
+    } else {
+        const unsigned int sbs = K / 256, bb = format == 3 ? 144 : (format == 4 ? 176 : 210);
+        const u8* krow = w + n * sbs * bb;
+        if (format == 3) qgemv_row_k<T, 3, MR>(krow, x, K, nr, sbs, xvec, acc);
+        else if (format == 4) qgemv_row_k<T, 4, MR>(krow, x, K, nr, sbs, xvec, acc);
+        else qgemv_row_k<T, 5, MR>(krow, x, K, nr, sbs, xvec, acc);
+    }
+#pragma unroll
+    for (int r = 0; r < MR; ++r) {
+        if (r >= (int)nr) break;
+        const float a = warp_sum(acc[r]);
+        if ((threadIdx.x & 31) == 0) out[(unsigned long long)r * N + n] = from_f32<T>(a);
+    }
 }
 
 // qgemv_<dt> is built for 5 blocks of 256 per SM (47 registers): without the bound, ptxas gave
 // it 40 and the Q8_0 GEMV at (4096, 14336) went 24.0 → 32.5 µs (docs/RESULTS.md, session 32).
+// The K-quants (formats 3-5) have their own kernels, so that the 32-value formats' one keeps
+// the register allocation its bound gives it; so do several rows of x (`_rows_`, up to
+// QGEMV_MAX_ROWS, their count `M` an argument).
 #define QGEMV_KERNELS(T, NAME)                                                                     \
 extern "C" __global__ void __launch_bounds__(256, 5) qgemv_##NAME(                                 \
         const u8* __restrict__ w, const T* __restrict__ x, T* __restrict__ out, unsigned int N,    \
         unsigned int K, int format, int x_vec) {                                                   \
     pdl_enter();                                                                                   \
-    const unsigned long long n = (blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x) >> 5; \
-    if (n >= N) return;                                                                            \
-    const unsigned int blocks = K / 32;                                                            \
-    const unsigned int bb = format == 0 ? 34 : (format == 1 ? 18 : 20);                            \
-    const u8* row = w + n * blocks * bb;                                                           \
-    float acc = format == 0 ? qgemv_row<T, 0>(row, x, blocks, x_vec != 0)                          \
-              : format == 1 ? qgemv_row<T, 1>(row, x, blocks, x_vec != 0)                          \
-                            : qgemv_row<T, 2>(row, x, blocks, x_vec != 0);                         \
-    acc = warp_sum(acc);                                                                           \
-    if ((threadIdx.x & 31) == 0) out[n] = from_f32<T>(acc);                                        \
+    qgemv_body<T, 1, false>(w, x, out, N, K, format, x_vec != 0, 1);                               \
 }                                                                                                  \
-/* The K-quants (formats 3-5) in their own kernel: the 32-value formats' kernel keeps the          \
-   register allocation its bound gives it. */                                                      \
 extern "C" __global__ void qgemv_k_##NAME(const u8* __restrict__ w, const T* __restrict__ x,       \
         T* __restrict__ out, unsigned int N, unsigned int K, int format, int x_vec) {              \
     pdl_enter();                                                                                   \
-    const unsigned long long n = (blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x) >> 5; \
-    if (n >= N) return;                                                                            \
-    const unsigned int sbs = K / 256, bb = format == 3 ? 144 : (format == 4 ? 176 : 210);          \
-    const u8* krow = w + n * sbs * bb;                                                             \
-    float acc = format == 3 ? qgemv_row_k<T, 3>(krow, x, sbs, x_vec != 0)                          \
-              : format == 4 ? qgemv_row_k<T, 4>(krow, x, sbs, x_vec != 0)                          \
-                            : qgemv_row_k<T, 5>(krow, x, sbs, x_vec != 0);                         \
-    acc = warp_sum(acc);                                                                           \
-    if ((threadIdx.x & 31) == 0) out[n] = from_f32<T>(acc);                                        \
+    qgemv_body<T, 1, true>(w, x, out, N, K, format, x_vec != 0, 1);                                \
+}                                                                                                  \
+extern "C" __global__ void qgemv_rows_##NAME(const u8* __restrict__ w, const T* __restrict__ x,    \
+        T* __restrict__ out, unsigned int N, unsigned int K, int format, int x_vec,                \
+        unsigned int M) {                                                                          \
+    pdl_enter();                                                                                   \
+    qgemv_body<T, QGEMV_MAX_ROWS, false>(w, x, out, N, K, format, x_vec != 0, M);                  \
+}                                                                                                  \
+extern "C" __global__ void qgemv_k_rows_##NAME(const u8* __restrict__ w,                           \
+        const T* __restrict__ x, T* __restrict__ out, unsigned int N, unsigned int K, int format,  \
+        int x_vec, unsigned int M) {                                                               \
+    pdl_enter();                                                                                   \
+    qgemv_body<T, QGEMV_MAX_ROWS, true>(w, x, out, N, K, format, x_vec != 0, M);                   \
 }
 
 QGEMV_KERNELS(float, f32)

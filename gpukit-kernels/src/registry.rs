@@ -186,6 +186,11 @@ pub enum Kernel {
     QGemv(DType),
     /// `qgemv_k_<dt>` (the same for the K-quants Q4_K, Q5_K, Q6_K; format as an argument).
     QGemvK(DType),
+    /// `qgemv_rows_<dt>`: [`Kernel::QGemv`] for 1 to [`launch::QGEMV_MAX_ROWS`] rows of x (their
+    /// count M the last argument; row r of the output equals a one-row call's, bit for bit).
+    QGemvRows(DType),
+    /// `qgemv_k_rows_<dt>`: [`Kernel::QGemvK`] for 1 to [`launch::QGEMV_MAX_ROWS`] rows of x.
+    QGemvKRows(DType),
     /// `qgemv_ring_<dt>` (Q4_0) / `qgemv_ring_q4k_<dt>` (Q4_K) / `qgemv_ring_q5k_<dt>` (Q5_K),
     /// f16/bf16: one row of x against
     /// quantized weight rows on Hopper, streamed through a shared-memory ring by bulk
@@ -391,6 +396,8 @@ impl Kernel {
             Kernel::Dequantize(_)
             | Kernel::QGemv(_)
             | Kernel::QGemvK(_)
+            | Kernel::QGemvRows(_)
+            | Kernel::QGemvKRows(_)
             | Kernel::QGemvRing { .. } => KernelModule::Quant,
             Kernel::KvAppend(_) => KernelModule::Kv,
             Kernel::Sdpa { .. }
@@ -426,6 +433,8 @@ impl Kernel {
                 | Kernel::RopeKvAppend(_)
                 | Kernel::QGemv(_)
                 | Kernel::QGemvK(_)
+                | Kernel::QGemvRows(_)
+                | Kernel::QGemvKRows(_)
                 | Kernel::QGemvRing { .. }
                 | Kernel::KvAppend(_)
                 | Kernel::SdpaCombine(_)
@@ -491,6 +500,8 @@ impl Kernel {
             Kernel::Dequantize(dt) => format!("dequantize_{}", float("dequantize", dt)?),
             Kernel::QGemv(dt) => format!("qgemv_{}", float("quantized gemv", dt)?),
             Kernel::QGemvK(dt) => format!("qgemv_k_{}", float("quantized gemv", dt)?),
+            Kernel::QGemvRows(dt) => format!("qgemv_rows_{}", float("quantized gemv", dt)?),
+            Kernel::QGemvKRows(dt) => format!("qgemv_k_rows_{}", float("quantized gemv", dt)?),
             Kernel::QGemvRing { dtype, format } => format!(
                 "qgemv_ring_{}{}",
                 match format {
@@ -889,6 +900,9 @@ pub mod launch {
     /// [`Kernel::QGemvRing`]'s static shared memory as ptxas reports it (barriers and the
     /// tiles' partial sums, 1160 bytes, rounded up to where the 128-byte aligned ring starts).
     const QGEMV_RING_STATIC_SMEM: usize = 1280;
+    /// Rows of x [`Kernel::QGemvRows`] and [`Kernel::QGemvKRows`] take (`QGEMV_MAX_ROWS` in
+    /// quant.cu).
+    pub const QGEMV_MAX_ROWS: usize = 8;
     /// Quantized matrices below this many bytes stay on the one-warp-per-row kernel
     /// ([`Kernel::QGemv`]), which spreads a small matrix over more multiprocessors.
     pub const QGEMV_RING_MIN_BYTES: usize = 1 << 20;
@@ -1934,6 +1948,8 @@ mod tests {
                 Kernel::Dequantize(dt),
                 Kernel::QGemv(dt),
                 Kernel::QGemvK(dt),
+                Kernel::QGemvRows(dt),
+                Kernel::QGemvKRows(dt),
                 Kernel::KvAppend(dt),
                 Kernel::SdpaCombine(dt),
                 Kernel::SampleGreedy(dt),

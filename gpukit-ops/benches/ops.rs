@@ -340,14 +340,19 @@ fn attention_cases(dev: &Device, cases: &mut Vec<Case>) -> Res<()> {
 fn quantized_gemv_cases(dev: &Device, cases: &mut Vec<Case>) -> Res<()> {
     let (k, n) = (4096usize, 14336usize);
     let w: Vec<f32> = Tensor::rand(&[n * k], -1.0, 1.0, DType::F32, 40, &Device::Cpu)?.to_vec()?;
-    for f in [
-        QuantFormat::Q4_0,
-        QuantFormat::Q8_0,
-        QuantFormat::Q4K,
-        QuantFormat::Q5K,
-        QuantFormat::Q6K,
+    // One row of x in every format; four (the multi-row kernels, which decode each block once
+    // for all rows) in three.
+    for (f, m) in [
+        (QuantFormat::Q4_0, 1),
+        (QuantFormat::Q8_0, 1),
+        (QuantFormat::Q4K, 1),
+        (QuantFormat::Q5K, 1),
+        (QuantFormat::Q6K, 1),
+        (QuantFormat::Q4_0, 4),
+        (QuantFormat::Q8_0, 4),
+        (QuantFormat::Q4K, 4),
     ] {
-        let name = format!("qgemv {f:?} M=1 k={k} n={n}");
+        let name = format!("qgemv {f:?} M={m} k={k} n={n}");
         if !wanted(&name) {
             continue;
         }
@@ -367,18 +372,18 @@ fn quantized_gemv_cases(dev: &Device, cases: &mut Vec<Case>) -> Res<()> {
                 )?)
             })
             .collect::<Res<Vec<_>>>()?;
-        let x = Tensor::rand(&[1, k], -1.0, 1.0, DType::BF16, 41, dev)?;
-        let mut out = Tensor::empty(&[1, n], DType::BF16, dev)?;
+        let x = Tensor::rand(&[m, k], -1.0, 1.0, DType::BF16, 41, dev)?;
+        let mut out = Tensor::empty(&[m, n], DType::BF16, dev)?;
         let ms = time_ms(dev, 20, 50, 10, |i| {
             Ok(qgemv_into(&x, &mats[i % copies], &mut out)?)
         })?;
         cases.push(Case {
             name,
             kind: "qgemv",
-            params: format!("{{\"k\":{k},\"n\":{n},\"format\":\"{f:?}\"}}"),
+            params: format!("{{\"m\":{m},\"k\":{k},\"n\":{n},\"format\":\"{f:?}\"}}"),
             ms,
-            bytes: (q.len() + (k + n) * 2) as f64,
-            flops: 2.0 * (k * n) as f64,
+            bytes: (q.len() + m * (k + n) * 2) as f64,
+            flops: 2.0 * (m * k * n) as f64,
         });
     }
     Ok(())

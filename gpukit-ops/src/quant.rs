@@ -656,34 +656,47 @@ impl QuantMatrix {
     }
 }
 
-/// `out [1, rows] = x [1, cols] · Wᵀ` reading the quantized blocks directly (no dequantized copy
-/// of W). On CUDA: on Hopper, Q4_0, Q4_K and Q5_K weights of at least 1 MiB with f16/bf16 x and
-/// cols a multiple of 256 stream through a shared-memory ring with the block sums on the tensor
-/// cores ([`gpukit_kernels::registry::launch::qgemv_ring`]); other Q8_0, Q4_0 and Q4_1 weights
-/// take one warp per output, four lanes per 32-value block; other K-quants one warp per output,
-/// a half-warp per 256-value super-block and 16 values per lane. On the CPU, rows in parallel,
-/// each block's values expanded in registers (Q8_0, Q4_0, Q4_1) or into a small buffer
-/// (K-quants) and dotted with x in f32.
+/// `out [m, rows] = x [m, cols] · Wᵀ` for 1 ≤ m ≤ [`launch::QGEMV_MAX_ROWS`] (8) rows of x,
+/// reading the quantized blocks directly (no dequantized copy of W). On CUDA, one row of x: on
+/// Hopper, Q4_0, Q4_K and Q5_K weights of at least 1 MiB with f16/bf16 x and cols a multiple of
+/// 256 stream through a shared-memory ring with the block sums on the tensor cores
+/// ([`launch::qgemv_ring`]); other Q8_0, Q4_0 and Q4_1 weights take one warp per output, four
+/// lanes per 32-value block; other K-quants one warp per output, a half-warp per 256-value
+/// super-block and 16 values per lane. Several rows of x take those one-warp kernels' `rows`
+/// variants, which decode each block once for all of them: output row r is bitwise what a
+/// one-row call on x's row r gives there. On the CPU, weight rows in parallel, each block's
+/// values expanded in registers (Q8_0, Q4_0, Q4_1) or into a small buffer (K-quants) and dotted
+/// with x in f32.
+///
+/// [`launch::QGEMV_MAX_ROWS`]: gpukit_kernels::registry::launch::QGEMV_MAX_ROWS
+/// [`launch::qgemv_ring`]: gpukit_kernels::registry::launch::qgemv_ring
 ///
 /// # Errors
-/// Shape, dtype and device errors.
+/// Shape (x not a float `[m, cols]` with m in 1..=8, or the wrong `out`), dtype and device
+/// errors.
 pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -> Result<()> {
     use crate::ops::{check_out, dptr, need_contiguous, same_device, u32_dim};
     use gpukit_driver::KernelArgs;
     use gpukit_kernels::{DType, Kernel, RingFormat, registry::launch};
     let dev = same_device("qgemv", &[x, &w.data])?;
-    if !x.dtype().is_float() || x.shape() != [1, w.cols] {
+    let m = if x.rank() == 2 { x.shape()[0] } else { 0 };
+    if !x.dtype().is_float()
+        || x.rank() != 2
+        || x.shape()[1] != w.cols
+        || !(1..=launch::QGEMV_MAX_ROWS).contains(&m)
+    {
         return Err(Error::shape(
             "qgemv",
             format!(
-                "x {:?} {} must be a float [1, {}]",
+                "x {:?} {} must be a float [m, {}] with m from 1 to {}",
                 x.shape(),
                 x.dtype(),
-                w.cols
+                w.cols,
+                launch::QGEMV_MAX_ROWS
             ),
         ));
     }
-    check_out("qgemv", out, &[1, w.rows], x.dtype(), &dev, &[x, &w.data])?;
+    check_out("qgemv", out, &[m, w.rows], x.dtype(), &dev, &[x, &w.data])?;
     match &dev {
         crate::Device::Cpu => {
             // Row by row, block by block, in parallel over rows: each block is expanded into a
@@ -699,13 +712,16 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
             let row_bytes = w.format.bytes_for(w.cols)?;
             let raw = host_range("qgemv", raw, w.data.layout().offset(), w.rows * row_bytes)?;
             let bv = w.format.block_values();
-            // Per-block sums of x, for the formats whose blocks carry an offset (Q4_1's min).
-            let xsum: Vec<f32> = xv.chunks_exact(bv).map(|b| b.iter().sum()).collect();
-            let mut y = vec![0f32; w.rows];
-            y.par_chunks_mut(16).enumerate().for_each(|(c, ys)| {
-                let rows = &raw[c * 16 * row_bytes..][..ys.len() * row_bytes];
-                cpu_rows_dot(w.format, rows, row_bytes, &xv, &xsum, ys);
-            });
+            let mut y = vec![0f32; m * w.rows];
+            for (xr, yr) in xv.chunks_exact(w.cols).zip(y.chunks_exact_mut(w.rows)) {
+                // Per-block sums of x, for the formats whose blocks carry an offset (Q4_1's
+                // min).
+                let xsum: Vec<f32> = xr.chunks_exact(bv).map(|b| b.iter().sum()).collect();
+                yr.par_chunks_mut(16).enumerate().for_each(|(c, ys)| {
+                    let rows = &raw[c * 16 * row_bytes..][..ys.len() * row_bytes];
+                    cpu_rows_dot(w.format, rows, row_bytes, xr, &xsum, ys);
+                });
+            }
             crate::ops::write_host(out, y.into_iter().map(f64::from))
         }
         crate::Device::Cuda(c) => {
@@ -726,6 +742,7 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
             };
             // The ring's format and launch, where it takes this call.
             let ring = if let Some(format) = ring_format
+                && m == 1
                 && matches!(x.dtype(), DType::F16 | DType::BF16)
                 && c.kernels().target() == "sm_90a"
                 && dptr(&w.data)?.0 % 16 == 0
@@ -763,23 +780,22 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
                 // shared memory come from launch::qgemv_ring for this shape and format.
                 return unsafe { c.launch(kernel, &cfg, &args) };
             }
+            // Vector loads of x where its start is aligned (its rows, cols apart, a multiple of
+            // 32 values, are then too).
             let args = args.arg(w.format.code()).arg(i32::from(
                 dptr(&x)?.0 % (4 * x.dtype().size_in_bytes()) as u64 == 0,
             ));
+            let (kernel, args) = match (w.format.block_values() == 32, m) {
+                (true, 1) => (Kernel::QGemv(x.dtype()), args),
+                (false, 1) => (Kernel::QGemvK(x.dtype()), args),
+                (true, _) => (Kernel::QGemvRows(x.dtype()), args.arg(m as u32)),
+                (false, _) => (Kernel::QGemvKRows(x.dtype()), args.arg(m as u32)),
+            };
             // SAFETY: w.data holds rows × cols/32 blocks of the format (checked in
             // `QuantMatrix::new`; blocks start at even offsets, as the kernel's 2-byte loads
-            // need), x holds cols values (vector loads only when aligned), out rows.
-            unsafe {
-                c.launch(
-                    if w.format.block_values() == 32 {
-                        Kernel::QGemv(x.dtype())
-                    } else {
-                        Kernel::QGemvK(x.dtype())
-                    },
-                    &launch::threads(w.rows * 32)?,
-                    &args,
-                )
-            }
+            // need), x holds m rows of cols values (vector loads only when aligned), out m rows
+            // of rows values; m ≤ QGEMV_MAX_ROWS.
+            unsafe { c.launch(kernel, &launch::threads(w.rows * 32)?, &args) }
         }
     }
 }

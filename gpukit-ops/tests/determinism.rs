@@ -281,6 +281,8 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
         };
         let recent_v: Vec<i32> = (0..3 * 5).map(|i| i * 7_919 % 49_159).collect();
         let recent = Tensor::from_slice(&recent_v, &[3, 5], &dev).unwrap();
+        // Three rows of x against the quantized weights (the multi-row kernels).
+        let x_rows = r(&[3, 2048], 26);
         let e = |shape: &[usize]| Tensor::empty(shape, dt, &dev).unwrap();
         let mut outs = vec![
             e(&[1, 8, 200, 128]),
@@ -301,6 +303,8 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
             e(&[1, 1000]),
             e(&[1, 8, 1, 128]),
             Tensor::empty(&[3], DType::I32, &dev).unwrap(),
+            e(&[3, 600]),
+            e(&[3, 1000]),
         ];
         // The layout the decode step's caches have on CUDA.
         let layout = KvLayout::preferred(&dev);
@@ -361,6 +365,8 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
             for (i, m) in qmats.iter().enumerate() {
                 qgemv_into(&x_glu, m, &mut o[12 + i])?;
             }
+            qgemv_into(&x_rows, &qmats[0], &mut o[18])?; // Q8_0, 3 rows
+            qgemv_into(&x_rows, &qmats[3], &mut o[19])?; // Q4_K, 3 rows
             Ok(())
         };
         run(&mut outs, &mut cache).unwrap();
@@ -402,7 +408,7 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
             "[gpu] determinism {dt}: sdpa prefill + split-K decode (both KV layouts), rope, kv \
              append, sampling (top-k / top-p, and min-p with a repetition penalty), \
              swiglu gemv, rope_kv_append, pre-norm gemv / swiglu / greedy head / qkv + rope + \
-             kv append, quantized gemv (Q8_0, Q4_0, Q4_1, Q4_K) bitwise equal twice and under \
+             kv append, quantized gemv (Q8_0, Q4_0, Q4_1, Q4_K; and 3 rows of x) bitwise equal twice and under \
              graph replay"
         );
     }

@@ -1376,6 +1376,8 @@ op_test!(kv_cache_and_quantized_gemv, |dev: &Device| {
     // takes two blocks per row). Q4_0 at (300, 8448), 1.4 MB, takes the Hopper ring
     // (`launch::qgemv_ring`): rows of 264 blocks in chunks of 136 and 128, and a last tile of 12
     // rows.
+    // Whether a one-row call may take the Hopper ring (then it sums in another order).
+    let on_gpu_ring = matches!(dev, Device::Cuda(_));
     let shapes = |f| {
         let mut v = vec![(257usize, 576usize), (61, 1056)];
         if f == QuantFormat::Q4_0 {
@@ -1426,12 +1428,60 @@ op_test!(kv_cache_and_quantized_gemv, |dev: &Device| {
                     tol(dt),
                 );
             }
+            check_qgemv_rows(&qm, &deq, dt, ring && on_gpu_ring, s + 2, dev);
         }
         assert!(
             QuantMatrix::new(Tensor::from_slice(&q[..10], &[10], dev).unwrap(), f, n, k).is_err()
         );
     }
 });
+
+/// Several rows of x (3 and 8) against quantized weights `qm` (`deq` its values, dequantized):
+/// within `dt`'s tolerance of dequantize-then-product, and each output row bitwise what a
+/// one-row call on that row of x gives, unless that call takes the Hopper ring (`ring`), which
+/// sums in another order. Nine rows are refused.
+fn check_qgemv_rows(
+    qm: &gpukit_ops::quant::QuantMatrix,
+    deq: &[f32],
+    dt: DType,
+    ring: bool,
+    s: u64,
+    dev: &Device,
+) {
+    use gpukit_ops::quant::qgemv_into;
+    let (n, k) = (qm.rows(), qm.cols());
+    for m in [3, 8] {
+        let (x, xv) = input(&[m, k], dt, -1.0, 1.0, s + m as u64, dev);
+        let mut out = poisoned(&[m, n], dt, dev);
+        qgemv_into(&x, qm, &mut out).unwrap();
+        let got = out.to_vec_f64().unwrap();
+        let want: Vec<f64> = (0..m * n)
+            .map(|t| {
+                let (r, j) = (t / n, t % n);
+                (0..k)
+                    .map(|c| f64::from(deq[j * k + c]) * xv[r * k + c])
+                    .sum()
+            })
+            .collect();
+        let what = format!("qgemv {} {dt} {m} rows of ({n}, {k})", qm.format().name());
+        assert_close(&what, &got, &want, tol(dt));
+        if !ring {
+            for r in 0..m {
+                let mut one = poisoned(&[1, n], dt, dev);
+                qgemv_into(&x.narrow(0, r, 1).unwrap(), qm, &mut one).unwrap();
+                assert_eq!(
+                    one.to_vec_f64().unwrap(),
+                    got[r * n..][..n],
+                    "{what}: row {r} differs from a one-row call"
+                );
+            }
+        }
+    }
+    let (x9, _) = input(&[9, k], dt, -1.0, 1.0, s, dev);
+    let mut out9 = poisoned(&[9, n], dt, dev);
+    let e = qgemv_into(&x9, qm, &mut out9).unwrap_err().to_string();
+    assert!(e.contains("qgemv") && e.contains("[9, "), "{e}");
+}
 
 op_test!(sdpa_attention, |dev: &Device| {
     use gpukit_ops::attention::{
@@ -2014,6 +2064,8 @@ op_test!(quants_match_gguf_py, |dev: &Device| {
     let fixture: serde_json::Value =
         serde_json::from_str(include_str!("fixtures/ggml_quants.json")).unwrap();
     let s = seed();
+    // Whether a one-row call may take the Hopper ring (then it sums in another order).
+    let on_gpu_ring = matches!(dev, Device::Cuda(_));
     for f in [
         QuantFormat::Q8_0,
         QuantFormat::Q4_0,
@@ -2103,6 +2155,8 @@ op_test!(quants_match_gguf_py, |dev: &Device| {
                         tol(dt),
                     );
                 }
+                let ring = on_gpu_ring && f != QuantFormat::Q6K && k == 8448 && dt != DType::F32;
+                check_qgemv_rows(&qm, &deq, dt, ring, s + 5, dev);
             }
         }
     }
