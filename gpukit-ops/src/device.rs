@@ -160,6 +160,18 @@ impl CudaDevice {
         Ok(self.inner.lane.alloc(bytes.max(1))?)
     }
 
+    /// cuBLASLt plans this device's GEMM provider has built so far: one per distinct product
+    /// (shape, dtype, layout, epilogue, precision, alignment), chosen once and reused, never
+    /// re-picked (0 before the first product).
+    pub fn gemm_plans(&self) -> usize {
+        self.inner
+            .gemm
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref()
+            .map_or(0, |p| p.plans())
+    }
+
     pub(crate) fn gemm(&self) -> Result<Arc<GemmProvider>> {
         let mut g = self
             .inner

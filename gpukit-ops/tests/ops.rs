@@ -1119,6 +1119,17 @@ op_test!(matmul_and_linear, |dev: &Device| {
             ops::matmul_into(&a, &b, &mut out).unwrap();
             let full = rel(&out);
             assert!(full <= 1e-5, "matmul f32 full: relative error {full:e}");
+            // The plan of a product is built once: the same product again adds none, another
+            // shape one.
+            if let Device::Cuda(c) = dev {
+                let plans = c.gemm_plans();
+                assert!(plans >= 2, "{plans} plans after two products");
+                ops::matmul_into(&a, &b, &mut out).unwrap();
+                assert_eq!(c.gemm_plans(), plans, "the same product planned again");
+                let mut narrower = poisoned(&[65, 126], dt, dev);
+                ops::matmul_into(&a, &b.narrow(1, 0, 126).unwrap(), &mut narrower).unwrap();
+                assert_eq!(c.gemm_plans(), plans + 1, "a new shape, no new plan");
+            }
             if matches!(dev, Device::Cuda(_)) {
                 assert!(
                     tf32 > full * 4.0,
