@@ -460,32 +460,35 @@ __device__ __forceinline__ void q5_pairs(unsigned q, unsigned qh, unsigned sh, u
                ((q >> 4) & 0x0F0F0F0Fu) | (((qh >> (sh + 1)) & 0x01010101u) << 4), r);
 }
 
-// The 32 values of one block of rows g and g + 8 as two MMAs from C = c0 (every lane gets its
-// rows' sums): the first takes pairs i and 2 + i of ra/rb (as q_pairs makes them) against B
-// operands (xb.x, xb.y), the second pairs j and 2 + j of ra2/rb2 against (xb.z, xb.w).
+// The 32 values of one block of rows g and g + 8 as two MMAs from C = (c0, c1) in columns 2t and
+// 2t + 1 of both rows: c[0], c[1] end as row g's sums with B's columns 2t and 2t + 1, c[2], c[3]
+// as row g + 8's (with x in every column of B, c[0] and c[2] are the rows' sums). The first MMA
+// takes pairs i and 2 + i of ra/rb (as q_pairs makes them) against B operands (xb.x, xb.y), the
+// second pairs j and 2 + j of ra2/rb2 against (xb.z, xb.w).
 template <typename T>
 __device__ __forceinline__ void block_mma(const unsigned (&ra)[4], const unsigned (&rb)[4], int i,
                                           const unsigned (&ra2)[4], const unsigned (&rb2)[4],
-                                          int j, uint4 xb, float c0, float& sa, float& sb) {
-    float c[4] = {c0, 0.0f, c0, 0.0f};
+                                          int j, uint4 xb, float c0, float c1, float (&c)[4]) {
+    c[0] = c0;
+    c[1] = c1;
+    c[2] = c0;
+    c[3] = c1;
     const unsigned a0[4] = {ra[i], rb[i], ra[2 + i], rb[2 + i]};
     mma16816<T>(c, a0, xb.x, xb.y);
     const unsigned a1[4] = {ra2[j], rb2[j], ra2[2 + j], rb2[2 + j]};
     mma16816<T>(c, a1, xb.z, xb.w);
-    sa = c[0];
-    sb = c[2];
 }
 
 // One Q4_0 block of rows g and g + 8 (quants qa, qb: bytes 4t … 4t + 3 of each row's 16) against
 // x's block laid out for lane t (xb: the B operands of the low and the high nibbles' MMAs) with
-// C starting at c0 = −(M + 8) · Σ x: the two rows' Σ (q − 8) · x.
+// C starting at −(M + 8) · Σ x of each column's x (c0, c1): the two rows' Σ (q − 8) · x.
 template <typename T>
 __device__ __forceinline__ void q4_block_mma(unsigned qa, unsigned qb, uint4 xb, float c0,
-                                             float& sa, float& sb) {
+                                             float c1, float (&c)[4]) {
     unsigned ra[4], rb[4];
     q4_pairs<T>(qa, ra);
     q4_pairs<T>(qb, rb);
-    block_mma<T>(ra, rb, 0, ra, rb, 1, xb, c0, sa, sb);
+    block_mma<T>(ra, rb, 0, ra, rb, 1, xb, c0, c1, c);
 }
 
 // A Q4_K super-block's eight d · sc and dmin · m from its first four words (d and dmin, then
@@ -506,13 +509,28 @@ __device__ __forceinline__ void q4k_scales(const unsigned* w, float (&ds)[8], fl
     }
 }
 
+// acc += (fa · c[0], fb · c[2]) for rows g and g + 8, and with several rows of x the same for
+// their second column (c[1], c[3]).
+template <int MR>
+__device__ __forceinline__ void q4_accumulate(float fa, float fb, const float (&c)[4],
+                                              float (&acc)[4]) {
+    acc[0] = fmaf(fa, c[0], acc[0]);
+    acc[2] = fmaf(fb, c[2], acc[2]);
+    if (MR > 1) {
+        acc[1] = fmaf(fa, c[1], acc[1]);
+        acc[3] = fmaf(fb, c[3], acc[3]);
+    }
+}
+
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 // FMT 1: Q4_0 (units of one 18-byte block); FMT 3: Q4_K, 4: Q5_K (units of one 144- or
-// 176-byte super-block).
-template <typename T, int FMT>
+// 176-byte super-block). MR 1: one row of x, in every column of the MMAs' B; MR 8: nx ≤ 8 rows
+// of x, row r in column r (columns past nx zero), each output row summed in the one-row order
+// (so bitwise a one-row call's: the MMA's columns are independent).
+template <typename T, int FMT, int MR>
 __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const T* __restrict__ x,
         T* __restrict__ out, unsigned int N, unsigned int K, unsigned int chunk, unsigned int pitch,
-        unsigned int nst, unsigned int npre, QGemvRingShared& sh) {
+        unsigned int nst, unsigned int npre, unsigned int nx, QGemvRingShared& sh) {
     extern __shared__ __align__(128) unsigned char ring[];
     constexpr unsigned int BB = FMT == 1 ? 18 : (FMT == 3 ? 144 : 176), UV = FMT == 1 ? 32 : 256;
     const unsigned int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -522,12 +540,15 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
     const unsigned int tiles = (N + QGEMV_RING_ROWS - 1) / QGEMV_RING_ROWS;
     const unsigned int mine = blockIdx.x < tiles ? (tiles - 1 - blockIdx.x) / gridDim.x + 1 : 0;
     const unsigned int total = mine * chunks;
-    // After the ring: x as copied, x laid out for the MMAs (16 bytes per lane and 32 values),
-    // and per 32 values −(M + 8) · Σ x (Q4_0) or (−M · Σ x, Σ x) (Q4_K).
+    // After the ring, for each of the nx rows of x (one after the other): x as copied, x laid
+    // out for the MMAs (16 bytes per lane and 32 values), and per 32 values −(M + 8) · Σ x
+    // (Q4_0) or (−M · Σ x, Σ x) (Q4_K); with several rows, then the tiles' partial sums.
     T* xs = reinterpret_cast<T*>(ring + nst * stage_bytes);
-    uint4* xp = reinterpret_cast<uint4*>(xs + K);
-    float* xsum = reinterpret_cast<float*>(xp + K / 8);
+    uint4* xp = reinterpret_cast<uint4*>(xs + nx * K);
+    float* xsum = reinterpret_cast<float*>(xp + nx * K / 8);
     float2* xsum2 = reinterpret_cast<float2*>(xsum);
+    // [2][QGEMV_RING_WARPS][MR][QGEMV_RING_ROWS] (MR > 1 only).
+    float* part_rows = xsum + nx * (K / 32) * (FMT == 1 ? 1 : 2);
     if (threadIdx.x == 0) {
         for (unsigned int i = 0; i < nst; ++i) {
             mbar_init(&sh.full[i], 1);
@@ -551,7 +572,7 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
                 bulk_prefetch_l2(w + (size_t)row * row_bytes + (size_t)c * chunk * BB, cb * BB);
         }
         pdl_wait();
-        if (lane == 0) bulk_load(xs, x, K * sizeof(T), &sh.x_full);
+        if (lane == 0) bulk_load(xs, x, nx * K * sizeof(T), &sh.x_full);
         unsigned int s = 0, phase = 0;
         for (unsigned int t = 0; t < total; ++t) {
             const unsigned int tile = blockIdx.x + (t / chunks) * gridDim.x, c = t % chunks;
@@ -578,7 +599,9 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
         // Thread i reads x[4i … 4i + 3] and writes the half of entry (block, t) they make: both
         // conflict-free in shared memory.
         uint2* xp2 = reinterpret_cast<uint2*>(xp);
-        for (unsigned int i = threadIdx.x; i < K / 4; i += QGEMV_RING_WARPS * 32) {
+        // (The rows of x follow one another: K / 4 is a multiple of 8, so row r's entries
+        // start at r · K / 8.)
+        for (unsigned int i = threadIdx.x; i < nx * K / 4; i += QGEMV_RING_WARPS * 32) {
             const uint2 v = *reinterpret_cast<const uint2*>(xs + 4 * i);
             const unsigned int b = i / 8, t = i % 4, h = (i / 4) % 2;
             xp2[(4 * b + t) * 2 + h] =
@@ -589,19 +612,21 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
         // are values 8t … 8t + 7 of one 32-value sub-block and whose high nibbles the same of
         // the next: its B operands for a sub-block are (x[8t], x[8t + 2]), (x[8t + 1], x[8t + 3])
         // and then the same 4 further on, one 16-byte load and store per entry.
-        for (unsigned int i = threadIdx.x; i < K / 8; i += QGEMV_RING_WARPS * 32) {
+        for (unsigned int i = threadIdx.x; i < nx * K / 8; i += QGEMV_RING_WARPS * 32) {
             const uint4 v = *reinterpret_cast<const uint4*>(xs + 8 * i);
             xp[i] = make_uint4(__byte_perm(v.x, v.y, 0x5410), __byte_perm(v.x, v.y, 0x7632),
                                __byte_perm(v.z, v.w, 0x5410), __byte_perm(v.z, v.w, 0x7632));
         }
     }
-    // Σ x per 32 values b by one thread, starting at value b mod 32 (so a warp's 32 blocks read
-    // 32 different banks at each step; value 0 first in every thread made them 16-way conflicts
-    // and cost 1–3 µs): a fixed order per block.
-    for (unsigned int b = threadIdx.x; b < K / 32; b += QGEMV_RING_WARPS * 32) {
+    // Σ x per 32 values b by one thread, starting at value bl mod 32, bl = b's index within its
+    // row of x (so a warp's 32 blocks read 32 different banks at each step — value 0 first in
+    // every thread made them 16-way conflicts and cost 1–3 µs — and a row's sums do not depend
+    // on the rows before it): a fixed order per block.
+    for (unsigned int b = threadIdx.x; b < nx * K / 32; b += QGEMV_RING_WARPS * 32) {
+        const unsigned int bl = MR == 1 ? b : b % (K / 32);
         float v = 0.0f;
 #pragma unroll 8
-        for (unsigned int j = 0; j < 32; ++j) v += to_f32(xs[32 * b + ((j + b) & 31)]);
+        for (unsigned int j = 0; j < 32; ++j) v += to_f32(xs[32 * b + ((j + bl) & 31)]);
         if (FMT == 1)
             xsum[b] = -Q4Magic<T>::offset * v;
         else
@@ -609,10 +634,17 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
     }
     named_barrier(1, QGEMV_RING_WARPS * 32);
     const unsigned int g = lane >> 2, t4 = lane & 3;
+    // With several rows of x: lane (g, t) gives B column g (x row g, zero past nx) and keeps
+    // columns 2t and 2t + 1 of C (x rows 2t, 2t + 1; their Σ x start them). xo: where row g's
+    // MMA layout starts (in 16-byte entries); c0o / c1o: rows 2t's and 2t + 1's sums.
+    const bool xg = MR == 1 || g < nx, x0 = MR == 1 || 2 * t4 < nx, x1 = MR > 1 && 2 * t4 + 1 < nx;
+    const unsigned int xo = MR == 1 ? 0 : g * (K / 8), blocks32 = K / 32;
+    const unsigned int c0o = MR == 1 ? 0 : 2 * t4 * blocks32, c1o = c0o + blocks32;
     unsigned int s = 0, phase = 0;
     for (unsigned int j = 0; j < mine; ++j) {
         const unsigned int row0 = (blockIdx.x + j * gridDim.x) * QGEMV_RING_ROWS;
-        float acc_a = 0.0f, acc_b = 0.0f;
+        // Row g's sums with x rows 2t, 2t + 1, then row g + 8's (MR 1: [0] and [2]).
+        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         for (unsigned int c = 0; c < chunks; ++c) {
             const unsigned int cb = min(chunk, blocks - c * chunk);
             mbar_wait(&sh.full[s], phase);
@@ -632,13 +664,15 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
                     const unsigned qb0 = __funnelshift_r(wb[t4], wb[t4 + 1], 16);
                     const unsigned qa1 = wa[5 + t4], qb1 = wb[5 + t4];
                     const unsigned int b = b0 + 2 * p;
-                    float sa, sb;
-                    q4_block_mma<T>(qa0, qb0, xp[4 * b + t4], xsum[b], sa, sb);
-                    acc_a = fmaf(f16_bits(da & 0xFFFFu), sa, acc_a);
-                    acc_b = fmaf(f16_bits(db & 0xFFFFu), sb, acc_b);
-                    q4_block_mma<T>(qa1, qb1, xp[4 * b + 4 + t4], xsum[b + 1], sa, sb);
-                    acc_a = fmaf(f16_bits(da >> 16), sa, acc_a);
-                    acc_b = fmaf(f16_bits(db >> 16), sb, acc_b);
+                    const uint4 z = make_uint4(0, 0, 0, 0);
+                    float c[4];
+                    q4_block_mma<T>(qa0, qb0, xg ? xp[xo + 4 * b + t4] : z,
+                                    x0 ? xsum[c0o + b] : 0.0f, x1 ? xsum[c1o + b] : 0.0f, c);
+                    q4_accumulate<MR>(f16_bits(da & 0xFFFFu), f16_bits(db & 0xFFFFu), c, acc);
+                    q4_block_mma<T>(qa1, qb1, xg ? xp[xo + 4 * b + 4 + t4] : z,
+                                    x0 ? xsum[c0o + b + 1] : 0.0f, x1 ? xsum[c1o + b + 1] : 0.0f,
+                                    c);
+                    q4_accumulate<MR>(f16_bits(da >> 16), f16_bits(db >> 16), c, acc);
                 }
             } else {
                 // Super-block u: [d, dmin | 12 bytes of scales and mins | (Q5_K: 32 bytes of
@@ -678,14 +712,21 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
                         for (int h = 0; h < 2; ++h) {
                             // Sub-block 2cc + h: the low (h = 0) or high nibbles.
                             const unsigned int sub = sb0 + 2 * cc + h;
-                            const float2 sx = xsum2[sub];
-                            const uint4 xb = xp[4 * sub + t4];
-                            float sa, sb;
-                            block_mma<T>(ra0, rb0, h, ra1, rb1, h, xb, sx.x, sa, sb);
-                            acc_a = fmaf(dsa[2 * cc + h], sa, acc_a);
-                            acc_a = fmaf(-dma[2 * cc + h], sx.y, acc_a);
-                            acc_b = fmaf(dsb[2 * cc + h], sb, acc_b);
-                            acc_b = fmaf(-dmb[2 * cc + h], sx.y, acc_b);
+                            const float2 sx0 = x0 ? xsum2[c0o + sub] : make_float2(0.0f, 0.0f);
+                            const float2 sx1 = x1 ? xsum2[c1o + sub] : make_float2(0.0f, 0.0f);
+                            const uint4 xb = xg ? xp[xo + 4 * sub + t4] : make_uint4(0, 0, 0, 0);
+                            float c[4];
+                            block_mma<T>(ra0, rb0, h, ra1, rb1, h, xb, sx0.x, sx1.x, c);
+                            acc[0] = fmaf(dsa[2 * cc + h], c[0], acc[0]);
+                            acc[0] = fmaf(-dma[2 * cc + h], sx0.y, acc[0]);
+                            acc[2] = fmaf(dsb[2 * cc + h], c[2], acc[2]);
+                            acc[2] = fmaf(-dmb[2 * cc + h], sx0.y, acc[2]);
+                            if (MR > 1) {
+                                acc[1] = fmaf(dsa[2 * cc + h], c[1], acc[1]);
+                                acc[1] = fmaf(-dma[2 * cc + h], sx1.y, acc[1]);
+                                acc[3] = fmaf(dsb[2 * cc + h], c[3], acc[3]);
+                                acc[3] = fmaf(-dmb[2 * cc + h], sx1.y, acc[3]);
+                            }
                         }
                     }
                 }
@@ -696,41 +737,77 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
             if (lane == 0) mbar_arrive(&sh.empty[s]);
             ring_next(s, phase, nst);
         }
-        float (&part)[QGEMV_RING_WARPS][QGEMV_RING_ROWS] = sh.part[j & 1];
-        if (t4 == 0) {
-            part[warp][g] = acc_a;
-            part[warp][g + 8] = acc_b;
-        }
-        named_barrier(1, QGEMV_RING_WARPS * 32);
-        if (warp == 0 && lane < QGEMV_RING_ROWS && row0 + lane < N) {
-            float v = 0.0f;
+        if (MR == 1) {
+            float (&part)[QGEMV_RING_WARPS][QGEMV_RING_ROWS] = sh.part[j & 1];
+            if (t4 == 0) {
+                part[warp][g] = acc[0];
+                part[warp][g + 8] = acc[2];
+            }
+            named_barrier(1, QGEMV_RING_WARPS * 32);
+            if (warp == 0 && lane < QGEMV_RING_ROWS && row0 + lane < N) {
+                float v = 0.0f;
 #pragma unroll
-            for (int i = 0; i < QGEMV_RING_WARPS; ++i) v += part[i][lane];
-            out[row0 + lane] = from_f32<T>(v);
+                for (int i = 0; i < QGEMV_RING_WARPS; ++i) v += part[i][lane];
+                out[row0 + lane] = from_f32<T>(v);
+            }
+        } else {
+            // part_rows[j mod 2][warp][x row][tile row]; then thread i sums output (x row
+            // i / 16, tile row i mod 16) over the warps in order, as the one-row case does.
+            float* part = part_rows + (j & 1) * (QGEMV_RING_WARPS * MR * QGEMV_RING_ROWS);
+            float* pw = part + warp * (MR * QGEMV_RING_ROWS);
+            if (x0) {
+                pw[2 * t4 * QGEMV_RING_ROWS + g] = acc[0];
+                pw[2 * t4 * QGEMV_RING_ROWS + g + 8] = acc[2];
+            }
+            if (x1) {
+                pw[(2 * t4 + 1) * QGEMV_RING_ROWS + g] = acc[1];
+                pw[(2 * t4 + 1) * QGEMV_RING_ROWS + g + 8] = acc[3];
+            }
+            named_barrier(1, QGEMV_RING_WARPS * 32);
+            const unsigned int i = threadIdx.x, xr = i / QGEMV_RING_ROWS, tr = i % QGEMV_RING_ROWS;
+            if (xr < nx && row0 + tr < N) {
+                float v = 0.0f;
+#pragma unroll
+                for (int k = 0; k < QGEMV_RING_WARPS; ++k)
+                    v += part[(k * MR + xr) * QGEMV_RING_ROWS + tr];
+                out[(unsigned long long)xr * N + row0 + tr] = from_f32<T>(v);
+            }
         }
     }
 }
-#define QGEMV_RING_BODY(T, FMT)                                                                    \
+#define QGEMV_RING_BODY(T, FMT, MR, NX)                                                            \
     __shared__ __align__(8) QGemvRingShared sh;                                                    \
-    qgemv_ring_impl<T, FMT>(w, x, out, N, K, chunk, pitch, nst, npre, sh);
+    qgemv_ring_impl<T, FMT, MR>(w, x, out, N, K, chunk, pitch, nst, npre, NX, sh);
 #else
 // Entry points exist in every image; only sm_90+ ones have a body (the launcher picks them only
 // there).
-#define QGEMV_RING_BODY(T, FMT) __trap();
+#define QGEMV_RING_BODY(T, FMT, MR, NX) __trap();
 #endif
 
-// qgemv_ring_<dt>: Q4_0; qgemv_ring_q4k_<dt> / _q5k_: Q4_K / Q5_K (`chunk` counts super-blocks).
+// qgemv_ring_<dt>: Q4_0; qgemv_ring_q4k_<dt> / _q5k_: Q4_K / Q5_K (`chunk` counts super-blocks);
+// qgemv_ring_rows_<dt>, qgemv_ring_rows_q4k_<dt>, _q5k_: the same for M ≤ QGEMV_MAX_ROWS rows of
+// x (M the last argument).
 #define QGEMV_RING_ENTRY(ENTRY, T, FMT)                                                            \
 extern "C" __global__ void __launch_bounds__(QGEMV_RING_THREADS, 1) ENTRY(                         \
         const u8* __restrict__ w, const T* __restrict__ x, T* __restrict__ out, unsigned int N,    \
         unsigned int K, unsigned int chunk, unsigned int pitch, unsigned int nst,                  \
         unsigned int npre) {                                                                       \
-    QGEMV_RING_BODY(T, FMT)                                                                        \
+    QGEMV_RING_BODY(T, FMT, 1, 1)                                                                  \
+}
+#define QGEMV_RING_ROWS_ENTRY(ENTRY, T, FMT)                                                       \
+extern "C" __global__ void __launch_bounds__(QGEMV_RING_THREADS, 1) ENTRY(                         \
+        const u8* __restrict__ w, const T* __restrict__ x, T* __restrict__ out, unsigned int N,    \
+        unsigned int K, unsigned int chunk, unsigned int pitch, unsigned int nst,                  \
+        unsigned int npre, unsigned int M) {                                                       \
+    QGEMV_RING_BODY(T, FMT, QGEMV_MAX_ROWS, M)                                                     \
 }
 #define QGEMV_RING_KERNELS(T, NAME)                                                                \
     QGEMV_RING_ENTRY(qgemv_ring_##NAME, T, 1)                                                      \
     QGEMV_RING_ENTRY(qgemv_ring_q4k_##NAME, T, 3)                                                  \
-    QGEMV_RING_ENTRY(qgemv_ring_q5k_##NAME, T, 4)
+    QGEMV_RING_ENTRY(qgemv_ring_q5k_##NAME, T, 4)                                                  \
+    QGEMV_RING_ROWS_ENTRY(qgemv_ring_rows_##NAME, T, 1)                                            \
+    QGEMV_RING_ROWS_ENTRY(qgemv_ring_rows_q4k_##NAME, T, 3)                                        \
+    QGEMV_RING_ROWS_ENTRY(qgemv_ring_rows_q5k_##NAME, T, 4)
 
 QGEMV_RING_KERNELS(f16, f16)
 QGEMV_RING_KERNELS(bf16, bf16)

@@ -204,6 +204,16 @@ pub enum Kernel {
         /// The weights' block format.
         format: RingFormat,
     },
+    /// `qgemv_ring_rows_<dt>` / `qgemv_ring_rows_q4k_<dt>` / `qgemv_ring_rows_q5k_<dt>`:
+    /// [`Kernel::QGemvRing`] for up to [`launch::QGEMV_MAX_ROWS`] rows of x, row r in column r of
+    /// the MMAs' B (row r of the output bitwise a one-row call's); its count M the last
+    /// argument, and [`launch::qgemv_ring`] planned for it.
+    QGemvRingRows {
+        /// Element type of x and the output.
+        dtype: DType,
+        /// The weights' block format.
+        format: RingFormat,
+    },
     /// `kv_append_<dt>` (position from device memory).
     KvAppend(DType),
     /// `sdpa_prefill_<dt>_d<head_dim>` / `sdpa_decode_<dt>_d<head_dim>` (f16/bf16; head_dim
@@ -398,7 +408,8 @@ impl Kernel {
             | Kernel::QGemvK(_)
             | Kernel::QGemvRows(_)
             | Kernel::QGemvKRows(_)
-            | Kernel::QGemvRing { .. } => KernelModule::Quant,
+            | Kernel::QGemvRing { .. }
+            | Kernel::QGemvRingRows { .. } => KernelModule::Quant,
             Kernel::KvAppend(_) => KernelModule::Kv,
             Kernel::Sdpa { .. }
             | Kernel::SdpaPrefillWgmma { .. }
@@ -436,6 +447,7 @@ impl Kernel {
                 | Kernel::QGemvRows(_)
                 | Kernel::QGemvKRows(_)
                 | Kernel::QGemvRing { .. }
+                | Kernel::QGemvRingRows { .. }
                 | Kernel::KvAppend(_)
                 | Kernel::SdpaCombine(_)
                 | Kernel::SdpaDecodeRing { .. }
@@ -502,15 +514,22 @@ impl Kernel {
             Kernel::QGemvK(dt) => format!("qgemv_k_{}", float("quantized gemv", dt)?),
             Kernel::QGemvRows(dt) => format!("qgemv_rows_{}", float("quantized gemv", dt)?),
             Kernel::QGemvKRows(dt) => format!("qgemv_k_rows_{}", float("quantized gemv", dt)?),
-            Kernel::QGemvRing { dtype, format } => format!(
-                "qgemv_ring_{}{}",
-                match format {
-                    RingFormat::Q4_0 => "",
-                    RingFormat::Q4K => "q4k_",
-                    RingFormat::Q5K => "q5k_",
-                },
-                half_float("quantized gemv ring", dtype)?
-            ),
+            Kernel::QGemvRing { dtype, format } | Kernel::QGemvRingRows { dtype, format } => {
+                format!(
+                    "qgemv_ring_{}{}{}",
+                    if matches!(self, Kernel::QGemvRingRows { .. }) {
+                        "rows_"
+                    } else {
+                        ""
+                    },
+                    match format {
+                        RingFormat::Q4_0 => "",
+                        RingFormat::Q4K => "q4k_",
+                        RingFormat::Q5K => "q5k_",
+                    },
+                    half_float("quantized gemv ring", dtype)?
+                )
+            }
             Kernel::KvAppend(dt) => format!("kv_append_{}", float("kv cache", dt)?),
             Kernel::Sdpa {
                 dtype,
@@ -907,18 +926,20 @@ pub mod launch {
     /// ([`Kernel::QGemv`]), which spreads a small matrix over more multiprocessors.
     pub const QGEMV_RING_MIN_BYTES: usize = 1 << 20;
 
-    /// The Hopper ring for Q4_0, Q4_K or Q5_K weights ([`Kernel::QGemvRing`]) for one row of x
-    /// (f16/bf16, `x_bytes` per element) against `n` rows of `k` values (a multiple of 256, so
+    /// The Hopper ring for Q4_0, Q4_K or Q5_K weights ([`Kernel::QGemvRing`], or
+    /// [`Kernel::QGemvRingRows`] for `m` > 1) for `m` rows of x (1 to [`QGEMV_MAX_ROWS`];
+    /// f16/bf16, `x_bytes` per element) against `n` rows of `k` values (a multiple of 256, so
     /// that every row is a whole number of 16-byte units): a block of 9 warps per
     /// multiprocessor (`sms`), tiles of 16 rows streamed as stages of at most 40 KiB (chunks of
     /// a multiple of 8 units — blocks or super-blocks — of each row, as even as the row
     /// allows), each row's chunk in a slot of `pitch` bytes (an odd multiple of 16, so that the
     /// 8 rows one load of a warp reads fall in different banks), a ring of about 160 KiB of
-    /// stages (2 to 8), and after it x, x laid out for the MMAs and the sums of x per 32 values
-    /// (4 bytes each for Q4_0, 8 for the K-quants); before the PDL wait the producer asks L2 for
-    /// the first stage only. Returns the launch and the kernel's (units per chunk, pitch,
-    /// stages, stages prefetched), or `None` where k is not a multiple of 256, the matrix is
-    /// below [`QGEMV_RING_MIN_BYTES`] or two stages do not fit `smem_optin`. Measured on an H200
+    /// stages (2 to 8), and after it, for each row of x, x, x laid out for the MMAs and the sums
+    /// of x per 32 values (4 bytes each for Q4_0, 8 for the K-quants), then (m > 1) 8 KiB of
+    /// partial sums; before the PDL wait the producer asks L2 for the first stage only. Returns
+    /// the launch and the kernel's (units per chunk, pitch, stages, stages prefetched), or
+    /// `None` where k is not a multiple of 256, m is out of range, the matrix is below
+    /// [`QGEMV_RING_MIN_BYTES`] or two stages do not fit `smem_optin`. Measured on an H200
     /// (docs/RESULTS.md, session 32, Q4_0): 12.0 µs at (k, n) = (4096, 14336) and 12.1 at
     /// (14336, 4096), against the one-warp-per-row kernel's 21.4 and 27.3; 20 KiB stages were
     /// 2.1–2.6 µs slower, asking L2 for 2 or 3 stages before the wait 0.3–1.8 µs slower than 1,
@@ -928,6 +949,7 @@ pub mod launch {
         format: RingFormat,
         n: usize,
         k: usize,
+        m: usize,
         x_bytes: usize,
         sms: usize,
         smem_optin: usize,
@@ -938,6 +960,7 @@ pub mod launch {
         let units = k / unit_values;
         if !k.is_multiple_of(256)
             || k == 0
+            || !(1..=QGEMV_MAX_ROWS).contains(&m)
             || n.saturating_mul(units).saturating_mul(unit_bytes) < QGEMV_RING_MIN_BYTES
         {
             return Ok(None);
@@ -950,10 +973,16 @@ pub mod launch {
             pitch += 16;
         }
         let stage = QGEMV_RING_ROWS * pitch;
-        // x as copied, x laid out for the MMAs (16 bytes per lane and 32 values: 2k bytes), and
-        // the sums of x per 32 values.
+        // For each row of x: x as copied, x laid out for the MMAs (16 bytes per lane and 32
+        // values: 2k bytes), and the sums of x per 32 values; with several rows, then the tiles'
+        // partial sums (two tiles of QGEMV_MAX_ROWS × 16 f32 per consumer warp).
         let sums = if format == RingFormat::Q4_0 { 4 } else { 8 };
-        let extra = k * x_bytes + 2 * k + sums * (k / 32);
+        let parts = if m > 1 {
+            2 * QGEMV_RING_WARPS as usize * QGEMV_MAX_ROWS * QGEMV_RING_ROWS * 4
+        } else {
+            0
+        };
+        let extra = m.saturating_mul(k.saturating_mul(x_bytes) + 2 * k + sums * (k / 32)) + parts;
         let fits = |stages: usize| stages * stage + extra + QGEMV_RING_STATIC_SMEM <= smem_optin;
         let mut stages = (RING / stage).clamp(2, QGEMV_RING_MAX_STAGES);
         while stages > 2 && !fits(stages) {
@@ -1550,7 +1579,7 @@ mod tests {
     #[test]
     fn qgemv_ring_chunks_rows_into_stages_of_at_most_40_kib() {
         let plan = |n, k, optin| {
-            launch::qgemv_ring(RingFormat::Q4_0, n, k, 2, 132, optin)
+            launch::qgemv_ring(RingFormat::Q4_0, n, k, 1, 2, 132, optin)
                 .unwrap()
                 .map(|(cfg, p)| (cfg.grid.x, cfg.block.x, cfg.shared_mem_bytes, p))
         };
@@ -1581,7 +1610,7 @@ mod tests {
         // Q4_K: 16 super-blocks (2304 bytes) a row at k = 4096, chunks of 16 at 14336 (the
         // last of 8), and 8 bytes of sums per 32 values.
         let q4k = |n, k| {
-            launch::qgemv_ring(RingFormat::Q4K, n, k, 2, 132, optin)
+            launch::qgemv_ring(RingFormat::Q4K, n, k, 1, 2, 132, optin)
                 .unwrap()
                 .map(|(cfg, p)| (cfg.shared_mem_bytes, p))
         };
@@ -1596,11 +1625,29 @@ mod tests {
         // Q5_K: 176-byte super-blocks, 14 fit 40 KiB, rounded down to 8: two chunks a row at
         // k = 4096 (1408 bytes, 1424-byte slots), 7 stages.
         assert_eq!(
-            launch::qgemv_ring(RingFormat::Q5K, 14336, 4096, 2, 132, optin)
+            launch::qgemv_ring(RingFormat::Q5K, 14336, 4096, 1, 2, 132, optin)
                 .unwrap()
                 .map(|p| p.1),
             Some([8, 1424, 7, 1])
         );
+        // Four rows of x at (4096, 14336): four times x's 8 + 8 KiB and 512 bytes of sums, and
+        // 8 KiB of partial sums, still leave room for the 4 stages; 9 rows, or none, take no
+        // ring; eight rows of a 14336-value x (458 KiB) do not fit.
+        let rows = |m, k| {
+            launch::qgemv_ring(RingFormat::Q4_0, 14336, k, m, 2, 132, optin)
+                .unwrap()
+                .map(|(cfg, p)| (cfg.shared_mem_bytes, p))
+        };
+        assert_eq!(
+            rows(4, 4096),
+            Some((
+                4 * 37120 + 4 * (8192 + 8192 + 512) + 8192,
+                [128, 2320, 4, 1]
+            ))
+        );
+        assert_eq!(rows(9, 4096), None);
+        assert_eq!(rows(0, 4096), None);
+        assert_eq!(rows(8, 14336), None);
     }
 
     #[test]
@@ -1925,6 +1972,7 @@ mod tests {
             if matches!(dt, DType::F16 | DType::BF16) {
                 for format in [RingFormat::Q4_0, RingFormat::Q4K, RingFormat::Q5K] {
                     v.push(Kernel::QGemvRing { dtype: dt, format });
+                    v.push(Kernel::QGemvRingRows { dtype: dt, format });
                 }
             }
             for rows in [1, 2, 4, 8] {

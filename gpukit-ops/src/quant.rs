@@ -657,14 +657,15 @@ impl QuantMatrix {
 }
 
 /// `out [m, rows] = x [m, cols] · Wᵀ` for 1 ≤ m ≤ [`launch::QGEMV_MAX_ROWS`] (8) rows of x,
-/// reading the quantized blocks directly (no dequantized copy of W). On CUDA, one row of x: on
-/// Hopper, Q4_0, Q4_K and Q5_K weights of at least 1 MiB with f16/bf16 x and cols a multiple of
-/// 256 stream through a shared-memory ring with the block sums on the tensor cores
-/// ([`launch::qgemv_ring`]); other Q8_0, Q4_0 and Q4_1 weights take one warp per output, four
-/// lanes per 32-value block; other K-quants one warp per output, a half-warp per 256-value
-/// super-block and 16 values per lane. Several rows of x take those one-warp kernels' `rows`
-/// variants, which decode each block once for all of them: output row r is bitwise what a
-/// one-row call on x's row r gives there. On the CPU, weight rows in parallel, each block's
+/// reading the quantized blocks directly (no dequantized copy of W). On CUDA: on Hopper, Q4_0,
+/// Q4_K and Q5_K weights of at least 1 MiB with f16/bf16 x and cols a multiple of 256 stream
+/// through a shared-memory ring with the block sums on the tensor cores
+/// ([`launch::qgemv_ring`]; several rows of x as the MMAs' columns, where they fit its shared
+/// memory); other Q8_0, Q4_0 and Q4_1 weights take one warp per output, four lanes per 32-value
+/// block; other K-quants one warp per output, a half-warp per 256-value super-block and 16
+/// values per lane, several rows of x those kernels' `rows` variants, which decode each block
+/// once for all of them. Either way output row r is bitwise what a one-row call on x's row r
+/// gives there. On the CPU, weight rows in parallel, each block's
 /// values expanded in registers (Q8_0, Q4_0, Q4_1) or into a small buffer (K-quants) and dotted
 /// with x in f32.
 ///
@@ -742,7 +743,6 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
             };
             // The ring's format and launch, where it takes this call.
             let ring = if let Some(format) = ring_format
-                && m == 1
                 && matches!(x.dtype(), DType::F16 | DType::BF16)
                 && c.kernels().target() == "sm_90a"
                 && dptr(&w.data)?.0 % 16 == 0
@@ -753,6 +753,7 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
                     format,
                     w.rows,
                     w.cols,
+                    m,
                     x.dtype().size_in_bytes(),
                     props.multiprocessor_count as usize,
                     props.shared_memory_per_block_optin_bytes as usize,
@@ -770,14 +771,17 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
                 .arg(u32_dim("qgemv", w.cols)?);
             if let Some((format, (cfg, [chunk, pitch, stages, prefetch]))) = ring {
                 let args = args.arg(chunk).arg(pitch).arg(stages).arg(prefetch);
-                let kernel = Kernel::QGemvRing {
-                    dtype: x.dtype(),
-                    format,
+                let dtype = x.dtype();
+                let (kernel, args) = if m == 1 {
+                    (Kernel::QGemvRing { dtype, format }, args)
+                } else {
+                    (Kernel::QGemvRingRows { dtype, format }, args.arg(m as u32))
                 };
                 // SAFETY: w.data holds rows rows of cols values in the format's blocks from a
                 // 16-byte aligned address (cols a multiple of 256, so every row is too), x holds
-                // cols values from a 16-byte aligned address, out rows; the chunking, stages and
-                // shared memory come from launch::qgemv_ring for this shape and format.
+                // m rows of cols values from a 16-byte aligned address, out m rows of rows
+                // values; the chunking, stages and shared memory come from launch::qgemv_ring
+                // for this shape, m and format.
                 return unsafe { c.launch(kernel, &cfg, &args) };
             }
             // Vector loads of x where its start is aligned (its rows, cols apart, a multiple of

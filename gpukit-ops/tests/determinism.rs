@@ -305,6 +305,7 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
             Tensor::empty(&[3], DType::I32, &dev).unwrap(),
             e(&[3, 600]),
             e(&[3, 1000]),
+            e(&[3, 600]),
         ];
         // The layout the decode step's caches have on CUDA.
         let layout = KvLayout::preferred(&dev);
@@ -366,7 +367,8 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
                 qgemv_into(&x_glu, m, &mut o[12 + i])?;
             }
             qgemv_into(&x_rows, &qmats[0], &mut o[18])?; // Q8_0, 3 rows
-            qgemv_into(&x_rows, &qmats[3], &mut o[19])?; // Q4_K, 3 rows
+            qgemv_into(&x_rows, &qmats[3], &mut o[19])?; // Q4_K, 3 rows (Hopper: the ring)
+            qgemv_into(&x_rows, &qmats[1], &mut o[20])?; // Q4_0, 3 rows (Hopper: the ring)
             Ok(())
         };
         run(&mut outs, &mut cache).unwrap();

@@ -1386,13 +1386,11 @@ op_test!(kv_cache_and_quantized_gemv, |dev: &Device| {
     // (61, 1056): 33 blocks (odd, so Q8_0 and Q4_0 rows start at both word offsets, and lane 0
     // takes two blocks per row). Q4_0 at (300, 8448), 1.4 MB, takes the Hopper ring
     // (`launch::qgemv_ring`): rows of 264 blocks in chunks of 136 and 128, and a last tile of 12
-    // rows.
-    // Whether a one-row call may take the Hopper ring (then it sums in another order).
-    let on_gpu_ring = matches!(dev, Device::Cuda(_));
+    // rows; so does (1000, 2048), 1.2 MB, for 1 to 8 rows of x (a last tile of 8 rows).
     let shapes = |f| {
         let mut v = vec![(257usize, 576usize), (61, 1056)];
         if f == QuantFormat::Q4_0 {
-            v.push((300, 8448));
+            v.extend([(300, 8448), (1000, 2048)]);
         }
         v.into_iter().map(move |nk| (f, nk))
     };
@@ -1420,8 +1418,7 @@ op_test!(kv_cache_and_quantized_gemv, |dev: &Device| {
             ops::copy_into(&x, &mut x2.narrow(1, 1, k).unwrap()).unwrap();
             let mut out2 = poisoned(&[1, n], dt, dev);
             qgemv_into(&x2.narrow(1, 1, k).unwrap(), &qm, &mut out2).unwrap();
-            let ring = k == 8448 && dt != DType::F32;
-            if !ring {
+            if !may_take_ring(dev, &qm, dt) {
                 assert_eq!(
                     out2.to_vec_f64().unwrap(),
                     out.to_vec_f64().unwrap(),
@@ -1439,7 +1436,7 @@ op_test!(kv_cache_and_quantized_gemv, |dev: &Device| {
                     tol(dt),
                 );
             }
-            check_qgemv_rows(&qm, &deq, dt, ring && on_gpu_ring, s + 2, dev);
+            check_qgemv_rows(&qm, &deq, dt, s + 2, dev);
         }
         assert!(
             QuantMatrix::new(Tensor::from_slice(&q[..10], &[10], dev).unwrap(), f, n, k).is_err()
@@ -1447,15 +1444,31 @@ op_test!(kv_cache_and_quantized_gemv, |dev: &Device| {
     }
 });
 
+/// Whether a quantized GEMV may take the Hopper tensor-core ring (`launch::qgemv_ring`: Q4_0,
+/// Q4_K or Q5_K, f16/bf16 x, k a multiple of 256, at least 1 MiB of blocks; on a GPU other than
+/// Hopper it does not, and the checks this gates are only skipped).
+fn may_take_ring(dev: &Device, qm: &gpukit_ops::quant::QuantMatrix, dt: DType) -> bool {
+    use gpukit_ops::quant::QuantFormat;
+    matches!(dev, Device::Cuda(_))
+        && matches!(
+            qm.format(),
+            QuantFormat::Q4_0 | QuantFormat::Q4K | QuantFormat::Q5K
+        )
+        && dt != DType::F32
+        && qm.cols().is_multiple_of(256)
+        && qm.format().bytes_for(qm.rows() * qm.cols()).unwrap() >= 1 << 20
+}
+
 /// Several rows of x (3 and 8) against quantized weights `qm` (`deq` its values, dequantized):
 /// within `dt`'s tolerance of dequantize-then-product, and each output row bitwise what a
-/// one-row call on that row of x gives, unless that call takes the Hopper ring (`ring`), which
-/// sums in another order. Nine rows are refused.
+/// one-row call on that row of x gives: both calls take the ring or both the one-warp kernels.
+/// They do not where the one-row call takes the ring and the rows' x does not fit its shared
+/// memory: at k = 8448, 3 rows fit (3 × 34.8 KB of x, partial sums and two 39 KB stages in 227
+/// KiB) and 8 do not. Nine rows are refused.
 fn check_qgemv_rows(
     qm: &gpukit_ops::quant::QuantMatrix,
     deq: &[f32],
     dt: DType,
-    ring: bool,
     s: u64,
     dev: &Device,
 ) {
@@ -1476,7 +1489,7 @@ fn check_qgemv_rows(
             .collect();
         let what = format!("qgemv {} {dt} {m} rows of ({n}, {k})", qm.format().name());
         assert_close(&what, &got, &want, tol(dt));
-        if !ring {
+        if !may_take_ring(dev, qm, dt) || k <= 4096 || m <= 3 {
             for r in 0..m {
                 let mut one = poisoned(&[1, n], dt, dev);
                 qgemv_into(&x.narrow(0, r, 1).unwrap(), qm, &mut one).unwrap();
@@ -2075,8 +2088,6 @@ op_test!(quants_match_gguf_py, |dev: &Device| {
     let fixture: serde_json::Value =
         serde_json::from_str(include_str!("fixtures/ggml_quants.json")).unwrap();
     let s = seed();
-    // Whether a one-row call may take the Hopper ring (then it sums in another order).
-    let on_gpu_ring = matches!(dev, Device::Cuda(_));
     for f in [
         QuantFormat::Q8_0,
         QuantFormat::Q4_0,
@@ -2124,8 +2135,9 @@ op_test!(quants_match_gguf_py, |dev: &Device| {
         // dequantize-then-product: 3, 5 and 33 super-blocks a row (each half-warp takes every
         // other one, so the second half has one fewer), rows of 37, 64 and 300; Q4_K and Q5_K
         // at (300, 8448), 1.4 / 1.7 MB, take the Hopper ring (chunks of 16, 16 and 1 / 4 × 8
-        // and 1 super-blocks, a last tile of 12 rows).
-        for (n, k) in [(37usize, 768usize), (64, 1280), (300, 8448)] {
+        // and 1 super-blocks, a last tile of 12 rows), and at (1000, 2048), 1.2 / 1.4 MB, for 1
+        // to 8 rows of x.
+        for (n, k) in [(37usize, 768usize), (64, 1280), (300, 8448), (1000, 2048)] {
             // Scales shrink with the row so that f16 sums stay finite (Q6_K's reach 10⁵ at 8448).
             let raw = random_blocks(f, n * k, s, 768.0 / k as f32).unwrap();
             let mut deq = vec![0f32; n * k];
@@ -2147,7 +2159,7 @@ op_test!(quants_match_gguf_py, |dev: &Device| {
                 ops::copy_into(&x, &mut x2.narrow(1, 1, k).unwrap()).unwrap();
                 let mut out2 = poisoned(&[1, n], dt, dev);
                 qgemv_into(&x2.narrow(1, 1, k).unwrap(), &qm, &mut out2).unwrap();
-                if !(f != QuantFormat::Q6K && k == 8448 && dt != DType::F32) {
+                if !may_take_ring(dev, &qm, dt) {
                     assert_eq!(
                         out2.to_vec_f64().unwrap(),
                         out.to_vec_f64().unwrap(),
@@ -2166,8 +2178,7 @@ op_test!(quants_match_gguf_py, |dev: &Device| {
                         tol(dt),
                     );
                 }
-                let ring = on_gpu_ring && f != QuantFormat::Q6K && k == 8448 && dt != DType::F32;
-                check_qgemv_rows(&qm, &deq, dt, ring, s + 5, dev);
+                check_qgemv_rows(&qm, &deq, dt, s + 5, dev);
             }
         }
     }
