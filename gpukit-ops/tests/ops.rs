@@ -564,14 +564,7 @@ op_test!(elementwise_large, |dev: &Device| {
 
 op_test!(copies_views_concat, |dev: &Device| {
     let s = seed();
-    for dt in [
-        DType::F32,
-        DType::F16,
-        DType::BF16,
-        DType::I32,
-        DType::I64,
-        DType::U8,
-    ] {
+    for dt in DType::ALL {
         let (x, xv) = input(&[3, 4, 5], dt, 0.0, 100.0, s, dev);
         let p = x.permute(&[2, 0, 1]).unwrap();
         let c = p.contiguous().unwrap();
@@ -2088,14 +2081,7 @@ op_test!(quants_match_gguf_py, |dev: &Device| {
     let fixture: serde_json::Value =
         serde_json::from_str(include_str!("fixtures/ggml_quants.json")).unwrap();
     let s = seed();
-    for f in [
-        QuantFormat::Q8_0,
-        QuantFormat::Q4_0,
-        QuantFormat::Q4_1,
-        QuantFormat::Q4K,
-        QuantFormat::Q5K,
-        QuantFormat::Q6K,
-    ] {
+    for f in QuantFormat::ALL {
         let case = &fixture[f.name()];
         let hex = case["blocks"].as_str().unwrap();
         let bytes: Vec<u8> = (0..hex.len() / 2)
