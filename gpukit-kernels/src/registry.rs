@@ -1632,7 +1632,7 @@ mod tests {
         );
         // Four rows of x at (4096, 14336): four times x's 8 + 8 KiB and 512 bytes of sums, and
         // 8 KiB of partial sums, still leave room for the 4 stages; 9 rows, or none, take no
-        // ring; eight rows of a 14336-value x (458 KiB) do not fit.
+        // ring; eight rows of a 14336-value x (about 470 KiB) do not fit.
         let rows = |m, k| {
             launch::qgemv_ring(RingFormat::Q4_0, 14336, k, m, 2, 132, optin)
                 .unwrap()

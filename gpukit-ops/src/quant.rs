@@ -664,8 +664,10 @@ impl QuantMatrix {
 /// memory); other Q8_0, Q4_0 and Q4_1 weights take one warp per output, four lanes per 32-value
 /// block; other K-quants one warp per output, a half-warp per 256-value super-block and 16
 /// values per lane, several rows of x those kernels' `rows` variants, which decode each block
-/// once for all of them. Either way output row r is bitwise what a one-row call on x's row r
-/// gives there. On the CPU, weight rows in parallel, each block's
+/// once for all of them. Where the one-row call and the several-row call take the same kind of
+/// kernel (the ring, or the one-warp kernels), output row r is bitwise what a one-row call on
+/// x's row r gives; where x's rows do not fit the ring's shared memory but one row does (at
+/// k = 14336, three rows or more), the several-row call sums in the one-warp kernels' order. On the CPU, weight rows in parallel, each block's
 /// values expanded in registers (Q8_0, Q4_0, Q4_1) or into a small buffer (K-quants) and dotted
 /// with x in f32.
 ///

@@ -1456,7 +1456,7 @@ fn may_take_ring(dev: &Device, qm: &gpukit_ops::quant::QuantMatrix, dt: DType) -
 /// within `dt`'s tolerance of dequantize-then-product, and each output row bitwise what a
 /// one-row call on that row of x gives: both calls take the ring or both the one-warp kernels.
 /// They do not where the one-row call takes the ring and the rows' x does not fit its shared
-/// memory: at k = 8448, 3 rows fit (3 × 34.8 KB of x, partial sums and two 39 KB stages in 227
+/// memory: at k = 8448, 3 rows fit (3 × 34.8 KB of x, partial sums and three 39 KB stages in 227
 /// KiB) and 8 do not. Nine rows are refused.
 fn check_qgemv_rows(
     qm: &gpukit_ops::quant::QuantMatrix,
