@@ -149,16 +149,59 @@ now_probe_setup() {
 #   whole_ops_bench NAME           prints the GPU; the whole ops bench beside torch, once, on
 #                                  $b → $OUT/ops1, $OUT/ops1.txt; prints the rows with goals;
 #                                  packs $OUT as NAME.tgz
-ab_gemv_bench() {
-  local rounds=$1 deadline=$2 pattern=${3:-^gemv} r x
+#   (session 45)
+#   ab_bench ROUNDS DEADLINE FILTER PATTERN LIMIT TAG
+#                                  ab_gemv_bench for the ops bench's cases matching FILTER, each
+#                                  run stopped at LIMIT seconds → $OUT/TAGaN, $OUT/TAGbN
+#   b_bench ROUNDS FILTER PATTERN LIMIT
+#                                  the same on $b alone → $OUT/qN; prints the rows matching
+#                                  PATTERN, each prefixed N
+#   call_start                     a call's start: o = $OUT, the GPU's name and clock printed,
+#                                  the bundle unpacked
+#   quant_tests [portable] [racecheck]
+#                                  the quantized-GEMV op tests and the determinism tests
+#                                  (portable: the transformer one again on the portable
+#                                  attention kernels), then memcheck (and racecheck) on the
+#                                  quantized-GEMV tests
+ab_bench() {
+  local rounds=$1 deadline=$2 filter=$3 pattern=$4 limit=$5 tag=$6 r x
   for r in $(seq "$rounds"); do
     for x in a b; do
       [ $SECONDS -gt "$deadline" ] && break 2
       if [ $x = a ]; then b=target/gpu-bundle-a; else b=target/gpu-bundle; fi
-      bench_ops "$OUT/g$x$r" "gemv bf16" 100 | grep -E "$pattern" | sed "s/^/$x$r /"
+      bench_ops "$OUT/$tag$x$r" "$filter" "$limit" | grep -E "$pattern" | sed "s/^/$x$r /"
     done
   done
   b=target/gpu-bundle
+}
+
+ab_gemv_bench() {
+  ab_bench "$1" "$2" "gemv bf16" "${3:-^gemv}" 100 g
+}
+
+b_bench() {
+  local r
+  for r in $(seq "$1"); do
+    bench_ops "$OUT/q$r" "$2" "$4" | grep -E "$3" | sed "s/^/$r /"
+  done
+}
+
+call_start() {
+  o="$OUT"
+  nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+  unpack_bundle
+}
+
+quant_tests() {
+  run_test ops-quant $b/tests/gpukit_ops__ops quant
+  run_test determinism $b/tests/gpukit_ops__determinism
+  case " $* " in *" portable "*)
+    GPUKIT_SDPA_PORTABLE=1 run_test determinism-portable $b/tests/gpukit_ops__determinism transformer ;;
+  esac
+  sanitize memcheck $((SECONDS + 200)) $b/tests/gpukit_ops__ops quant
+  case " $* " in *" racecheck "*)
+    sanitize racecheck $((SECONDS + 150)) $b/tests/gpukit_ops__ops quant ;;
+  esac
 }
 
 commit_probe_setup() {

@@ -5,11 +5,10 @@
 # sampling, min-p and the repetition penalty under graph replay, the simple formats against
 # gguf-py): the ops and determinism tests, both again with the portable attention kernels,
 # then memcheck on the new elementwise and reduction cases.
+# (Refactored after it ran onto device-calls.sh's call_start: the same steps.)
 set -u
 . docs/bench/device-calls.sh
-o="$OUT"
-nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
-unpack_bundle
+call_start
 run_test ops $b/tests/gpukit_ops__ops
 run_test determinism $b/tests/gpukit_ops__determinism
 GPUKIT_SDPA_PORTABLE=1 run_test ops-portable $b/tests/gpukit_ops__ops sdpa

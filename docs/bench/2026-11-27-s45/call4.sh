@@ -7,20 +7,11 @@
 # The same steps as call 2, after the K-quant row function issues the first row's loads of x
 # before it decodes the super-block (call 3) and, for one row of x, takes two super-blocks a step
 # (`#pragma unroll`; calls 2 and 3: the Q6_K row 29.6-29.9 µs against 28.2-28.5).
+# (Refactored after it ran onto device-calls.sh's call_start, quant_tests and ab_bench / b_bench:
+# the same steps; memcheck's time limit, which no call reached, is now 200 s in each.)
 set -u
 . docs/bench/device-calls.sh
-o="$OUT"
-nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
-unpack_bundle
-run_test ops-quant $b/tests/gpukit_ops__ops quant
-run_test determinism $b/tests/gpukit_ops__determinism
-GPUKIT_SDPA_PORTABLE=1 run_test determinism-portable $b/tests/gpukit_ops__determinism transformer
-sanitize memcheck $((SECONDS + 200)) $b/tests/gpukit_ops__ops quant
-for r in 1 2 3; do
-  for x in a b; do
-    if [ $x = a ]; then b=target/gpu-bundle-a; else b=target/gpu-bundle; fi
-    bench_ops "$OUT/q$x$r" "qgemv" 120 | grep -E "^qgemv" | sed "s/^/$x$r /"
-  done
-done
-b=target/gpu-bundle
+call_start
+quant_tests portable
+ab_bench 3 99999 qgemv ^qgemv 120 q
 pack_out call4

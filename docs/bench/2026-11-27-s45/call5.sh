@@ -3,14 +3,11 @@
 # LLM layer's quantized projections run on the rewritten one-row qgemv kernels), then the
 # quantized GEMV bench rows beside torch, one row of x and four (the new multi-row kernels),
 # two runs.
+# (Refactored after it ran onto device-calls.sh's call_start and b_bench: the same steps.)
 set -u
 . docs/bench/device-calls.sh
-o="$OUT"
-nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
-unpack_bundle
+call_start
 run_test gguf_model $b/tests/gpukit_llm__gguf_model
 run_test hf_dir $b/tests/gpukit_llm__hf_dir
-for r in 1 2; do
-  bench_ops "$OUT/q$r" "qgemv" 150 | grep -E "^(device|qgemv)" | sed "s/^/$r /"
-done
+b_bench 2 qgemv "^(device|qgemv)" 150
 pack_out call5

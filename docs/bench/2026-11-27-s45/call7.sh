@@ -5,16 +5,11 @@
 # M=4 at 0.37-0.54x torch's bf16 GEMV on the H200). Its tests, the determinism tests, memcheck and
 # racecheck on the quantized-GEMV tests, then the qgemv bench rows beside torch, two runs. Not
 # kept (M=4 twice as slow): the change is xstage.diff.
+# (Refactored after it ran onto device-calls.sh's call_start, quant_tests and ab_bench / b_bench:
+# the same steps; memcheck's time limit, which no call reached, is now 200 s in each.)
 set -u
 . docs/bench/device-calls.sh
-o="$OUT"
-nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
-unpack_bundle
-run_test ops-quant $b/tests/gpukit_ops__ops quant
-run_test determinism $b/tests/gpukit_ops__determinism
-sanitize memcheck $((SECONDS + 100)) $b/tests/gpukit_ops__ops quant
-sanitize racecheck $((SECONDS + 150)) $b/tests/gpukit_ops__ops quant
-for r in 1 2; do
-  bench_ops "$OUT/q$r" "qgemv" 150 | grep -E "^(device|qgemv)" | sed "s/^/$r /"
-done
+call_start
+quant_tests racecheck
+b_bench 2 qgemv "^(device|qgemv)" 150
 pack_out call7

@@ -2,11 +2,10 @@
 # Session 45, call 8: the final bundle — every op test (now with the GEMM plan-cache check), the
 # determinism tests (the transformer one again on the portable attention kernels), and the
 # driver, memory and scheduler GPU tests.
+# (Refactored after it ran onto device-calls.sh's call_start: the same steps.)
 set -u
 . docs/bench/device-calls.sh
-o="$OUT"
-nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
-unpack_bundle
+call_start
 run_test ops $b/tests/gpukit_ops__ops
 run_test determinism $b/tests/gpukit_ops__determinism
 GPUKIT_SDPA_PORTABLE=1 run_test determinism-portable $b/tests/gpukit_ops__determinism transformer
