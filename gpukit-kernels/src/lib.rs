@@ -11,7 +11,7 @@
 //! - [`GemmProvider`]: cuBLASLt GEMM (f32 at full precision unless TF32 is asked for, f16,
 //!   bf16; bias and ReLU/GELU epilogues; strided batches) with a workspace per lane and plans
 //!   cached per shape.
-//! - [`DType`], the op codes the kernels take ([`ops`]) and [`StridedIndex`].
+//! - [`DType`] (element types and the GGML block formats, [`QuantFormat`]), the op codes the kernels take ([`ops`]) and [`StridedIndex`].
 
 mod args;
 mod dtype;
@@ -22,7 +22,7 @@ pub mod registry;
 mod targets;
 
 pub use args::{AttentionArgs, MAX_DIMS, SamplerArgs, StridedIndex};
-pub use dtype::DType;
+pub use dtype::{DType, QuantFormat};
 pub use error::{Error, Result};
 pub use gemm::{BLayout, Epilogue, F32Precision, GemmProvider, GemmShape, cublaslt_version};
 pub use registry::{ImageSource, Kernel, KernelModule, KernelRegistry, RingFormat};

@@ -559,7 +559,8 @@ impl Linear {
         if self.b.is_none() && act == Activation::None {
             return qgemv_into(x, q, &mut out);
         }
-        let mut tmp = scratch.narrow(0, 0, q.rows())?.reshape(&[1, q.rows()])?;
+        let n = q.shape()[0];
+        let mut tmp = scratch.narrow(0, 0, n)?.reshape(&[1, n])?;
         qgemv_into(x, q, &mut tmp)?;
         let unary = match act {
             Activation::None => None,

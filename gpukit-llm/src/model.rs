@@ -18,7 +18,7 @@ use std::path::Path;
 use gpukit_ops::attention::{AttentionMask, sdpa_kv};
 use gpukit_ops::kv_cache::{KvCache, KvLayout};
 use gpukit_ops::ops::{self, Activation};
-use gpukit_ops::quant::{QuantFormat, QuantMatrix, dequantize_tensor};
+use gpukit_ops::quant::{QuantFormat, dequantize_tensor};
 use gpukit_ops::rope::{RopeLayout, rope_inplace};
 use gpukit_ops::{BinaryOp, DType, Device, Tensor, UnaryOp};
 
@@ -28,10 +28,11 @@ use crate::le::{self, Float, f32s};
 use crate::spec::{Arch, MlpKind, ModelSpec, NormKind, Positions};
 use crate::{Error, Result};
 
-/// A linear layer's weight: dense `[out, in]` in the compute dtype, or GGUF blocks.
+/// A linear layer's weight `[out, in]`: dense in the compute dtype, or a block-quantized
+/// tensor of GGUF blocks.
 pub(crate) enum Weight {
     Dense(Tensor),
-    Quant(QuantMatrix),
+    Quant(Tensor),
 }
 
 /// `y = x · Wᵀ + b`.
@@ -46,19 +47,19 @@ impl Linear {
         match &self.w {
             Weight::Dense(w) => ops::linear(x, w, self.b.as_ref(), act),
             Weight::Quant(q) => {
-                let rows = x.numel() / q.cols().max(1);
+                let (n, k) = (q.shape()[0], q.shape()[1]);
+                let rows = x.numel() / k.max(1);
                 let mut shape = x.shape().to_vec();
                 if let Some(last) = shape.last_mut() {
-                    *last = q.rows();
+                    *last = n;
                 }
                 let y = if rows == 1 {
-                    let out = Tensor::empty(&[1, q.rows()], x.dtype(), &x.device())?;
-                    let scratch = Tensor::empty(&[q.rows()], x.dtype(), &x.device())?;
-                    self.forward_into(&x.reshape(&[1, q.cols()])?, act, &out, &scratch)?;
+                    let out = Tensor::empty(&[1, n], x.dtype(), &x.device())?;
+                    let scratch = Tensor::empty(&[n], x.dtype(), &x.device())?;
+                    self.forward_into(&x.reshape(&[1, k])?, act, &out, &scratch)?;
                     out.reshape(&shape)?
                 } else {
-                    let w = dequantize_tensor(q.data(), q.format(), x.dtype())?
-                        .reshape(&[q.rows(), q.cols()])?;
+                    let w = dequantize_tensor(q, x.dtype())?;
                     ops::linear(x, &w, self.b.as_ref(), act)?
                 };
                 Ok(y)
@@ -139,8 +140,7 @@ impl Linear {
     /// Moves the weight and bias to `device` (nothing when they are there).
     fn move_to(&mut self, device: &Device) -> gpukit_ops::Result<()> {
         match &mut self.w {
-            Weight::Dense(w) => *w = w.to_device(device)?,
-            Weight::Quant(q) => *q = q.to_device(device)?,
+            Weight::Dense(w) | Weight::Quant(w) => *w = w.to_device(device)?,
         }
         if let Some(b) = &mut self.b {
             *b = b.to_device(device)?;
@@ -402,13 +402,10 @@ impl Loader<'_> {
                 let (info, bytes) = f.tensor(w)?;
                 self.check_shape(w, &info.shape(), &[out, inp])?;
                 match quant_format(info.ggml_type) {
-                    Some(format) => {
-                        let data = Tensor::from_slice(bytes, &[bytes.len()], self.device)
-                            .map_err(|e| self.bad(w, e))?;
-                        Weight::Quant(
-                            QuantMatrix::new(data, format, out, inp).map_err(|e| self.bad(w, e))?,
-                        )
-                    }
+                    Some(format) => Weight::Quant(
+                        Tensor::from_blocks(bytes, format, &[out, inp], self.device)
+                            .map_err(|e| self.bad(w, e))?,
+                    ),
                     None => Weight::Dense(self.dense(w, &[out, inp])?),
                 }
             }
@@ -744,13 +741,10 @@ impl Model {
 
     /// Bytes of the weights as stored on the device.
     pub fn weight_bytes(&self) -> usize {
-        let t = |x: &Tensor| x.numel() * x.dtype().size_in_bytes();
+        let t = Tensor::nbytes;
         let lin = |l: &Linear| {
-            let w = match &l.w {
-                Weight::Dense(w) => t(w),
-                Weight::Quant(q) => t(q.data()),
-            };
-            w + l.b.as_ref().map_or(0, t)
+            let (Weight::Dense(w) | Weight::Quant(w)) = &l.w;
+            t(w) + l.b.as_ref().map_or(0, t)
         };
         let norm = |n: &Norm| t(&n.w) + n.b.as_ref().map_or(0, t);
         let layers: usize = self

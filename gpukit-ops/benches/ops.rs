@@ -10,7 +10,7 @@ use gpukit_ops::attention::{
 };
 use gpukit_ops::kv_cache::KvLayout;
 use gpukit_ops::ops::{self, Activation};
-use gpukit_ops::quant::{QuantFormat, QuantMatrix, qgemv_into, quantize, random_blocks};
+use gpukit_ops::quant::{QuantFormat, qgemv_into, quantize, random_blocks};
 use gpukit_ops::sampling::{SamplingParams, sample_tokens_into, sampler_workspace_len};
 use gpukit_ops::{BinaryOp, DType, Device, Tensor};
 use gpukit_sched::{LanePriority, Runtime};
@@ -363,14 +363,7 @@ fn quantized_gemv_cases(dev: &Device, cases: &mut Vec<Case>) -> Res<()> {
         };
         let copies = rotation(q.len());
         let mats = (0..copies)
-            .map(|_| {
-                Ok(QuantMatrix::new(
-                    Tensor::from_slice(&q, &[q.len()], dev)?,
-                    f,
-                    n,
-                    k,
-                )?)
-            })
+            .map(|_| Ok(Tensor::from_blocks(&q, f, &[n, k], dev)?))
             .collect::<Res<Vec<_>>>()?;
         let x = Tensor::rand(&[m, k], -1.0, 1.0, DType::BF16, 41, dev)?;
         let mut out = Tensor::empty(&[m, n], DType::BF16, dev)?;

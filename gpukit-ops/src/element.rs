@@ -82,10 +82,12 @@ macro_rules! with_data {
 }
 
 impl HostData {
-    /// `n` zeros of `dtype`.
+    /// `n` zeros of `dtype` (for a block-quantized dtype, the zeroed bytes of `n` values'
+    /// blocks).
     ///
     /// # Errors
-    /// [`Error::HostOutOfMemory`] when the allocation fails (instead of aborting the process).
+    /// [`Error::HostOutOfMemory`] when the allocation fails (instead of aborting the process);
+    /// [`Error::Shape`] for a block-quantized dtype when `n` is not whole blocks.
     pub fn zeros(dtype: DType, n: usize) -> Result<Self> {
         // Zeroed by the allocator (calloc: untouched pages cost nothing until written, as a
         // CPU KV cache for a long context needs), failing as an error.
@@ -101,9 +103,14 @@ impl HostData {
             DType::I32 => HostData::I32(zeroed(n)?),
             DType::I64 => HostData::I64(zeroed(n)?),
             DType::U8 => HostData::U8(zeroed(n)?),
-            // `DType` is non-exhaustive for future types; none of them has host storage yet.
-            #[allow(unreachable_patterns)]
-            _ => HostData::U8(zeroed(n.saturating_mul(dtype.size_in_bytes()))?),
+            // A block-quantized dtype's storage is its blocks' bytes (zeroed blocks hold zeros),
+            // as is that of any dtype `DType` (non-exhaustive) gains before it has its own.
+            _ => HostData::U8(zeroed(dtype.bytes_for(n).ok_or_else(|| {
+                Error::shape(
+                    "zeros",
+                    format!("{n} {dtype} values are not whole blocks or overflow a byte count"),
+                )
+            })?)?),
         })
     }
 

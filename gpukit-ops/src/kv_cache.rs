@@ -303,9 +303,7 @@ impl KvCache {
                 let dtype = self.k.dtype();
                 for (cache, fresh) in [(&self.k, k_new), (&self.v, v_new)] {
                     let src = fresh.to_vec_f64()?;
-                    let mut dst = cache
-                        .host_mut()
-                        .ok_or_else(|| Error::shape("cpu", "host"))?;
+                    let mut dst = cache.host_mut("cpu")?;
                     for (t, &x) in src.iter().enumerate() {
                         let (d, r) = (t % head_dim, t / head_dim);
                         let (h, key) = (r % kv_heads, p as usize + r / kv_heads);

@@ -35,101 +35,15 @@ pub const BLOCK: usize = 32;
 /// Values per super-block of the K-quants.
 pub const QK_K: usize = 256;
 
-/// A block quantization format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum QuantFormat {
-    /// 8-bit values, one f16 scale per 32.
-    Q8_0,
-    /// 4-bit values offset by 8, one f16 scale per 32.
-    Q4_0,
-    /// 4-bit values, f16 scale and f16 minimum per 32.
-    Q4_1,
-    /// 4-bit values in 256-value super-blocks of eight 32-value sub-blocks (6-bit scales/mins).
-    Q4K,
-    /// 5-bit values, laid out like Q4_K plus a plane of fifth bits.
-    Q5K,
-    /// 6-bit values in 256-value super-blocks of sixteen 16-value sub-blocks (8-bit scales).
-    Q6K,
-}
+pub use gpukit_kernels::QuantFormat;
 
-impl QuantFormat {
-    /// Every format.
-    pub const ALL: [QuantFormat; 6] = [
-        QuantFormat::Q8_0,
-        QuantFormat::Q4_0,
-        QuantFormat::Q4_1,
-        QuantFormat::Q4K,
-        QuantFormat::Q5K,
-        QuantFormat::Q6K,
-    ];
-
-    /// Bytes per block.
-    pub const fn block_bytes(self) -> usize {
-        match self {
-            QuantFormat::Q8_0 => 34,
-            QuantFormat::Q4_0 => 18,
-            QuantFormat::Q4_1 => 20,
-            QuantFormat::Q4K => 144,
-            QuantFormat::Q5K => 176,
-            QuantFormat::Q6K => 210,
-        }
-    }
-
-    /// Values per block (32, or 256 for the K-quants).
-    pub const fn block_values(self) -> usize {
-        match self {
-            QuantFormat::Q8_0 | QuantFormat::Q4_0 | QuantFormat::Q4_1 => BLOCK,
-            QuantFormat::Q4K | QuantFormat::Q5K | QuantFormat::Q6K => QK_K,
-        }
-    }
-
-    /// The GGML type name (`q8_0`, …, `q4_K`).
-    pub const fn name(self) -> &'static str {
-        match self {
-            QuantFormat::Q8_0 => "q8_0",
-            QuantFormat::Q4_0 => "q4_0",
-            QuantFormat::Q4_1 => "q4_1",
-            QuantFormat::Q4K => "q4_K",
-            QuantFormat::Q5K => "q5_K",
-            QuantFormat::Q6K => "q6_K",
-        }
-    }
-
-    /// The format code the CUDA kernels take.
-    pub(crate) const fn code(self) -> i32 {
-        match self {
-            QuantFormat::Q8_0 => 0,
-            QuantFormat::Q4_0 => 1,
-            QuantFormat::Q4_1 => 2,
-            QuantFormat::Q4K => 3,
-            QuantFormat::Q5K => 4,
-            QuantFormat::Q6K => 5,
-        }
-    }
-
-    /// Bytes holding `n` values.
-    ///
-    /// # Errors
-    /// [`Error::Shape`] unless `n` is a whole number of blocks whose bytes fit a `usize`.
-    pub fn bytes_for(self, n: usize) -> Result<usize> {
-        let bv = self.block_values();
-        if !n.is_multiple_of(bv) {
-            return Err(Error::shape(
-                "quantized tensor",
-                format!(
-                    "{n} values are not a whole number of {bv}-value {} blocks",
-                    self.name()
-                ),
-            ));
-        }
-        (n / bv).checked_mul(self.block_bytes()).ok_or_else(|| {
-            Error::shape(
-                "quantized tensor",
-                format!("{n} {} values overflow a byte count", self.name()),
-            )
-        })
-    }
-}
+use crate::ops::{
+    check_out_blocks, dptr, dptr_blocks, float_only, need_contiguous, u32_dim, write_host,
+};
+use crate::tensor::storage_bytes;
+use crate::{DType, Device, HostData, Tensor};
+use gpukit_driver::KernelArgs;
+use gpukit_kernels::{Kernel, RingFormat, registry::launch};
 
 fn scale(b: &[u8], at: usize) -> f32 {
     f16::from_le_bytes([b[at], b[at + 1]]).to_f32()
@@ -257,26 +171,6 @@ pub fn dequantize(format: QuantFormat, bytes: &[u8], out: &mut [f32]) -> Result<
     Ok(())
 }
 
-/// `len` bytes of a host view's storage `raw` from element `offset` (empty for `len` = 0, where a
-/// view's offset may lie past its storage).
-fn host_range<'a>(op: &'static str, raw: &'a [u8], offset: usize, len: usize) -> Result<&'a [u8]> {
-    if len == 0 {
-        return Ok(&[]);
-    }
-    offset
-        .checked_add(len)
-        .and_then(|end| raw.get(offset..end))
-        .ok_or_else(|| {
-            Error::shape(
-                op,
-                format!(
-                    "{len} bytes at offset {offset} lie past the {} bytes of storage",
-                    raw.len()
-                ),
-            )
-        })
-}
-
 /// Random blocks of `format` holding `values` values, for tests and benchmarks of the formats
 /// that have no quantizer here (the K-quants) and of block layouts in general: random quant bytes
 /// (seeded, reproducible) and every f16 scale and minimum of block i set to
@@ -286,19 +180,12 @@ fn host_range<'a>(op: &'static str, raw: &'a [u8], offset: usize, len: usize) ->
 /// # Errors
 /// [`Error::Shape`] unless `values` is a whole number of blocks.
 pub fn random_blocks(format: QuantFormat, values: usize, seed: u64, scale: f32) -> Result<Vec<u8>> {
-    let bytes = format.bytes_for(values)?;
-    let mut raw: Vec<u8> = crate::Tensor::rand(
-        &[bytes],
-        0.0,
-        255.99,
-        gpukit_kernels::DType::F32,
-        seed,
-        &crate::Device::Cpu,
-    )?
-    .to_vec::<f32>()?
-    .iter()
-    .map(|&v| v as u8)
-    .collect();
+    let bytes = storage_bytes("random_blocks", &[values], DType::Quant(format))?;
+    let mut raw: Vec<u8> = Tensor::rand(&[bytes], 0.0, 255.99, DType::F32, seed, &Device::Cpu)?
+        .to_vec::<f32>()?
+        .iter()
+        .map(|&v| v as u8)
+        .collect();
     let scales: &[usize] = match format {
         QuantFormat::Q8_0 | QuantFormat::Q4_0 => &[0],
         QuantFormat::Q4_1 | QuantFormat::Q4K | QuantFormat::Q5K => &[0, 2],
@@ -326,7 +213,7 @@ pub fn quantize(format: QuantFormat, x: &[f32]) -> Result<Vec<u8>> {
             format!("no reference quantizer for {}", format.name()),
         ));
     }
-    let mut out = Vec::with_capacity(format.bytes_for(x.len())?);
+    let mut out = Vec::with_capacity(storage_bytes("quantize", &[x.len()], DType::Quant(format))?);
     for v in x.chunks_exact(BLOCK) {
         match format {
             QuantFormat::Q8_0 => {
@@ -369,93 +256,102 @@ pub fn quantize(format: QuantFormat, x: &[f32]) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// Dequantizes a tensor of raw `format` blocks (u8, 1-D, whole blocks, on any device) into a new
-/// `dtype` tensor of `block_values · blocks` values on the same device. f32 output is bit-identical on the
-/// CPU and on CUDA.
+/// The block format of `t`, or an error naming `op`.
+fn format_of(op: &'static str, t: &Tensor) -> Result<QuantFormat> {
+    t.dtype().quant_format().ok_or_else(|| {
+        Error::dtype(
+            op,
+            format!(
+                "{:?} {} is not block-quantized (build one with Tensor::from_blocks or \
+                 quantize_tensor)",
+                t.shape(),
+                t.dtype()
+            ),
+        )
+    })
+}
+
+/// `out` = the values of the block-quantized tensor `q`, in `out`'s float dtype (same shape,
+/// same device; rounded once from f32). f32 output is bit for bit ggml's dequantization, on the
+/// CPU and on CUDA (one thread a value, each block's scales read as stored).
 ///
 /// # Errors
-/// [`Error::DType`] for a non-u8 input or a non-float output dtype; [`Error::Shape`] for a
-/// partial block.
-pub fn dequantize_tensor(
-    q: &crate::Tensor,
-    format: QuantFormat,
-    dtype: gpukit_kernels::DType,
-) -> Result<crate::Tensor> {
-    use crate::ops::{dptr, need_contiguous};
-    use gpukit_driver::KernelArgs;
-    use gpukit_kernels::{DType, Kernel, registry::launch};
-    Error::expect_dtype("dequantize", q.dtype(), DType::U8)?;
-    if !dtype.is_float() || q.rank() != 1 {
-        return Err(Error::dtype(
-            "dequantize",
-            format!(
-                "needs 1-D u8 blocks and a float output, got {:?} → {dtype}",
-                q.shape()
-            ),
-        ));
+/// [`Error::DType`] unless `q` is block-quantized and `out` float; shape and device errors
+/// for the wrong `out` (a CUDA `out` must be contiguous).
+pub fn dequantize_into(q: &Tensor, out: &mut Tensor) -> Result<()> {
+    let format = format_of("dequantize", q)?;
+    float_only("dequantize", out)?;
+    let dev = q.device();
+    check_out_blocks("dequantize", out, q.shape(), out.dtype(), &dev, &[q])?;
+    let n = q.numel();
+    if n == 0 {
+        return Ok(());
     }
-    let bytes = q.numel();
-    if !bytes.is_multiple_of(format.block_bytes()) {
-        return Err(Error::shape(
-            "dequantize",
-            format!("{bytes} bytes are not whole {} blocks", format.name()),
-        ));
-    }
-    let n = bytes / format.block_bytes() * format.block_values();
-    let device = q.device();
-    match &device {
-        crate::Device::Cpu => {
-            let q = q.contiguous()?;
-            let data = q
-                .host()
-                .ok_or_else(|| Error::shape("dequantize", "expected host blocks"))?;
-            let crate::HostData::U8(raw) = &*data else {
-                return Err(Error::shape("dequantize", "expected u8 blocks"));
-            };
-            let mut out = vec![0f32; n];
-            dequantize(
-                format,
-                host_range("dequantize", raw, q.layout().offset(), bytes)?,
-                &mut out,
-            )?;
-            let t = crate::Tensor::from_host(crate::HostData::F32(out), &[n], &device)?;
-            if dtype == DType::F32 {
-                Ok(t)
-            } else {
-                crate::ops::to_dtype(&t, dtype)
+    match &dev {
+        Device::Cpu => {
+            let blocks = q.host_blocks("dequantize")?;
+            if out.is_contiguous() && out.dtype() == DType::F32 {
+                let at = out.layout().offset();
+                let mut data = out.host_mut("dequantize")?;
+                if let HostData::F32(v) = &mut *data {
+                    return dequantize(format, blocks.bytes(), &mut v[at..at + n]);
+                }
             }
+            let mut v = vec![0f32; n];
+            dequantize(format, blocks.bytes(), &mut v)?;
+            write_host(out, v.into_iter().map(f64::from))
         }
-        crate::Device::Cuda(c) => {
-            need_contiguous("dequantize", q, "the blocks")?;
-            let out = crate::Tensor::empty(&[n], dtype, &device)?;
+        Device::Cuda(c) => {
+            need_contiguous("dequantize", out, "the output")?;
             let args = KernelArgs::new()
-                .arg(dptr(q)?)
-                .arg(dptr(&out)?)
+                .arg(dptr_blocks(q)?)
+                .arg(dptr(out)?)
                 .arg(n as u64)
                 .arg(format.code());
-            // SAFETY: q holds n / block_values whole blocks of `format`; out holds n elements.
+            // SAFETY: q holds n / block_values whole blocks of `format` (its views keep whole
+            // blocks); out holds n contiguous elements.
             unsafe {
                 c.launch(
-                    Kernel::Dequantize(dtype),
+                    Kernel::Dequantize(out.dtype()),
                     &launch::elementwise(n, c.props()),
                     &args,
                 )
-            }?;
-            Ok(out)
+            }
         }
     }
 }
 
-/// A weight matrix `[rows, cols]` kept in a block format: `rows` rows of `cols / block_values` blocks,
-/// as GGUF stores a linear layer's weight (`y = x · Wᵀ`). Built only through
-/// [`QuantMatrix::new`], which checks that the blocks cover the matrix exactly, so the GEMVs never
-/// read past them.
-#[derive(Clone, Debug)]
-pub struct QuantMatrix {
-    data: crate::Tensor,
-    format: QuantFormat,
-    rows: usize,
-    cols: usize,
+/// The values of the block-quantized tensor `q` as a new tensor of float `dtype`, same shape,
+/// same device ([`dequantize_into`]; also reached through [`crate::ops::to_dtype`]).
+///
+/// # Errors
+/// As [`dequantize_into`]; memory errors.
+pub fn dequantize_tensor(q: &Tensor, dtype: DType) -> Result<Tensor> {
+    format_of("dequantize", q)?;
+    if !dtype.is_float() {
+        return Err(Error::dtype(
+            "dequantize",
+            format!("needs a float output dtype, got {dtype}"),
+        ));
+    }
+    let mut out = Tensor::empty(q.shape(), dtype, &q.device())?;
+    dequantize_into(q, &mut out)?;
+    Ok(out)
+}
+
+/// A `format` tensor of `x`'s shape and device holding `x`'s values quantized with ggml's
+/// reference quantizer ([`quantize`]: Q8_0, Q4_0 and Q4_1; the last dimension whole 32-value
+/// blocks). Computed on the host: a CUDA `x` is downloaded and the blocks uploaded. Also
+/// reached through [`crate::ops::to_dtype`].
+///
+/// # Errors
+/// [`Error::DType`] for a non-float `x` or a K-quant `format`; [`Error::Shape`] for a last
+/// dimension that is not whole blocks; memory and transfer errors.
+pub fn quantize_tensor(x: &Tensor, format: QuantFormat) -> Result<Tensor> {
+    float_only("quantize", x)?;
+    storage_bytes("quantize", x.shape(), DType::Quant(format))?;
+    let blocks = quantize(format, &x.to_vec_f32()?)?;
+    Tensor::from_blocks(&blocks, format, x.shape(), &x.device())
 }
 
 /// `ys[r] = Σ_c W[r, c]·x[c]` for consecutive rows of blocks (the CPU quantized GEMV), with the
@@ -578,85 +474,8 @@ fn nibbles_dot(acc: &mut [f32; BLOCK], d: f32, bias: f32, qs: &[u8], xb: &[f32])
     }
 }
 
-impl QuantMatrix {
-    /// Wraps raw blocks: `data` is a contiguous 1-D u8 tensor of exactly `rows × cols` values'
-    /// blocks in `format` (`cols` a whole number of blocks).
-    ///
-    /// # Errors
-    /// [`Error::Shape`] for `cols` = 0, if the byte count does not match `rows × cols` in
-    /// `format` (or overflows), or `data` is not a contiguous 1-D u8 tensor.
-    pub fn new(data: crate::Tensor, format: QuantFormat, rows: usize, cols: usize) -> Result<Self> {
-        if cols == 0 {
-            return Err(Error::shape(
-                "quantized matrix",
-                format!(
-                    "{rows}×0 {}: a matrix needs at least one column",
-                    format.name()
-                ),
-            ));
-        }
-        let want = rows.checked_mul(format.bytes_for(cols)?);
-        if data.dtype() != gpukit_kernels::DType::U8
-            || data.rank() != 1
-            || !data.is_contiguous()
-            || Some(data.numel()) != want
-        {
-            let need = want.map_or_else(|| "more than usize::MAX".into(), |w| w.to_string());
-            return Err(Error::shape(
-                "quantized matrix",
-                format!(
-                    "{:?} {}{} for {rows}×{cols} {} (needs {need} contiguous u8)",
-                    data.shape(),
-                    data.dtype(),
-                    if data.is_contiguous() { "" } else { " view" },
-                    format.name()
-                ),
-            ));
-        }
-        Ok(QuantMatrix {
-            data,
-            format,
-            rows,
-            cols,
-        })
-    }
-
-    /// The raw blocks (u8, 1-D, contiguous), on the device that computes with them.
-    pub fn data(&self) -> &crate::Tensor {
-        &self.data
-    }
-
-    /// The block format.
-    pub fn format(&self) -> QuantFormat {
-        self.format
-    }
-
-    /// Output features (n).
-    pub fn rows(&self) -> usize {
-        self.rows
-    }
-
-    /// Input features (k, a whole number of blocks).
-    pub fn cols(&self) -> usize {
-        self.cols
-    }
-
-    /// The same matrix with its blocks on `device` (a copy through the transfer engine; this one
-    /// when they are there already).
-    ///
-    /// # Errors
-    /// Device and transfer errors of [`crate::Tensor::to_device`].
-    pub fn to_device(&self, device: &crate::Device) -> Result<QuantMatrix> {
-        Ok(QuantMatrix {
-            data: self.data.to_device(device)?,
-            format: self.format,
-            rows: self.rows,
-            cols: self.cols,
-        })
-    }
-}
-
-/// `out [m, rows] = x [m, cols] · Wᵀ` for 1 ≤ m ≤ [`launch::QGEMV_MAX_ROWS`] (8) rows of x,
+/// `out [m, rows] = x [m, cols] · Wᵀ` for a block-quantized weight `w [rows, cols]` (how GGUF
+/// stores a linear layer's weight) and 1 ≤ m ≤ [`launch::QGEMV_MAX_ROWS`] (8) rows of x,
 /// reading the quantized blocks directly (no dequantized copy of W). On CUDA: on Hopper, Q4_0,
 /// Q4_K and Q5_K weights of at least 1 MiB with f16/bf16 x and cols a multiple of 256 stream
 /// through a shared-memory ring with the block sums on the tensor cores
@@ -675,69 +494,72 @@ impl QuantMatrix {
 /// [`launch::qgemv_ring`]: gpukit_kernels::registry::launch::qgemv_ring
 ///
 /// # Errors
-/// Shape (x not a float `[m, cols]` with m in 1..=8, or the wrong `out`), dtype and device
-/// errors.
-pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -> Result<()> {
-    use crate::ops::{check_out, dptr, need_contiguous, same_device, u32_dim};
-    use gpukit_driver::KernelArgs;
-    use gpukit_kernels::{DType, Kernel, RingFormat, registry::launch};
-    let dev = same_device("qgemv", &[x, &w.data])?;
+/// [`Error::DType`] unless `w` is block-quantized; shape (`w` not 2-D with at least one
+/// column, x not a float `[m, cols]` with m in 1..=8, or the wrong `out`) and device errors.
+pub fn qgemv_into(x: &Tensor, w: &Tensor, out: &mut Tensor) -> Result<()> {
+    let format = format_of("qgemv", w)?;
+    let (rows, cols) = match *w.shape() {
+        [rows, cols] if cols > 0 => (rows, cols),
+        _ => {
+            return Err(Error::shape(
+                "qgemv",
+                format!(
+                    "the weights {:?} {format} must be a matrix [n, k] with k ≥ 1",
+                    w.shape()
+                ),
+            ));
+        }
+    };
+    let dev = crate::ops::same_device("qgemv", &[x, w])?;
     let m = if x.rank() == 2 { x.shape()[0] } else { 0 };
     if !x.dtype().is_float()
         || x.rank() != 2
-        || x.shape()[1] != w.cols
+        || x.shape()[1] != cols
         || !(1..=launch::QGEMV_MAX_ROWS).contains(&m)
     {
         return Err(Error::shape(
             "qgemv",
             format!(
-                "x {:?} {} must be a float [m, {}] with m from 1 to {}",
+                "x {:?} {} must be a float [m, {cols}] with m from 1 to {}",
                 x.shape(),
                 x.dtype(),
-                w.cols,
                 launch::QGEMV_MAX_ROWS
             ),
         ));
     }
-    check_out("qgemv", out, &[m, w.rows], x.dtype(), &dev, &[x, &w.data])?;
+    check_out_blocks("qgemv", out, &[m, rows], x.dtype(), &dev, &[x, w])?;
     match &dev {
-        crate::Device::Cpu => {
+        Device::Cpu => {
             // Row by row, block by block, in parallel over rows: each block is expanded into a
             // small buffer and dotted with x; the matrix is never expanded whole.
             let xv: Vec<f32> = x.to_vec_f32()?;
-            let data = w
-                .data
-                .host()
-                .ok_or_else(|| Error::shape("qgemv", "expected host blocks"))?;
-            let crate::HostData::U8(raw) = &*data else {
-                return Err(Error::shape("qgemv", "expected u8 blocks"));
-            };
-            let row_bytes = w.format.bytes_for(w.cols)?;
-            let raw = host_range("qgemv", raw, w.data.layout().offset(), w.rows * row_bytes)?;
-            let bv = w.format.block_values();
-            let mut y = vec![0f32; m * w.rows];
-            for (xr, yr) in xv.chunks_exact(w.cols).zip(y.chunks_exact_mut(w.rows)) {
+            let blocks = w.host_blocks("qgemv")?;
+            let raw = blocks.bytes();
+            let row_bytes = raw.len() / rows.max(1);
+            let bv = format.block_values();
+            let mut y = vec![0f32; m * rows];
+            for (xr, yr) in xv.chunks_exact(cols).zip(y.chunks_exact_mut(rows.max(1))) {
                 // Per-block sums of x, for the formats whose blocks carry an offset (Q4_1's
                 // min).
                 let xsum: Vec<f32> = xr.chunks_exact(bv).map(|b| b.iter().sum()).collect();
                 yr.par_chunks_mut(16).enumerate().for_each(|(c, ys)| {
                     let rows = &raw[c * 16 * row_bytes..][..ys.len() * row_bytes];
-                    cpu_rows_dot(w.format, rows, row_bytes, xr, &xsum, ys);
+                    cpu_rows_dot(format, rows, row_bytes, xr, &xsum, ys);
                 });
             }
-            crate::ops::write_host(out, y.into_iter().map(f64::from))
+            write_host(out, y.into_iter().map(f64::from))
         }
-        crate::Device::Cuda(c) => {
+        Device::Cuda(c) => {
             let x = x.contiguous()?;
             need_contiguous("qgemv", out, "the output")?;
-            if dptr(&w.data)?.0 % 4 != 0 {
+            if dptr_blocks(w)?.0 % 4 != 0 {
                 return Err(Error::shape(
                     "qgemv",
                     "quantized weights must start at a 4-byte aligned address (GGUF aligns \
                      tensor data to 32 bytes)",
                 ));
             }
-            let ring_format = match w.format {
+            let ring_format = match format {
                 QuantFormat::Q4_0 => Some(RingFormat::Q4_0),
                 QuantFormat::Q4K => Some(RingFormat::Q4K),
                 QuantFormat::Q5K => Some(RingFormat::Q5K),
@@ -747,14 +569,14 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
             let ring = if let Some(format) = ring_format
                 && matches!(x.dtype(), DType::F16 | DType::BF16)
                 && c.kernels().target() == "sm_90a"
-                && dptr(&w.data)?.0 % 16 == 0
+                && dptr_blocks(w)?.0 % 16 == 0
                 && dptr(&x)?.0 % 16 == 0
             {
                 let props = c.props();
                 launch::qgemv_ring(
                     format,
-                    w.rows,
-                    w.cols,
+                    rows,
+                    cols,
                     m,
                     x.dtype().size_in_bytes(),
                     props.multiprocessor_count as usize,
@@ -766,11 +588,11 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
             };
             // (w, x, out, N, K), then the kernel's own arguments.
             let args = KernelArgs::new()
-                .arg(dptr(&w.data)?)
+                .arg(dptr_blocks(w)?)
                 .arg(dptr(&x)?)
                 .arg(dptr(out)?)
-                .arg(u32_dim("qgemv", w.rows)?)
-                .arg(u32_dim("qgemv", w.cols)?);
+                .arg(u32_dim("qgemv", rows)?)
+                .arg(u32_dim("qgemv", cols)?);
             if let Some((format, (cfg, [chunk, pitch, stages, prefetch]))) = ring {
                 let args = args.arg(chunk).arg(pitch).arg(stages).arg(prefetch);
                 let dtype = x.dtype();
@@ -779,7 +601,7 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
                 } else {
                     (Kernel::QGemvRingRows { dtype, format }, args.arg(m as u32))
                 };
-                // SAFETY: w.data holds rows rows of cols values in the format's blocks from a
+                // SAFETY: w holds rows rows of cols values in the format's blocks from a
                 // 16-byte aligned address (cols a multiple of 256, so every row is too), x holds
                 // m rows of cols values from a 16-byte aligned address, out m rows of rows
                 // values; the chunking, stages and shared memory come from launch::qgemv_ring
@@ -788,20 +610,20 @@ pub fn qgemv_into(x: &crate::Tensor, w: &QuantMatrix, out: &mut crate::Tensor) -
             }
             // Vector loads of x where its start is aligned (its rows, cols apart, a multiple of
             // 32 values, are then too).
-            let args = args.arg(w.format.code()).arg(i32::from(
+            let args = args.arg(format.code()).arg(i32::from(
                 dptr(&x)?.0 % (4 * x.dtype().size_in_bytes()) as u64 == 0,
             ));
-            let (kernel, args) = match (w.format.block_values() == 32, m) {
+            let (kernel, args) = match (format.block_values() == 32, m) {
                 (true, 1) => (Kernel::QGemv(x.dtype()), args),
                 (false, 1) => (Kernel::QGemvK(x.dtype()), args),
                 (true, _) => (Kernel::QGemvRows(x.dtype()), args.arg(m as u32)),
                 (false, _) => (Kernel::QGemvKRows(x.dtype()), args.arg(m as u32)),
             };
-            // SAFETY: w.data holds rows × cols/32 blocks of the format (checked in
-            // `QuantMatrix::new`; blocks start at even offsets, as the kernel's 2-byte loads
-            // need), x holds m rows of cols values (vector loads only when aligned), out m rows
-            // of rows values; m ≤ QGEMV_MAX_ROWS.
-            unsafe { c.launch(kernel, &launch::threads(w.rows * 32)?, &args) }
+            // SAFETY: w holds rows × cols/block_values blocks of the format (its storage and
+            // views keep whole rows of whole blocks; blocks start at 4-byte aligned addresses,
+            // checked above, as the kernel's 2-byte loads need), x holds m rows of cols values
+            // (vector loads only when aligned), out m rows of rows values; m ≤ QGEMV_MAX_ROWS.
+            unsafe { c.launch(kernel, &launch::threads(rows * 32)?, &args) }
         }
     }
 }
@@ -821,7 +643,7 @@ mod tests {
         for f in QuantFormat::ALL {
             let n = 2 * 256;
             let a = random_blocks(f, n, 7, 0.5).unwrap();
-            assert_eq!(a.len(), f.bytes_for(n).unwrap());
+            assert_eq!(Some(a.len()), DType::Quant(f).bytes_for(n));
             assert_eq!(a, random_blocks(f, n, 7, 0.5).unwrap(), "{}", f.name());
             assert_ne!(a, random_blocks(f, n, 8, 0.5).unwrap(), "{}", f.name());
             let mut y = vec![0f32; n];
@@ -869,7 +691,7 @@ mod tests {
         let x: Vec<f32> = (0..32 * 64).map(|_| rng.random_range(-3.0..3.0)).collect();
         for f in [QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q4_1] {
             let q = quantize(f, &x).unwrap();
-            assert_eq!(q.len(), f.bytes_for(x.len()).unwrap());
+            assert_eq!(Some(q.len()), DType::Quant(f).bytes_for(x.len()));
             let mut y = vec![0f32; x.len()];
             dequantize(f, &q, &mut y).unwrap();
             for (b, (xs, ys)) in x.chunks(32).zip(y.chunks(32)).enumerate() {
@@ -901,8 +723,12 @@ mod tests {
         assert!(dequantize(QuantFormat::Q4_0, &[0u8; 18], &mut y[..16]).is_err());
         assert!(quantize(QuantFormat::Q4_1, &[0.0; 31]).is_err());
         assert!(quantize(QuantFormat::Q4K, &[0.0; 256]).is_err());
-        assert_eq!(QuantFormat::Q6K.bytes_for(512).unwrap(), 420);
-        assert!(QuantFormat::Q5K.bytes_for(32).is_err());
-        assert_eq!(QuantFormat::Q4_1.bytes_for(64).unwrap(), 40);
+        assert_eq!(DType::Quant(QuantFormat::Q6K).bytes_for(512), Some(420));
+        assert_eq!(DType::Quant(QuantFormat::Q5K).bytes_for(32), None);
+        assert_eq!(DType::Quant(QuantFormat::Q4_1).bytes_for(64), Some(40));
+        assert_eq!(
+            DType::Quant(QuantFormat::Q8_0).bytes_for(usize::MAX - 31),
+            None
+        );
     }
 }

@@ -23,6 +23,14 @@ pub(crate) enum Storage {
 ///
 /// Clones and views (`narrow`, `transpose`, `permute`, `reshape` of contiguous data,
 /// `broadcast_to`) share storage; `contiguous` copies only when needed.
+///
+/// A tensor of a block-quantized dtype ([`DType::Quant`], built with [`Tensor::from_blocks`])
+/// keeps its values as GGML blocks along the last dimension, on the host or the device. Its
+/// views must keep whole rows of whole blocks (contiguous, the last dimension and the offset
+/// whole blocks: `narrow` along rows, `reshape`, `unsqueeze` before the last dimension). Its
+/// values are read by [`crate::quant::dequantize_tensor`] (and [`crate::ops::to_dtype`]),
+/// [`crate::quant::qgemv_into`], [`Tensor::to_vec_f32`] and [`Tensor::to_vec_f64`]; every
+/// other op refuses it with [`Error::DType`].
 #[derive(Clone)]
 pub struct Tensor {
     pub(crate) storage: Storage,
@@ -80,16 +88,17 @@ impl Tensor {
     }
 
     /// An uninitialised (on CUDA) or zeroed (on CPU) contiguous tensor, for `_into` outputs.
+    /// A block-quantized dtype's zeroed blocks hold zeros.
     ///
     /// # Errors
-    /// [`Error::Shape`] for a shape of too many elements; memory errors.
+    /// [`Error::Shape`] for a shape of too many elements (or bytes), or, for a block-quantized
+    /// dtype, a last dimension that is not whole blocks; memory errors.
     pub fn empty(shape: &[usize], dtype: DType, device: &Device) -> Result<Tensor> {
         let n = checked_numel("empty", shape)?;
+        let bytes = storage_bytes("empty", shape, dtype)?;
         let storage = match device {
             Device::Cpu => Storage::Cpu(Arc::new(RwLock::new(HostData::zeros(dtype, n)?))),
-            Device::Cuda(c) => {
-                Storage::Cuda(Arc::new(c.alloc(n * dtype.size_in_bytes())?), c.clone())
-            }
+            Device::Cuda(c) => Storage::Cuda(Arc::new(c.alloc(bytes)?), c.clone()),
         };
         Ok(Tensor {
             storage,
@@ -101,8 +110,11 @@ impl Tensor {
     /// Every element `value` (rounded to `dtype`).
     ///
     /// # Errors
-    /// [`Error::Shape`] for a shape of too many elements; memory errors.
+    /// [`Error::Shape`] for a shape of too many elements; [`Error::DType`] for a
+    /// block-quantized dtype (quantize a float tensor instead:
+    /// [`crate::quant::quantize_tensor`]); memory errors.
     pub fn full(shape: &[usize], value: f64, dtype: DType, device: &Device) -> Result<Tensor> {
+        element_dtype("full", dtype)?;
         let n = checked_numel("full", shape)?;
         let mut data = HostData::zeros(dtype, n)?;
         // Zeros come zeroed from the allocator: writing them again would touch every page.
@@ -135,7 +147,8 @@ impl Tensor {
     ///
     /// # Errors
     /// [`Error::Shape`] for a shape of too many elements or a range that is empty or not
-    /// finite (`lo < hi`, `hi − lo` finite); memory errors.
+    /// finite (`lo < hi`, `hi − lo` finite); [`Error::DType`] for a block-quantized dtype;
+    /// memory errors.
     pub fn rand(
         shape: &[usize],
         lo: f64,
@@ -144,6 +157,7 @@ impl Tensor {
         seed: u64,
         device: &Device,
     ) -> Result<Tensor> {
+        element_dtype("rand", dtype)?;
         let n = checked_numel("rand", shape)?;
         if !(lo < hi && (hi - lo).is_finite()) {
             return Err(Error::shape(
@@ -157,6 +171,58 @@ impl Tensor {
             data.set(i, rng.random_range(lo..hi));
         }
         Self::from_host(data, shape, device)
+    }
+
+    /// A tensor of `shape` and dtype `DType::Quant(format)` holding `blocks`: GGML blocks in
+    /// row-major order, each row of the last dimension `shape[last] / format.block_values()`
+    /// blocks (how GGUF stores a tensor; a linear layer's weight is `[out, in]`), on `device`.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] unless the last dimension is whole blocks and `blocks` holds exactly
+    /// the shape's blocks; memory errors.
+    pub fn from_blocks(
+        blocks: &[u8],
+        format: gpukit_kernels::QuantFormat,
+        shape: &[usize],
+        device: &Device,
+    ) -> Result<Tensor> {
+        let dtype = DType::Quant(format);
+        let bytes = storage_bytes("from_blocks", shape, dtype)?;
+        if blocks.len() != bytes {
+            return Err(Error::shape(
+                "from_blocks",
+                format!(
+                    "{} bytes for a {shape:?} {format} tensor (needs {bytes})",
+                    blocks.len()
+                ),
+            ));
+        }
+        let host = Tensor {
+            storage: Storage::Cpu(Arc::new(RwLock::new(HostData::U8(blocks.to_vec())))),
+            layout: Layout::contiguous(shape),
+            dtype,
+        };
+        host.to_device(device)
+    }
+
+    /// A block-quantized tensor's blocks as a 1-D u8 view of its storage (on its device), in
+    /// row-major order.
+    ///
+    /// # Errors
+    /// [`Error::DType`] for a tensor of an element dtype.
+    pub fn blocks(&self) -> Result<Tensor> {
+        if !self.dtype.is_quantized() {
+            return Err(Error::dtype(
+                "blocks",
+                format!("{:?} {} is not block-quantized", self.shape(), self.dtype),
+            ));
+        }
+        let (start, len) = self.byte_range();
+        Ok(Tensor {
+            storage: self.storage.clone(),
+            layout: Layout::contiguous(&[start + len]).narrow(0, start, len)?,
+            dtype: DType::U8,
+        })
     }
 
     /// The shape.
@@ -179,6 +245,11 @@ impl Tensor {
         self.layout.numel()
     }
 
+    /// Bytes of this view's elements (of a block-quantized tensor: its blocks).
+    pub fn nbytes(&self) -> usize {
+        self.byte_range().1
+    }
+
     /// The dtype.
     pub fn dtype(&self) -> DType {
         self.dtype
@@ -197,12 +268,34 @@ impl Tensor {
         self.layout.is_contiguous()
     }
 
-    pub(crate) fn with_layout(&self, layout: Layout) -> Tensor {
-        Tensor {
+    /// A view of this storage through `layout` (made by `op`); a block-quantized tensor's
+    /// views must keep whole rows of whole blocks.
+    fn with_layout(&self, op: &'static str, layout: Layout) -> Result<Tensor> {
+        let bv = self.dtype.block_values();
+        if bv > 1 {
+            let last = layout.shape().last().copied().unwrap_or(0);
+            if !layout.is_contiguous()
+                || !last.is_multiple_of(bv)
+                || !layout.offset().is_multiple_of(bv)
+            {
+                return Err(Error::shape(
+                    op,
+                    format!(
+                        "a view {:?} of a {:?} {} tensor would split its {bv}-value blocks or \
+                         their rows (views of block-quantized tensors keep whole rows of whole \
+                         blocks)",
+                        layout.shape(),
+                        self.shape(),
+                        self.dtype
+                    ),
+                ));
+            }
+        }
+        Ok(Tensor {
             storage: self.storage.clone(),
             layout,
             dtype: self.dtype,
-        }
+        })
     }
 
     /// Whether two tensors share storage.
@@ -214,17 +307,89 @@ impl Tensor {
         }
     }
 
-    pub(crate) fn host(&self) -> Option<RwLockReadGuard<'_, HostData>> {
+    /// The host storage of a CPU tensor of an element dtype, for `op`'s CPU path.
+    ///
+    /// # Errors
+    /// [`Error::DType`] for a block-quantized tensor (its storage holds blocks, not elements);
+    /// [`Error::Shape`] for a CUDA tensor (a dispatch bug).
+    pub(crate) fn host(&self, op: &'static str) -> Result<RwLockReadGuard<'_, HostData>> {
+        self.elements_only(op)?;
+        self.host_raw()
+            .ok_or_else(|| Error::shape(op, "expected a host tensor"))
+    }
+
+    /// As [`Tensor::host`], for writing.
+    ///
+    /// # Errors
+    /// As [`Tensor::host`].
+    pub(crate) fn host_mut(&self, op: &'static str) -> Result<RwLockWriteGuard<'_, HostData>> {
+        self.elements_only(op)?;
+        match &self.storage {
+            Storage::Cpu(d) => Ok(lock_write(d)),
+            Storage::Cuda(..) => Err(Error::shape(op, "expected a host output")),
+        }
+    }
+
+    /// The host storage whatever the dtype (a block-quantized tensor's holds its blocks as
+    /// u8); `None` on CUDA.
+    pub(crate) fn host_raw(&self) -> Option<RwLockReadGuard<'_, HostData>> {
         match &self.storage {
             Storage::Cpu(d) => Some(lock_read(d)),
             Storage::Cuda(..) => None,
         }
     }
 
-    pub(crate) fn host_mut(&self) -> Option<RwLockWriteGuard<'_, HostData>> {
-        match &self.storage {
-            Storage::Cpu(d) => Some(lock_write(d)),
-            Storage::Cuda(..) => None,
+    /// Refuses a block-quantized tensor in an op that reads or writes elements.
+    pub(crate) fn elements_only(&self, op: &'static str) -> Result<()> {
+        if self.dtype.is_quantized() {
+            return Err(Error::dtype(
+                op,
+                format!(
+                    "{:?} {} holds quantized blocks, which this op does not read: dequantize \
+                     it first (quant::dequantize_tensor or ops::to_dtype)",
+                    self.shape(),
+                    self.dtype
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The bytes of storage this (contiguous, for a block-quantized dtype) view covers:
+    /// `(first byte, byte count)`.
+    pub(crate) fn byte_range(&self) -> (usize, usize) {
+        (
+            units_bytes(self.dtype, self.layout.offset()),
+            units_bytes(self.dtype, self.numel()),
+        )
+    }
+
+    /// A host block-quantized tensor's blocks, read-locked.
+    ///
+    /// # Errors
+    /// [`Error::DType`] for an element dtype; [`Error::Shape`] for a CUDA tensor or bytes
+    /// past the storage (a bug).
+    pub(crate) fn host_blocks(&self, op: &'static str) -> Result<HostBlocks<'_>> {
+        if !self.dtype.is_quantized() {
+            return Err(Error::dtype(
+                op,
+                format!("{:?} {} is not block-quantized", self.shape(), self.dtype),
+            ));
+        }
+        let data = self
+            .host_raw()
+            .ok_or_else(|| Error::shape(op, "expected host blocks"))?;
+        let (start, len) = self.byte_range();
+        let stored = data.as_bytes().len();
+        match start.checked_add(len) {
+            Some(end) if end <= stored => Ok(HostBlocks {
+                data,
+                range: start..end,
+            }),
+            _ => Err(Error::shape(
+                op,
+                format!("{len} bytes at byte {start} lie past the {stored} bytes of storage"),
+            )),
         }
     }
 
@@ -233,7 +398,7 @@ impl Tensor {
     /// # Errors
     /// [`Error::Shape`] if out of range.
     pub fn narrow(&self, dim: usize, start: usize, len: usize) -> Result<Tensor> {
-        Ok(self.with_layout(self.layout.narrow(dim, start, len)?))
+        self.with_layout("narrow", self.layout.narrow(dim, start, len)?)
     }
 
     /// Two dimensions swapped (a view).
@@ -241,7 +406,7 @@ impl Tensor {
     /// # Errors
     /// [`Error::Shape`] for a dimension out of range.
     pub fn transpose(&self, a: usize, b: usize) -> Result<Tensor> {
-        Ok(self.with_layout(self.layout.transpose(a, b)?))
+        self.with_layout("transpose", self.layout.transpose(a, b)?)
     }
 
     /// A size-1 dimension inserted before dimension `dim` (a view).
@@ -249,7 +414,7 @@ impl Tensor {
     /// # Errors
     /// [`Error::Shape`] for `dim` beyond the rank.
     pub fn unsqueeze(&self, dim: usize) -> Result<Tensor> {
-        Ok(self.with_layout(self.layout.unsqueeze(dim)?))
+        self.with_layout("unsqueeze", self.layout.unsqueeze(dim)?)
     }
 
     /// Dimensions reordered (a view).
@@ -257,7 +422,7 @@ impl Tensor {
     /// # Errors
     /// [`Error::Shape`] unless `dims` is a permutation.
     pub fn permute(&self, dims: &[usize]) -> Result<Tensor> {
-        Ok(self.with_layout(self.layout.permute(dims)?))
+        self.with_layout("permute", self.layout.permute(dims)?)
     }
 
     /// Another shape with the same elements (a view when contiguous, else a copy).
@@ -266,7 +431,7 @@ impl Tensor {
     /// [`Error::Shape`] if the element counts differ.
     pub fn reshape(&self, shape: &[usize]) -> Result<Tensor> {
         if self.is_contiguous() {
-            Ok(self.with_layout(self.layout.reshape(shape)?))
+            self.with_layout("reshape", self.layout.reshape(shape)?)
         } else {
             self.contiguous()?.reshape(shape)
         }
@@ -277,7 +442,7 @@ impl Tensor {
     /// # Errors
     /// [`Error::Shape`] if not broadcastable.
     pub fn broadcast_to(&self, shape: &[usize]) -> Result<Tensor> {
-        Ok(self.with_layout(self.layout.broadcast_to(shape)?))
+        self.with_layout("broadcast_to", self.layout.broadcast_to(shape)?)
     }
 
     /// A contiguous tensor with the same elements (self if already contiguous).
@@ -299,27 +464,28 @@ impl Tensor {
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         Error::expect_dtype("to_vec", self.dtype, T::DTYPE)?;
         let host = self.to_device(&Device::Cpu)?;
-        let data = host
-            .host()
-            .ok_or_else(|| Error::dtype("to_vec", "not on the host"))?;
+        let data = host.host("to_vec")?;
         let v = T::slice(&data).ok_or_else(|| Error::dtype("to_vec", "storage dtype"))?;
         Ok(host.layout.indices().map(|i| v[i]).collect())
     }
 
-    /// The elements as f64 in row-major order, whatever the dtype (for tests and printing).
+    /// The elements as f64 in row-major order, whatever the dtype (for tests and printing); a
+    /// block-quantized tensor's dequantized on the host ([`crate::quant::dequantize`]).
     ///
     /// # Errors
     /// As [`Tensor::to_vec`].
     pub fn to_vec_f64(&self) -> Result<Vec<f64>> {
+        if self.dtype.is_quantized() {
+            return Ok(self.to_vec_f32()?.into_iter().map(f64::from).collect());
+        }
         let host = self.to_device(&Device::Cpu)?;
-        let data = host
-            .host()
-            .ok_or_else(|| Error::dtype("to_vec", "not on the host"))?;
+        let data = host.host("to_vec")?;
         Ok(host.layout.indices().map(|i| data.get(i)).collect())
     }
 
-    /// The elements as f32 in row-major order, from any dtype (the input of the CPU kernels).
-    /// f32 data is copied a row at a time when rows are dense.
+    /// The elements as f32 in row-major order, from any dtype (the input of the CPU kernels);
+    /// a block-quantized tensor's dequantized on the host ([`crate::quant::dequantize`], bit
+    /// for bit what ggml gives). f32 data is copied a row at a time when rows are dense.
     ///
     /// # Errors
     /// As [`Tensor::to_vec`].
@@ -329,9 +495,12 @@ impl Tensor {
             // An empty view's offset may lie past its storage: nothing to read.
             return Ok(Vec::new());
         }
-        let data = host
-            .host()
-            .ok_or_else(|| Error::dtype("to_vec", "not on the host"))?;
+        if let Some(format) = self.dtype.quant_format() {
+            let mut out = vec![0f32; host.numel()];
+            crate::quant::dequantize(format, host.host_blocks("to_vec")?.bytes(), &mut out)?;
+            return Ok(out);
+        }
+        let data = host.host("to_vec")?;
         if let crate::HostData::F32(v) = &*data {
             if let Some((len, starts)) = host.layout.rows() {
                 let mut out = Vec::with_capacity(host.numel());
@@ -358,13 +527,10 @@ impl Tensor {
         match (&self.storage, device) {
             (Storage::Cpu(_), Device::Cuda(c)) => {
                 let src = self.contiguous()?;
+                let (start, len) = src.byte_range();
                 let bytes = src
-                    .host()
-                    .map(|d| {
-                        let b = d.as_bytes();
-                        let s = src.dtype.size_in_bytes();
-                        b[src.layout.offset() * s..(src.layout.offset() + src.numel()) * s].to_vec()
-                    })
+                    .host_raw()
+                    .map(|d| d.as_bytes()[start..start + len].to_vec())
                     .unwrap_or_default();
                 let buf = if bytes.is_empty() {
                     c.alloc(1)?
@@ -387,14 +553,13 @@ impl Tensor {
             }
             (Storage::Cuda(buf, c), Device::Cpu) => {
                 c.synchronize()?;
-                let s = self.dtype.size_in_bytes();
-                let span = self.layout.span();
+                let span = units_bytes(self.dtype, self.layout.span());
                 let bytes = if span == 0 {
                     Vec::new()
                 } else {
                     let engine = c.lane().device().transfers();
                     engine
-                        .download(buf.clone(), 0..span * s, Priority::High)?
+                        .download(buf.clone(), 0..span, Priority::High)?
                         .wait()?
                         .1
                 };
@@ -411,17 +576,79 @@ impl Tensor {
     }
 }
 
+/// A host block-quantized tensor's bytes, read-locked ([`Tensor::host_blocks`]).
+pub(crate) struct HostBlocks<'a> {
+    data: RwLockReadGuard<'a, HostData>,
+    range: std::ops::Range<usize>,
+}
+
+impl HostBlocks<'_> {
+    /// The tensor's blocks, in row-major order.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.data.as_bytes()[self.range.clone()]
+    }
+}
+
+/// Bytes of `n` elements of `dtype` (`n` whole blocks for a block-quantized dtype, as every
+/// view of one keeps them).
+fn units_bytes(dtype: DType, n: usize) -> usize {
+    (n / dtype.block_values()).saturating_mul(dtype.size_in_bytes())
+}
+
+/// Bytes of a tensor of `shape` and `dtype`, for `op`.
+///
+/// # Errors
+/// [`Error::Shape`] for too many bytes, or for a block-quantized dtype a shape whose last
+/// dimension is not whole blocks (or a 0-d shape).
+pub(crate) fn storage_bytes(op: &'static str, shape: &[usize], dtype: DType) -> Result<usize> {
+    let n = checked_numel(op, shape)?;
+    let bv = dtype.block_values();
+    if bv > 1 && !shape.last().is_some_and(|l| l.is_multiple_of(bv)) {
+        return Err(Error::shape(
+            op,
+            format!(
+                "a {dtype} tensor's last dimension must be whole {bv}-value blocks, got {shape:?}"
+            ),
+        ));
+    }
+    dtype
+        .bytes_for(n)
+        .ok_or_else(|| Error::shape(op, format!("{shape:?} {dtype} overflows a byte count")))
+}
+
+/// Refuses a block-quantized dtype where `op` makes elements from values.
+fn element_dtype(op: &'static str, dtype: DType) -> Result<()> {
+    if dtype.is_quantized() {
+        return Err(Error::dtype(
+            op,
+            format!(
+                "{dtype} is block-quantized: build it from blocks (Tensor::from_blocks) or \
+                 quantize a float tensor (quant::quantize_tensor)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// A tensor's device address: its first element's (CUDA dispatch only).
 ///
 /// # Errors
-/// [`Error::Shape`] for a CPU tensor; an address past the 64-bit space (a bug) as
+/// [`Error::DType`] for a block-quantized tensor (only [`dptr_blocks`] gives its blocks'
+/// address); [`Error::Shape`] for a CPU tensor; an address past the 64-bit space (a bug) as
 /// [`Error::Driver`].
 pub(crate) fn dptr(t: &Tensor) -> Result<DevicePtr> {
+    t.elements_only("kernel operand")?;
+    dptr_blocks(t)
+}
+
+/// The device address of a tensor's first element, or for a block-quantized tensor its first
+/// block (the quantized kernels' operands).
+///
+/// # Errors
+/// As [`dptr`], whatever the dtype.
+pub(crate) fn dptr_blocks(t: &Tensor) -> Result<DevicePtr> {
     match &t.storage {
-        Storage::Cuda(b, _) => {
-            let bytes = t.layout.offset().saturating_mul(t.dtype.size_in_bytes());
-            Ok(b.ptr().offset(bytes)?)
-        }
+        Storage::Cuda(b, _) => Ok(b.ptr().offset(units_bytes(t.dtype, t.layout.offset()))?),
         Storage::Cpu(_) => Err(Error::shape("dispatch", "expected a CUDA tensor")),
     }
 }

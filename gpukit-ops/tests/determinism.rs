@@ -173,7 +173,7 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
         AttentionMask, attention_shape, sdpa_into, sdpa_kv_into, sdpa_workspace_len,
     };
     use gpukit_ops::kv_cache::{KvCache, KvLayout};
-    use gpukit_ops::quant::{QuantFormat, QuantMatrix, qgemv_into, quantize, random_blocks};
+    use gpukit_ops::quant::{QuantFormat, qgemv_into, quantize_tensor, random_blocks};
     use gpukit_ops::rope::{RopeLayout, rope_inplace, rope_kv_append};
     use gpukit_ops::sampling::{SamplingParams, sample_tokens_into, sampler_workspace_len};
     let (_rt, cuda) = cuda_device();
@@ -227,43 +227,18 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
         let pos3 = Tensor::from_slice(&[12i32], &[1], &dev).unwrap();
         // Quantized GEMV (GGUF blocks read directly): 1000 rows of 2048 in each simple format
         // (Q4_0, 1.15 MB, takes the tensor-core ring on Hopper, for one row of x and for three).
-        let mut qmats: Vec<QuantMatrix> = [QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q4_1]
+        let mut qmats: Vec<Tensor> = [QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q4_1]
             .iter()
             .enumerate()
             .map(|(i, &f)| {
-                let w = Tensor::rand(
-                    &[1000 * 2048],
-                    -1.0,
-                    1.0,
-                    DType::F32,
-                    22 + i as u64,
-                    &Device::Cpu,
-                )
-                .unwrap()
-                .to_vec::<f32>()
-                .unwrap();
-                let q = quantize(f, &w).unwrap();
-                QuantMatrix::new(
-                    Tensor::from_slice(&q, &[q.len()], &dev).unwrap(),
-                    f,
-                    1000,
-                    2048,
-                )
-                .unwrap()
+                let w = Tensor::rand(&[1000, 2048], -1.0, 1.0, DType::F32, 22 + i as u64, &dev);
+                quantize_tensor(&w.unwrap(), f).unwrap()
             })
             .collect();
         // And Q4_K, 1000 rows of 2048 (1.2 MB: the Q4_K ring on Hopper), as random super-blocks
         // with finite scales (no reference quantizer exists for the K-quants).
         let q4k = random_blocks(QuantFormat::Q4K, 1000 * 2048, 25, 0.1).unwrap();
-        qmats.push(
-            QuantMatrix::new(
-                Tensor::from_slice(&q4k, &[q4k.len()], &dev).unwrap(),
-                QuantFormat::Q4K,
-                1000,
-                2048,
-            )
-            .unwrap(),
-        );
+        qmats.push(Tensor::from_blocks(&q4k, QuantFormat::Q4K, &[1000, 2048], &dev).unwrap());
         let sampling = SamplingParams {
             temperature: 0.9,
             top_p: 0.9,

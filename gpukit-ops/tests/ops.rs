@@ -1292,8 +1292,8 @@ op_test!(rope_and_dequantize, |dev: &Device| {
         let q = quantize(f, &x).unwrap();
         let mut want = vec![0f32; x.len()];
         dequantize(f, &q, &mut want).unwrap();
-        let qt = Tensor::from_slice(&q, &[q.len()], dev).unwrap();
-        let got: Vec<f32> = dequantize_tensor(&qt, f, DType::F32)
+        let qt = Tensor::from_blocks(&q, f, &[37, 32], dev).unwrap();
+        let got: Vec<f32> = dequantize_tensor(&qt, DType::F32)
             .unwrap()
             .to_vec()
             .unwrap();
@@ -1303,7 +1303,7 @@ op_test!(rope_and_dequantize, |dev: &Device| {
                 .all(|(a, b)| a.to_bits() == b.to_bits()),
             "{f:?}: not bit-identical"
         );
-        let bf = dequantize_tensor(&qt, f, DType::BF16)
+        let bf = dequantize_tensor(&qt, DType::BF16)
             .unwrap()
             .to_vec_f64()
             .unwrap();
@@ -1313,14 +1313,13 @@ op_test!(rope_and_dequantize, |dev: &Device| {
             &want.iter().map(|&v| f64::from(v)).collect::<Vec<_>>(),
             1e-2,
         );
-        let partial = Tensor::from_slice(&q[..q.len() - 1], &[q.len() - 1], dev).unwrap();
-        assert!(dequantize_tensor(&partial, f, DType::F32).is_err());
+        assert!(Tensor::from_blocks(&q[..q.len() - 1], f, &[37, 32], dev).is_err());
     }
 });
 
 op_test!(kv_cache_and_quantized_gemv, |dev: &Device| {
     use gpukit_ops::kv_cache::KvCache;
-    use gpukit_ops::quant::{QuantFormat, QuantMatrix, qgemv_into, quantize};
+    use gpukit_ops::quant::{QuantFormat, qgemv_into, quantize};
     let s = seed();
     // head_dim 8: no whole 128-byte block, so both layouts store rows in order; 72: one whole
     // block and a tail in bf16, two and a tail in f32.
@@ -1398,8 +1397,7 @@ op_test!(kv_cache_and_quantized_gemv, |dev: &Device| {
         let q = quantize(f, &w).unwrap();
         let mut deq = vec![0f32; w.len()];
         gpukit_ops::quant::dequantize(f, &q, &mut deq).unwrap();
-        let qm =
-            QuantMatrix::new(Tensor::from_slice(&q, &[q.len()], dev).unwrap(), f, n, k).unwrap();
+        let qm = Tensor::from_blocks(&q, f, &[n, k], dev).unwrap();
         for dt in FLOATS {
             let (x, xv) = input(&[1, k], dt, -1.0, 1.0, s + 1, dev);
             let mut out = poisoned(&[1, n], dt, dev);
@@ -1431,25 +1429,23 @@ op_test!(kv_cache_and_quantized_gemv, |dev: &Device| {
             }
             check_qgemv_rows(&qm, &deq, dt, s + 2, dev);
         }
-        assert!(
-            QuantMatrix::new(Tensor::from_slice(&q[..10], &[10], dev).unwrap(), f, n, k).is_err()
-        );
+        assert!(Tensor::from_blocks(&q[..10], f, &[n, k], dev).is_err());
     }
 });
 
 /// Whether a quantized GEMV may take the Hopper tensor-core ring (`launch::qgemv_ring`: Q4_0,
 /// Q4_K or Q5_K, f16/bf16 x, k a multiple of 256, at least 1 MiB of blocks; on a GPU other than
 /// Hopper it does not, and the checks this gates are only skipped).
-fn may_take_ring(dev: &Device, qm: &gpukit_ops::quant::QuantMatrix, dt: DType) -> bool {
+fn may_take_ring(dev: &Device, qm: &Tensor, dt: DType) -> bool {
     use gpukit_ops::quant::QuantFormat;
     matches!(dev, Device::Cuda(_))
         && matches!(
-            qm.format(),
-            QuantFormat::Q4_0 | QuantFormat::Q4K | QuantFormat::Q5K
+            qm.dtype().quant_format(),
+            Some(QuantFormat::Q4_0 | QuantFormat::Q4K | QuantFormat::Q5K)
         )
         && dt != DType::F32
-        && qm.cols().is_multiple_of(256)
-        && qm.format().bytes_for(qm.rows() * qm.cols()).unwrap() >= 1 << 20
+        && qm.shape()[1].is_multiple_of(256)
+        && qm.nbytes() >= 1 << 20
 }
 
 /// Several rows of x (3 and 8) against quantized weights `qm` (`deq` its values, dequantized):
@@ -1458,15 +1454,9 @@ fn may_take_ring(dev: &Device, qm: &gpukit_ops::quant::QuantMatrix, dt: DType) -
 /// They do not where the one-row call takes the ring and the rows' x does not fit its shared
 /// memory: at k = 8448, 3 rows fit (3 × 34.8 KB of x, partial sums and three 39 KB stages in 227
 /// KiB) and 8 do not. Nine rows are refused.
-fn check_qgemv_rows(
-    qm: &gpukit_ops::quant::QuantMatrix,
-    deq: &[f32],
-    dt: DType,
-    s: u64,
-    dev: &Device,
-) {
+fn check_qgemv_rows(qm: &Tensor, deq: &[f32], dt: DType, s: u64, dev: &Device) {
     use gpukit_ops::quant::qgemv_into;
-    let (n, k) = (qm.rows(), qm.cols());
+    let (n, k) = (qm.shape()[0], qm.shape()[1]);
     for m in [3, 8] {
         let (x, xv) = input(&[m, k], dt, -1.0, 1.0, s + m as u64, dev);
         let mut out = poisoned(&[m, n], dt, dev);
@@ -1480,7 +1470,7 @@ fn check_qgemv_rows(
                     .sum()
             })
             .collect();
-        let what = format!("qgemv {} {dt} {m} rows of ({n}, {k})", qm.format().name());
+        let what = format!("qgemv {} {dt} {m} rows of ({n}, {k})", qm.dtype());
         assert_close(&what, &got, &want, tol(dt));
         if !may_take_ring(dev, qm, dt) || k <= 4096 || m <= 3 {
             for r in 0..m {
@@ -2074,7 +2064,7 @@ op_test!(
 
 op_test!(quants_match_gguf_py, |dev: &Device| {
     use gpukit_ops::quant::{
-        QuantFormat, QuantMatrix, dequantize, dequantize_tensor, qgemv_into, random_blocks,
+        QuantFormat, dequantize, dequantize_tensor, qgemv_into, random_blocks,
     };
     // Blocks and values from gguf-py (tests/fixtures/make_ggml_quants.py keeps the script):
     // every format, dequantized on the CPU and on `dev`.
@@ -2101,11 +2091,8 @@ op_test!(quants_match_gguf_py, |dev: &Device| {
             "{} CPU dequantization vs gguf-py",
             f.name()
         );
-        let q = Tensor::from_slice(&bytes, &[bytes.len()], dev).unwrap();
-        let got: Vec<f32> = dequantize_tensor(&q, f, DType::F32)
-            .unwrap()
-            .to_vec()
-            .unwrap();
+        let q = Tensor::from_blocks(&bytes, f, &[want.len()], dev).unwrap();
+        let got: Vec<f32> = dequantize_tensor(&q, DType::F32).unwrap().to_vec().unwrap();
         assert_eq!(
             got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
             want,
@@ -2128,13 +2115,7 @@ op_test!(quants_match_gguf_py, |dev: &Device| {
             let raw = random_blocks(f, n * k, s, 768.0 / k as f32).unwrap();
             let mut deq = vec![0f32; n * k];
             dequantize(f, &raw, &mut deq).unwrap();
-            let qm = QuantMatrix::new(
-                Tensor::from_slice(&raw, &[raw.len()], dev).unwrap(),
-                f,
-                n,
-                k,
-            )
-            .unwrap();
+            let qm = Tensor::from_blocks(&raw, f, &[n, k], dev).unwrap();
             for dt in FLOATS {
                 let (x, xv) = input(&[1, k], dt, -1.0, 1.0, s + 3, dev);
                 let mut out = poisoned(&[1, n], dt, dev);
@@ -2172,6 +2153,163 @@ op_test!(quants_match_gguf_py, |dev: &Device| {
         "[{}] K-quants: dequantization bit-identical to gguf-py; GEMV within tolerance",
         dev.describe()
     );
+});
+
+// Block-quantized tensors as a dtype: construction, views, transfers, dequantization through
+// `to_dtype`, quantization, the GEMV on a view of rows, and every other op refusing them.
+op_test!(quantized_tensors, |dev: &Device| {
+    use gpukit_ops::quant::{
+        QuantFormat, dequantize, dequantize_tensor, qgemv_into, quantize, quantize_tensor,
+    };
+    let s = seed();
+    let (n, k) = (64usize, 256usize);
+    let w = Tensor::rand(&[n, k], -1.0, 1.0, DType::F32, s, &Device::Cpu).unwrap();
+    let wv = w.to_vec::<f32>().unwrap();
+    for f in [QuantFormat::Q8_0, QuantFormat::Q4_0, QuantFormat::Q4_1] {
+        let dt = DType::Quant(f);
+        let bytes = quantize(f, &wv).unwrap();
+        let mut deq = vec![0f32; n * k];
+        dequantize(f, &bytes, &mut deq).unwrap();
+        let q = Tensor::from_blocks(&bytes, f, &[n, k], dev).unwrap();
+        assert_eq!(
+            (q.shape(), q.dtype(), q.nbytes()),
+            (&[n, k][..], dt, bytes.len())
+        );
+        assert_eq!(
+            format!("{q:?}"),
+            format!("Tensor([{n}, {k}], {f}, {})", dev.describe())
+        );
+        // Quantizing on any device gives the reference quantizer's blocks, and so does
+        // `to_dtype`; the blocks come back unchanged from the device.
+        let qd = quantize_tensor(&w.to_device(dev).unwrap(), f).unwrap();
+        assert_eq!(qd.blocks().unwrap().to_vec::<u8>().unwrap(), bytes, "{f}");
+        let qc = ops::to_dtype(&w.to_device(dev).unwrap(), dt).unwrap();
+        assert_eq!(
+            qc.to_device(&Device::Cpu)
+                .unwrap()
+                .blocks()
+                .unwrap()
+                .to_vec::<u8>()
+                .unwrap(),
+            bytes
+        );
+        // Values: to_vec_f32 and to_dtype dequantize (f32 bit for bit; bf16 rounded once).
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&q.to_vec_f32().unwrap()), bits(&deq), "{f} to_vec_f32");
+        let f32s = ops::to_dtype(&q, DType::F32).unwrap();
+        assert_eq!(
+            bits(&f32s.to_vec::<f32>().unwrap()),
+            bits(&deq),
+            "{f} to_dtype"
+        );
+        let mut bf = poisoned(&[n, k], DType::BF16, dev);
+        ops::cast_into(&q, &mut bf).unwrap();
+        let want_bf: Vec<f64> = deq
+            .iter()
+            .map(|&v| half::bf16::from_f32(v).to_f64())
+            .collect();
+        assert_eq!(bf.to_vec_f64().unwrap(), want_bf, "{f} cast_into bf16");
+        // A view of rows 5..25: its values, its blocks, and its GEMV are those rows' (bitwise:
+        // rows are independent in every kernel this size takes).
+        let rows = q.narrow(0, 5, 20).unwrap();
+        assert_eq!(rows.nbytes(), bytes.len() / n * 20);
+        let got = dequantize_tensor(&rows, DType::F32)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap();
+        assert_eq!(bits(&got), bits(&deq[5 * k..25 * k]), "{f} row view");
+        let back = rows.to_device(&Device::Cpu).unwrap();
+        assert_eq!(
+            back.blocks().unwrap().to_vec::<u8>().unwrap(),
+            &bytes[bytes.len() / n * 5..bytes.len() / n * 25]
+        );
+        let (x, _) = input(&[2, k], DType::BF16, -1.0, 1.0, s + 1, dev);
+        let mut all = poisoned(&[2, n], DType::BF16, dev);
+        qgemv_into(&x, &q, &mut all).unwrap();
+        let mut part = poisoned(&[2, 20], DType::BF16, dev);
+        qgemv_into(&x, &rows, &mut part).unwrap();
+        let all = all.to_vec_f64().unwrap();
+        let want: Vec<f64> = (0..2)
+            .flat_map(|r| all[r * n + 5..r * n + 25].to_vec())
+            .collect();
+        assert_eq!(part.to_vec_f64().unwrap(), want, "{f} qgemv on a row view");
+        // Views that would split blocks or rows of blocks are refused; whole-row ones are not.
+        assert!(q.transpose(0, 1).is_err());
+        assert!(q.narrow(1, 0, 32).is_err());
+        assert!(q.reshape(&[n * 16, 16]).is_err());
+        assert!(q.unsqueeze(2).is_err());
+        assert!(q.broadcast_to(&[2, n, k]).is_err());
+        assert_eq!(
+            q.reshape(&[n / 2, 2 * k])
+                .unwrap()
+                .unsqueeze(0)
+                .unwrap()
+                .shape(),
+            &[1, n / 2, 2 * k]
+        );
+        // Element constructors refuse the block dtypes; `empty` gives zeroed blocks on the CPU.
+        assert!(Tensor::full(&[1, 32], 1.0, dt, dev).is_err());
+        assert!(Tensor::zeros(&[1, 32], dt, dev).is_err());
+        assert!(Tensor::rand(&[1, 32], 0.0, 1.0, dt, 1, dev).is_err());
+        assert!(Tensor::empty(&[1, 48], dt, dev).is_err());
+        let z = Tensor::empty(&[2, 64], dt, &Device::Cpu).unwrap();
+        assert_eq!(z.to_vec_f32().unwrap(), vec![0f32; 128]);
+        assert!(w.blocks().is_err());
+        // Every op that reads elements refuses a quantized operand with a dtype error.
+        let other = Tensor::rand(&[n, k], -1.0, 1.0, DType::F32, s, dev).unwrap();
+        let idx = Tensor::from_slice(&[1i32, 0], &[2], dev).unwrap();
+        let wts = Tensor::ones(&[k], DType::F32, dev).unwrap();
+        let results = [
+            ("to_vec", q.to_vec::<u8>().map(|_| ())),
+            ("copy", ops::copy(&q).map(|_| ())),
+            ("unary", ops::unary(UnaryOp::Exp, &q).map(|_| ())),
+            ("binary", ops::binary(BinaryOp::Add, &q, &q).map(|_| ())),
+            (
+                "binary mixed",
+                ops::binary(BinaryOp::Add, &q, &other).map(|_| ()),
+            ),
+            ("scalar", ops::scalar(ScalarOp::Mul, &q, 2.0).map(|_| ())),
+            ("sum", ops::sum(&q, 1).map(|_| ())),
+            ("argmax", ops::argmax(&q, 1).map(|_| ())),
+            ("softmax", ops::softmax(&q, 1).map(|_| ())),
+            (
+                "matmul",
+                ops::matmul(&other.narrow(0, 0, 2).unwrap().narrow(1, 0, n).unwrap(), &q)
+                    .map(|_| ()),
+            ),
+            (
+                "linear",
+                ops::linear(&x, &q, None, ops::Activation::None).map(|_| ()),
+            ),
+            ("rms_norm", ops::rms_norm(&q, &wts, 1e-6).map(|_| ())),
+            ("index_select", ops::index_select(&q, 0, &idx).map(|_| ())),
+            ("concat", ops::concat(&[&q, &q], 0).map(|_| ())),
+            ("to_dtype i32", ops::to_dtype(&q, DType::I32).map(|_| ())),
+        ];
+        for (what, r) in results {
+            assert!(
+                matches!(r, Err(gpukit_ops::Error::DType { .. })),
+                "{what} on {f}: {r:?}"
+            );
+        }
+        // The GEMV takes only a block-quantized matrix.
+        let mut o = poisoned(&[2, n], DType::BF16, dev);
+        let dense = Tensor::rand(&[n, k], -1.0, 1.0, DType::BF16, s, dev).unwrap();
+        assert!(qgemv_into(&x, &dense, &mut o).is_err());
+        let flat = q.reshape(&[n * k]).unwrap();
+        assert!(qgemv_into(&x, &flat, &mut o).is_err());
+    }
+    // A view of rows that starts off a 4-byte boundary (Q4_0 rows of one 18-byte block): the
+    // CPU takes it; CUDA refuses it (its loads need 4-byte alignment) instead of misreading.
+    let bytes = quantize(QuantFormat::Q4_0, &wv[..4 * 32]).unwrap();
+    let q = Tensor::from_blocks(&bytes, QuantFormat::Q4_0, &[4, 32], dev).unwrap();
+    let x = Tensor::ones(&[1, 32], DType::F32, dev).unwrap();
+    let mut o = poisoned(&[1, 3], DType::F32, dev);
+    let r = qgemv_into(&x, &q.narrow(0, 1, 3).unwrap(), &mut o);
+    match dev {
+        Device::Cpu => r.unwrap(),
+        Device::Cuda(_) => assert!(r.unwrap_err().to_string().contains("aligned")),
+    }
 });
 
 op_test!(sdpa_at_device_position_and_decode_state, |dev: &Device| {
@@ -2918,7 +3056,7 @@ op_test!(pre_norm_rope_kv, |dev: &Device| {
 // defined result, never a panic (which would fail the test).
 op_test!(degenerate_and_bad_inputs, |dev: &Device| {
     use gpukit_ops::attention::{AttentionMask, sdpa};
-    use gpukit_ops::quant::{QuantFormat, QuantMatrix};
+    use gpukit_ops::quant::QuantFormat;
     use gpukit_ops::sampling::advance_decode_state;
 
     // Shapes whose element count overflows are refused before anything is allocated.
@@ -2951,22 +3089,30 @@ op_test!(degenerate_and_bad_inputs, |dev: &Device| {
     assert_eq!(empty.shape(), &[2, 0]);
     assert!(empty.to_vec_f32().unwrap().is_empty());
 
-    // Quantized matrices: a broadcast (non-contiguous) view of too few bytes, and a size that
-    // overflows, are refused.
-    let byte = Tensor::from_slice(&[0u8], &[1], dev).unwrap();
-    let view = byte.broadcast_to(&[34]).unwrap();
-    let err = QuantMatrix::new(view, QuantFormat::Q8_0, 1, 32).unwrap_err();
-    assert!(err.to_string().contains("contiguous"), "{err}");
-    let block = Tensor::from_slice(&[0u8; 34], &[34], dev).unwrap();
-    assert!(QuantMatrix::new(block.clone(), QuantFormat::Q8_0, usize::MAX, 32).is_err());
-    assert!(QuantMatrix::new(block.clone(), QuantFormat::Q8_0, 1, usize::MAX - 31).is_err());
-    assert!(QuantMatrix::new(block.clone(), QuantFormat::Q8_0, 2, 32).is_err());
-    let qm = QuantMatrix::new(block, QuantFormat::Q8_0, 1, 32).unwrap();
+    // Quantized tensors: blocks that do not cover the shape exactly, a last dimension of partial
+    // blocks and sizes that overflow are refused.
+    let q8 = QuantFormat::Q8_0;
+    let block = [7u8; 34];
+    for shape in [
+        &[2usize, 32][..],
+        &[1, 16],
+        &[34],
+        &[],
+        &[usize::MAX, 32],
+        &[1, usize::MAX - 31],
+    ] {
+        assert!(
+            Tensor::from_blocks(&block, q8, shape, dev).is_err(),
+            "{shape:?}"
+        );
+    }
+    let qm = Tensor::from_blocks(&block, q8, &[1, 32], dev).unwrap();
     assert_eq!(
-        (qm.rows(), qm.cols(), qm.format()),
-        (1, 32, QuantFormat::Q8_0)
+        (qm.shape(), qm.dtype(), qm.nbytes()),
+        (&[1usize, 32][..], DType::Quant(q8), 34)
     );
-    assert_eq!(qm.to_device(&Device::Cpu).unwrap().data().numel(), 34);
+    let back = qm.to_device(&Device::Cpu).unwrap().blocks().unwrap();
+    assert_eq!(back.to_vec::<u8>().unwrap(), block);
 
     for dt in [DType::F16, DType::BF16] {
         // Non-causal attention with more queries than keys (cross-attention), ALiBi on and
@@ -3170,14 +3316,12 @@ fn host_helpers_out_of_range() {
     assert_eq!(sampler_workspace_len(1, usize::MAX), usize::MAX);
     // Dequantizing an empty view whose offset lies past its (empty) storage gives nothing.
     use gpukit_ops::quant::{QuantFormat, dequantize_tensor};
-    let blocks = Tensor::zeros(&[3, 0], DType::U8, &Device::Cpu)
+    let blocks = Tensor::empty(&[2, 32], DType::Quant(QuantFormat::Q8_0), &Device::Cpu)
         .unwrap()
-        .narrow(0, 2, 1)
-        .unwrap()
-        .reshape(&[0])
+        .narrow(0, 2, 0)
         .unwrap();
-    let d = dequantize_tensor(&blocks, QuantFormat::Q8_0, DType::F32).unwrap();
-    assert_eq!(d.shape(), [0]);
+    let d = dequantize_tensor(&blocks, DType::F32).unwrap();
+    assert_eq!(d.shape(), [0, 32]);
     // 2^58 bytes (past any address space) is an error, not an abort.
     let r = Tensor::zeros(&[1 << 58], DType::U8, &Device::Cpu);
     assert!(
@@ -3194,7 +3338,7 @@ op_test!(
     refuses_strided_side_inputs_and_absurd_sizes,
     |dev: &Device| {
         use gpukit_ops::kv_cache::KvCache;
-        use gpukit_ops::quant::{QuantFormat, QuantMatrix};
+        use gpukit_ops::quant::{QuantFormat, qgemv_into};
         use gpukit_ops::rope::{
             MAX_ROTARY_DIM, RopeConfig, RopeLayout, RopeScaling, rope_inplace, rope_kv_append,
         };
@@ -3259,8 +3403,10 @@ op_test!(
         rope_kv_append(&qkv, &mut q_out, &mut cache, &bposition, rope, None).unwrap();
         // A quantized matrix needs columns; a cache's positions fit an i32 (refused before any
         // allocation).
-        let none = Tensor::zeros(&[0], DType::U8, dev).unwrap();
-        assert!(QuantMatrix::new(none, QuantFormat::Q8_0, 4, 0).is_err());
+        let none = Tensor::from_blocks(&[], QuantFormat::Q8_0, &[4, 0], dev).unwrap();
+        let x0 = Tensor::zeros(&[1, 0], DType::F32, dev).unwrap();
+        let mut y0 = Tensor::zeros(&[1, 4], DType::F32, dev).unwrap();
+        assert!(qgemv_into(&x0, &none, &mut y0).is_err());
         let r = KvCache::new(
             1,
             i32::MAX as usize + 1,

@@ -49,18 +49,13 @@ fn cpu_map(
         .iter()
         .map(|t| t.layout().broadcast_to(shape))
         .collect::<Result<Vec<_>>>()?;
-    let guards: Vec<_> = inputs.iter().map(|t| t.host()).collect();
-    let datas = guards
+    let guards = inputs
         .iter()
-        .map(|g| {
-            g.as_deref()
-                .ok_or_else(|| Error::shape("cpu", "expected host tensors"))
-        })
+        .map(|t| t.host("cpu"))
         .collect::<Result<Vec<_>>>()?;
+    let datas: Vec<&crate::HostData> = guards.iter().map(|g| &**g).collect();
     let mut iters: Vec<_> = layouts.iter().map(|l| l.indices()).collect();
-    let mut od = out
-        .host_mut()
-        .ok_or_else(|| Error::shape("cpu", "expected a host output"))?;
+    let mut od = out.host_mut("cpu")?;
     let mut vals = vec![0f32; inputs.len()];
     for io in out.layout().indices() {
         for (k, it) in iters.iter_mut().enumerate() {
@@ -385,8 +380,8 @@ pub fn copy_into(x: &Tensor, out: &mut Tensor) -> Result<()> {
     }
     match &dev {
         Device::Cpu => {
-            let src = x.host().ok_or_else(|| Error::shape("copy", "host"))?;
-            let mut dst = out.host_mut().ok_or_else(|| Error::shape("copy", "host"))?;
+            let src = x.host("copy")?;
+            let mut dst = out.host_mut("copy")?;
             if x.is_contiguous() && out.is_contiguous() {
                 let (from, to) = (x.layout().offset(), out.layout().offset());
                 dst.copy_range(to, &src, from, n);
@@ -436,11 +431,15 @@ pub fn copy(x: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
-/// `out = x` converted to `out`'s float dtype (round to nearest even).
+/// `out = x` converted to `out`'s float dtype (round to nearest even); a block-quantized `x`
+/// is dequantized ([`crate::quant::dequantize_into`]).
 ///
 /// # Errors
-/// [`Error::DType`] unless both are float; shape/device errors.
+/// [`Error::DType`] unless both are float (or `x` block-quantized); shape/device errors.
 pub fn cast_into(x: &Tensor, out: &mut Tensor) -> Result<()> {
+    if x.dtype().is_quantized() {
+        return crate::quant::dequantize_into(x, out);
+    }
     let dev = x.device();
     float_only("cast", x)?;
     float_only("cast", out)?;
@@ -471,11 +470,16 @@ pub fn cast_into(x: &Tensor, out: &mut Tensor) -> Result<()> {
     }
 }
 
-/// `x` converted to `dtype`.
+/// `x` converted to `dtype`: between float dtypes as [`cast_into`]; a block-quantized `x`
+/// dequantized into float `dtype`; a float `x` quantized into a block-quantized `dtype` by
+/// [`crate::quant::quantize_tensor`] (ggml's reference quantizers, on the host).
 ///
 /// # Errors
-/// As [`cast_into`].
+/// As [`cast_into`] or [`crate::quant::quantize_tensor`].
 pub fn to_dtype(x: &Tensor, dtype: DType) -> Result<Tensor> {
+    if let Some(format) = dtype.quant_format() {
+        return crate::quant::quantize_tensor(x, format);
+    }
     let mut out = Tensor::empty(x.shape(), dtype, &x.device())?;
     cast_into(x, &mut out)?;
     Ok(out)

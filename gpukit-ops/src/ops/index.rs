@@ -61,8 +61,8 @@ pub fn index_select_into(x: &Tensor, axis: usize, ids: &Tensor, out: &mut Tensor
                 });
             }
             let xl = x.layout();
-            let src = x.host().ok_or_else(|| Error::shape("cpu", "host"))?;
-            let mut dst = out.host_mut().ok_or_else(|| Error::shape("cpu", "host"))?;
+            let src = x.host("cpu")?;
+            let mut dst = out.host_mut("cpu")?;
             // A dense x is addressed directly (an embedding lookup must not walk the whole
             // table); a strided view through its element indices.
             let xi: Option<Vec<usize>> = (!x.is_contiguous()).then(|| xl.indices().collect());
@@ -169,8 +169,8 @@ pub fn gather_into(x: &Tensor, axis: usize, index: &Tensor, out: &mut Tensor) ->
                 });
             }
             let xi: Vec<usize> = x.layout().indices().collect();
-            let src = x.host().ok_or_else(|| Error::shape("cpu", "host"))?;
-            let mut dst = out.host_mut().ok_or_else(|| Error::shape("cpu", "host"))?;
+            let src = x.host("cpu")?;
+            let mut dst = out.host_mut("cpu")?;
             for (t, o) in out.layout().indices().enumerate() {
                 let (i, oo) = (t % inner, t / inner / n);
                 dst.copy_elem(o, &src, xi[(oo * len + idv[t] as usize) * inner + i]);

@@ -73,8 +73,7 @@ fn matmul_dims(a: &Tensor, b: &Tensor) -> Result<Dims> {
 
 /// A host tensor's buffer, read-locked.
 fn host_f32(t: &Tensor) -> Result<std::sync::RwLockReadGuard<'_, crate::HostData>> {
-    t.host()
-        .ok_or_else(|| Error::shape("cpu", "expected a host tensor"))
+    t.host("cpu")
 }
 
 /// The f32 elements of a host buffer.
@@ -311,9 +310,7 @@ pub fn linear_into(
                     &f32_slice(&wg)?[w.layout().offset()..][..n * k],
                 );
                 let offset = out.layout().offset();
-                let mut og = out
-                    .host_mut()
-                    .ok_or_else(|| Error::shape("cpu", "expected a host output"))?;
+                let mut og = out.host_mut("cpu")?;
                 let crate::HostData::F32(ov) = &mut *og else {
                     return Err(Error::shape("cpu", "expected an f32 output"));
                 };

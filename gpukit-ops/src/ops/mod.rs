@@ -22,7 +22,7 @@ use gpukit_kernels::{DType, StridedIndex};
 use crate::device::{CudaDevice, Device};
 use crate::tensor::Tensor;
 /// A tensor's device address (CUDA dispatch only).
-pub(crate) use crate::tensor::dptr;
+pub(crate) use crate::tensor::{dptr, dptr_blocks};
 use crate::{Error, Result};
 
 /// The common device of `tensors` (an error names both operands' devices and shapes).
@@ -59,8 +59,25 @@ pub(crate) fn same_dtype(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()>
     }
 }
 
-/// Checks that an output has the shape, dtype and device expected and aliases no input.
+/// Checks that an output has the shape, dtype and device expected and aliases no input, and
+/// that neither it nor any input is block-quantized (only the quantized ops, which check with
+/// [`check_out_blocks`], read blocks).
 pub(crate) fn check_out(
+    op: &'static str,
+    out: &Tensor,
+    shape: &[usize],
+    dtype: DType,
+    device: &Device,
+    inputs: &[&Tensor],
+) -> Result<()> {
+    for t in inputs.iter().copied().chain([out]) {
+        t.elements_only(op)?;
+    }
+    check_out_blocks(op, out, shape, dtype, device, inputs)
+}
+
+/// [`check_out`] for the ops that read block-quantized inputs.
+pub(crate) fn check_out_blocks(
     op: &'static str,
     out: &Tensor,
     shape: &[usize],
@@ -147,17 +164,13 @@ pub(crate) fn float_only(op: &'static str, t: &Tensor) -> Result<()> {
 
 /// A host tensor's values as f64, in row-major order of its shape (CPU paths).
 pub(crate) fn host_values(t: &Tensor) -> Result<Vec<f64>> {
-    let d = t
-        .host()
-        .ok_or_else(|| Error::shape("cpu", "expected a host tensor"))?;
+    let d = t.host("cpu")?;
     Ok(t.layout().indices().map(|i| d.get(i)).collect())
 }
 
 /// Writes `values` (row-major order of the shape) into a host output, rounding to its dtype.
 pub(crate) fn write_host(out: &Tensor, values: impl IntoIterator<Item = f64>) -> Result<()> {
-    let mut d = out
-        .host_mut()
-        .ok_or_else(|| Error::shape("cpu", "expected a host output"))?;
+    let mut d = out.host_mut("cpu")?;
     for (i, v) in out.layout().indices().zip(values) {
         d.set(i, v);
     }
