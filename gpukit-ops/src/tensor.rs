@@ -526,12 +526,17 @@ impl Tensor {
         }
         match (&self.storage, device) {
             (Storage::Cpu(_), Device::Cuda(c)) => {
-                let src = self.contiguous()?;
-                let (start, len) = src.byte_range();
-                let bytes = src
-                    .host_raw()
-                    .map(|d| d.as_bytes()[start..start + len].to_vec())
-                    .unwrap_or_default();
+                // An empty tensor copies nothing (its layout may not count as contiguous: a
+                // block-quantized one could not be copied into one that does).
+                let bytes = if self.numel() == 0 {
+                    Vec::new()
+                } else {
+                    let src = self.contiguous()?;
+                    let (start, len) = src.byte_range();
+                    src.host_raw()
+                        .map(|d| d.as_bytes()[start..start + len].to_vec())
+                        .unwrap_or_default()
+                };
                 let buf = if bytes.is_empty() {
                     c.alloc(1)?
                 } else {
