@@ -89,16 +89,6 @@ impl DType {
         }
     }
 
-    /// Every block format as a dtype.
-    pub const QUANTIZED: [DType; 6] = [
-        DType::Quant(QuantFormat::Q8_0),
-        DType::Quant(QuantFormat::Q4_0),
-        DType::Quant(QuantFormat::Q4_1),
-        DType::Quant(QuantFormat::Q4K),
-        DType::Quant(QuantFormat::Q5K),
-        DType::Quant(QuantFormat::Q6K),
-    ];
-
     /// Every element (not block-quantized) dtype.
     pub const ALL: [DType; 6] = [
         DType::F32,

@@ -342,7 +342,7 @@ pub fn sdpa_kv(
 ) -> Result<Tensor> {
     let dev = same_device("sdpa", &[q, k, v])?;
     let shape = attention_shape(q, k, v)?;
-    let out = Tensor::empty(q.shape(), q.dtype(), &dev)?;
+    let out = crate::ops::new_output("sdpa", q.shape(), q, &dev)?;
     let ws = Tensor::empty(&[sdpa_workspace_len(&shape, &mask)], DType::F32, &dev)?;
     sdpa_kv_into(q, k, v, layout, scale, mask, &out, &ws)?;
     Ok(out)

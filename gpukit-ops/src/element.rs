@@ -195,7 +195,8 @@ impl HostData {
         })
     }
 
-    /// Host data of `dtype` from raw bytes (a download).
+    /// Host data of `dtype` from raw bytes (a download); a block-quantized dtype's is its bytes
+    /// (`U8`).
     pub fn from_bytes(dtype: DType, bytes: &[u8]) -> Self {
         fn typed<T: Element + Default>(bytes: &[u8]) -> Vec<T> {
             let n = bytes.len() / std::mem::size_of::<T>();
@@ -217,7 +218,6 @@ impl HostData {
             DType::BF16 => HostData::BF16(typed(bytes)),
             DType::I32 => HostData::I32(typed(bytes)),
             DType::I64 => HostData::I64(typed(bytes)),
-            #[allow(unreachable_patterns)]
             _ => HostData::U8(bytes.to_vec()),
         }
     }

@@ -30,10 +30,10 @@ use rayon::prelude::*;
 use crate::{Error, Result};
 
 /// Values per block of Q8_0, Q4_0 and Q4_1.
-pub const BLOCK: usize = 32;
+pub const BLOCK: usize = QuantFormat::Q8_0.block_values();
 
 /// Values per super-block of the K-quants.
-pub const QK_K: usize = 256;
+pub const QK_K: usize = QuantFormat::Q4K.block_values();
 
 pub use gpukit_kernels::QuantFormat;
 
@@ -41,6 +41,36 @@ use crate::ops::{
     check_out_blocks, dptr, dptr_blocks, float_only, need_contiguous, u32_dim, write_host,
 };
 use crate::tensor::storage_bytes;
+
+/// Bytes of `n` values of `format` in a flat run of blocks, for `op`.
+///
+/// # Errors
+/// [`Error::Shape`] unless `n` is whole blocks whose bytes fit a `usize`.
+fn run_bytes(op: &'static str, format: QuantFormat, n: usize) -> Result<usize> {
+    DType::Quant(format).bytes_for(n).ok_or_else(|| {
+        Error::shape(
+            op,
+            format!(
+                "{n} {format} values are not whole {}-value blocks, or overflow a byte count",
+                format.block_values()
+            ),
+        )
+    })
+}
+
+/// Refuses the formats without a reference quantizer here (the K-quants).
+fn has_quantizer(op: &'static str, format: QuantFormat) -> Result<()> {
+    if format.block_values() == BLOCK {
+        Ok(())
+    } else {
+        Err(Error::dtype(
+            op,
+            format!(
+                "no reference quantizer for {format} (gpukit reads the K-quants; it does not make them)"
+            ),
+        ))
+    }
+}
 use crate::{DType, Device, HostData, Tensor};
 use gpukit_driver::KernelArgs;
 use gpukit_kernels::{Kernel, RingFormat, registry::launch};
@@ -180,7 +210,7 @@ pub fn dequantize(format: QuantFormat, bytes: &[u8], out: &mut [f32]) -> Result<
 /// # Errors
 /// [`Error::Shape`] unless `values` is a whole number of blocks.
 pub fn random_blocks(format: QuantFormat, values: usize, seed: u64, scale: f32) -> Result<Vec<u8>> {
-    let bytes = storage_bytes("random_blocks", &[values], DType::Quant(format))?;
+    let bytes = run_bytes("random_blocks", format, values)?;
     let mut raw: Vec<u8> = Tensor::rand(&[bytes], 0.0, 255.99, DType::F32, seed, &Device::Cpu)?
         .to_vec::<f32>()?
         .iter()
@@ -207,13 +237,8 @@ pub fn random_blocks(format: QuantFormat, values: usize, seed: u64, scale: f32) 
 /// [`Error::Shape`] unless `x.len()` is a multiple of [`BLOCK`]; [`Error::DType`] for the
 /// K-quants (gpukit reads them; it has no quantizer for them).
 pub fn quantize(format: QuantFormat, x: &[f32]) -> Result<Vec<u8>> {
-    if format.block_values() != BLOCK {
-        return Err(Error::dtype(
-            "quantize",
-            format!("no reference quantizer for {}", format.name()),
-        ));
-    }
-    let mut out = Vec::with_capacity(storage_bytes("quantize", &[x.len()], DType::Quant(format))?);
+    has_quantizer("quantize", format)?;
+    let mut out = Vec::with_capacity(run_bytes("quantize", format, x.len())?);
     for v in x.chunks_exact(BLOCK) {
         match format {
             QuantFormat::Q8_0 => {
@@ -256,21 +281,6 @@ pub fn quantize(format: QuantFormat, x: &[f32]) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// The block format of `t`, or an error naming `op`.
-fn format_of(op: &'static str, t: &Tensor) -> Result<QuantFormat> {
-    t.dtype().quant_format().ok_or_else(|| {
-        Error::dtype(
-            op,
-            format!(
-                "{:?} {} is not block-quantized (build one with Tensor::from_blocks or \
-                 quantize_tensor)",
-                t.shape(),
-                t.dtype()
-            ),
-        )
-    })
-}
-
 /// `out` = the values of the block-quantized tensor `q`, in `out`'s float dtype (same shape,
 /// same device; rounded once from f32). f32 output is bit for bit ggml's dequantization, on the
 /// CPU and on CUDA (one thread a value, each block's scales read as stored).
@@ -279,7 +289,7 @@ fn format_of(op: &'static str, t: &Tensor) -> Result<QuantFormat> {
 /// [`Error::DType`] unless `q` is block-quantized and `out` float; shape and device errors
 /// for the wrong `out` (a CUDA `out` must be contiguous).
 pub fn dequantize_into(q: &Tensor, out: &mut Tensor) -> Result<()> {
-    let format = format_of("dequantize", q)?;
+    let format = q.quant_format("dequantize")?;
     float_only("dequantize", out)?;
     let dev = q.device();
     check_out_blocks("dequantize", out, q.shape(), out.dtype(), &dev, &[q])?;
@@ -293,9 +303,10 @@ pub fn dequantize_into(q: &Tensor, out: &mut Tensor) -> Result<()> {
             if out.is_contiguous() && out.dtype() == DType::F32 {
                 let at = out.layout().offset();
                 let mut data = out.host_mut("dequantize")?;
-                if let HostData::F32(v) = &mut *data {
-                    return dequantize(format, blocks.bytes(), &mut v[at..at + n]);
-                }
+                let HostData::F32(v) = &mut *data else {
+                    return Err(Error::dtype("dequantize", "f32 output without f32 storage"));
+                };
+                return dequantize(format, blocks.bytes(), &mut v[at..at + n]);
             }
             let mut v = vec![0f32; n];
             dequantize(format, blocks.bytes(), &mut v)?;
@@ -327,7 +338,7 @@ pub fn dequantize_into(q: &Tensor, out: &mut Tensor) -> Result<()> {
 /// # Errors
 /// As [`dequantize_into`]; memory errors.
 pub fn dequantize_tensor(q: &Tensor, dtype: DType) -> Result<Tensor> {
-    format_of("dequantize", q)?;
+    q.quant_format("dequantize")?;
     if !dtype.is_float() {
         return Err(Error::dtype(
             "dequantize",
@@ -346,9 +357,10 @@ pub fn dequantize_tensor(q: &Tensor, dtype: DType) -> Result<Tensor> {
 ///
 /// # Errors
 /// [`Error::DType`] for a non-float `x` or a K-quant `format`; [`Error::Shape`] for a last
-/// dimension that is not whole blocks; memory and transfer errors.
+/// dimension that is not one or more whole blocks; memory and transfer errors.
 pub fn quantize_tensor(x: &Tensor, format: QuantFormat) -> Result<Tensor> {
     float_only("quantize", x)?;
+    has_quantizer("quantize", format)?;
     storage_bytes("quantize", x.shape(), DType::Quant(format))?;
     let blocks = quantize(format, &x.to_vec_f32()?)?;
     Tensor::from_blocks(&blocks, format, x.shape(), &x.device())
@@ -494,33 +506,27 @@ fn nibbles_dot(acc: &mut [f32; BLOCK], d: f32, bias: f32, qs: &[u8], xb: &[f32])
 /// [`launch::qgemv_ring`]: gpukit_kernels::registry::launch::qgemv_ring
 ///
 /// # Errors
-/// [`Error::DType`] unless `w` is block-quantized; shape (`w` not 2-D with at least one
-/// column, x not a float `[m, cols]` with m in 1..=8, or the wrong `out`) and device errors.
+/// [`Error::DType`] unless `w` is block-quantized and x float; shape (`w` not 2-D, x not
+/// `[m, cols]` with m in 1..=8, or the wrong `out`) and device errors.
 pub fn qgemv_into(x: &Tensor, w: &Tensor, out: &mut Tensor) -> Result<()> {
-    let format = format_of("qgemv", w)?;
-    let (rows, cols) = match *w.shape() {
-        [rows, cols] if cols > 0 => (rows, cols),
-        _ => {
-            return Err(Error::shape(
-                "qgemv",
-                format!(
-                    "the weights {:?} {format} must be a matrix [n, k] with k ≥ 1",
-                    w.shape()
-                ),
-            ));
-        }
-    };
-    let dev = crate::ops::same_device("qgemv", &[x, w])?;
-    let m = if x.rank() == 2 { x.shape()[0] } else { 0 };
-    if !x.dtype().is_float()
-        || x.rank() != 2
-        || x.shape()[1] != cols
-        || !(1..=launch::QGEMV_MAX_ROWS).contains(&m)
-    {
+    let format = w.quant_format("qgemv")?;
+    let &[rows, cols] = w.shape() else {
         return Err(Error::shape(
             "qgemv",
             format!(
-                "x {:?} {} must be a float [m, {cols}] with m from 1 to {}",
+                "the weights {:?} {format} must be a matrix [n, k]",
+                w.shape()
+            ),
+        ));
+    };
+    let dev = crate::ops::same_device("qgemv", &[x, w])?;
+    float_only("qgemv", x)?;
+    let m = if x.rank() == 2 { x.shape()[0] } else { 0 };
+    if x.rank() != 2 || x.shape()[1] != cols || !(1..=launch::QGEMV_MAX_ROWS).contains(&m) {
+        return Err(Error::shape(
+            "qgemv",
+            format!(
+                "x {:?} {} must be [m, {cols}] with m from 1 to {}",
                 x.shape(),
                 x.dtype(),
                 launch::QGEMV_MAX_ROWS
@@ -619,10 +625,10 @@ pub fn qgemv_into(x: &Tensor, w: &Tensor, out: &mut Tensor) -> Result<()> {
                 (true, _) => (Kernel::QGemvRows(x.dtype()), args.arg(m as u32)),
                 (false, _) => (Kernel::QGemvKRows(x.dtype()), args.arg(m as u32)),
             };
-            // SAFETY: w holds rows × cols/block_values blocks of the format (its storage and
-            // views keep whole rows of whole blocks; blocks start at 4-byte aligned addresses,
-            // checked above, as the kernel's 2-byte loads need), x holds m rows of cols values
-            // (vector loads only when aligned), out m rows of rows values; m ≤ QGEMV_MAX_ROWS.
+            // SAFETY: w holds rows × cols/block_values blocks of the format, contiguous (as every
+            // quantized tensor and view is), from a 4-byte aligned address (checked above, as
+            // the kernel's 2-byte loads need), x holds m rows of cols values (vector loads only
+            // when aligned), out m rows of rows values; m ≤ QGEMV_MAX_ROWS.
             unsafe { c.launch(kernel, &launch::threads(rows * 32)?, &args) }
         }
     }

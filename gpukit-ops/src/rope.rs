@@ -300,11 +300,12 @@ pub fn rope_inplace(
     let dev = same_device("rope", &[x, positions, inv_freq])?;
     Error::expect_dtype("rope positions", positions.dtype(), DType::I32)?;
     Error::expect_dtype("rope inv_freq", inv_freq.dtype(), DType::F32)?;
-    if !x.dtype().is_float() || x.rank() != 3 {
+    crate::ops::float_only("rope", x)?;
+    if x.rank() != 3 {
         return Err(Error::shape(
             "rope",
             format!(
-                "x must be a float [tokens, heads, head_dim] tensor, got {:?} {}",
+                "x must be a [tokens, heads, head_dim] tensor, got {:?} {}",
                 x.shape(),
                 x.dtype()
             ),

@@ -386,11 +386,12 @@ pub fn sample_tokens_into(
     let mut operands = vec![logits, step];
     operands.extend(recent);
     let dev = same_device("sampling", &operands)?;
-    if logits.rank() != 2 || !logits.dtype().is_float() || logits.shape()[1] == 0 {
+    crate::ops::float_only("sampling", logits)?;
+    if logits.rank() != 2 || logits.shape()[1] == 0 {
         return Err(Error::shape(
             "sampling",
             format!(
-                "logits {:?} {} must be a float [rows, vocab] with vocab ≥ 1",
+                "logits {:?} {} must be [rows, vocab] with vocab ≥ 1",
                 logits.shape(),
                 logits.dtype()
             ),

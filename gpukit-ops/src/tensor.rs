@@ -25,12 +25,13 @@ pub(crate) enum Storage {
 /// `broadcast_to`) share storage; `contiguous` copies only when needed.
 ///
 /// A tensor of a block-quantized dtype ([`DType::Quant`], built with [`Tensor::from_blocks`])
-/// keeps its values as GGML blocks along the last dimension, on the host or the device. Its
-/// views must keep whole rows of whole blocks (contiguous, the last dimension and the offset
-/// whole blocks: `narrow` along rows, `reshape`, `unsqueeze` before the last dimension). Its
-/// values are read by [`crate::quant::dequantize_tensor`] (and [`crate::ops::to_dtype`]),
-/// [`crate::quant::qgemv_into`], [`Tensor::to_vec_f32`] and [`Tensor::to_vec_f64`]; every
-/// other op refuses it with [`Error::DType`].
+/// keeps its values as GGML blocks along the last dimension (at least one block long), on the
+/// host or the device. Its views must be contiguous and keep whole blocks (the offset and the
+/// last dimension whole blocks: `narrow` along rows, `reshape`, `unsqueeze` before the last
+/// dimension). Its values are read by [`crate::quant::dequantize_into`] and
+/// [`crate::quant::dequantize_tensor`] (and [`crate::ops::cast_into`] /
+/// [`crate::ops::to_dtype`] from it), [`crate::quant::qgemv_into`], [`Tensor::to_vec_f32`] and
+/// [`Tensor::to_vec_f64`]; every other op refuses it with [`Error::DType`].
 #[derive(Clone)]
 pub struct Tensor {
     pub(crate) storage: Storage,
@@ -92,10 +93,10 @@ impl Tensor {
     ///
     /// # Errors
     /// [`Error::Shape`] for a shape of too many elements (or bytes), or, for a block-quantized
-    /// dtype, a last dimension that is not whole blocks; memory errors.
+    /// dtype, a last dimension that is not a positive whole number of blocks; memory errors.
     pub fn empty(shape: &[usize], dtype: DType, device: &Device) -> Result<Tensor> {
-        let n = checked_numel("empty", shape)?;
         let bytes = storage_bytes("empty", shape, dtype)?;
+        let n = shape.iter().product();
         let storage = match device {
             Device::Cpu => Storage::Cpu(Arc::new(RwLock::new(HostData::zeros(dtype, n)?))),
             Device::Cuda(c) => Storage::Cuda(Arc::new(c.alloc(bytes)?), c.clone()),
@@ -178,8 +179,8 @@ impl Tensor {
     /// blocks (how GGUF stores a tensor; a linear layer's weight is `[out, in]`), on `device`.
     ///
     /// # Errors
-    /// [`Error::Shape`] unless the last dimension is whole blocks and `blocks` holds exactly
-    /// the shape's blocks; memory errors.
+    /// [`Error::Shape`] unless the last dimension is one or more whole blocks and `blocks`
+    /// holds exactly the shape's blocks; memory errors.
     pub fn from_blocks(
         blocks: &[u8],
         format: gpukit_kernels::QuantFormat,
@@ -211,12 +212,7 @@ impl Tensor {
     /// # Errors
     /// [`Error::DType`] for a tensor of an element dtype.
     pub fn blocks(&self) -> Result<Tensor> {
-        if !self.dtype.is_quantized() {
-            return Err(Error::dtype(
-                "blocks",
-                format!("{:?} {} is not block-quantized", self.shape(), self.dtype),
-            ));
-        }
+        self.quant_format("blocks")?;
         let (start, len) = self.byte_range();
         Ok(Tensor {
             storage: self.storage.clone(),
@@ -269,21 +265,22 @@ impl Tensor {
     }
 
     /// A view of this storage through `layout` (made by `op`); a block-quantized tensor's
-    /// views must keep whole rows of whole blocks.
+    /// views must be contiguous and keep whole blocks.
     fn with_layout(&self, op: &'static str, layout: Layout) -> Result<Tensor> {
         let bv = self.dtype.block_values();
         if bv > 1 {
             let last = layout.shape().last().copied().unwrap_or(0);
             if !layout.is_contiguous()
+                || last == 0
                 || !last.is_multiple_of(bv)
                 || !layout.offset().is_multiple_of(bv)
             {
                 return Err(Error::shape(
                     op,
                     format!(
-                        "a view {:?} of a {:?} {} tensor would split its {bv}-value blocks or \
-                         their rows (views of block-quantized tensors keep whole rows of whole \
-                         blocks)",
+                        "a view {:?} of a {:?} {} tensor would split its {bv}-value blocks \
+                         (views of block-quantized tensors are contiguous, their last \
+                         dimension one or more whole blocks)",
                         layout.shape(),
                         self.shape(),
                         self.dtype
@@ -339,6 +336,24 @@ impl Tensor {
         }
     }
 
+    /// The block format of a block-quantized tensor, for `op`.
+    ///
+    /// # Errors
+    /// [`Error::DType`] for an element dtype.
+    pub(crate) fn quant_format(&self, op: &'static str) -> Result<gpukit_kernels::QuantFormat> {
+        self.dtype.quant_format().ok_or_else(|| {
+            Error::dtype(
+                op,
+                format!(
+                    "{:?} {} is not block-quantized (build one with Tensor::from_blocks or \
+                     quant::quantize_tensor)",
+                    self.shape(),
+                    self.dtype
+                ),
+            )
+        })
+    }
+
     /// Refuses a block-quantized tensor in an op that reads or writes elements.
     pub(crate) fn elements_only(&self, op: &'static str) -> Result<()> {
         if self.dtype.is_quantized() {
@@ -355,8 +370,8 @@ impl Tensor {
         Ok(())
     }
 
-    /// The bytes of storage this (contiguous, for a block-quantized dtype) view covers:
-    /// `(first byte, byte count)`.
+    /// `(first byte, bytes of the view's elements)`: for a contiguous view (as every
+    /// block-quantized one is), the storage it covers.
     pub(crate) fn byte_range(&self) -> (usize, usize) {
         (
             units_bytes(self.dtype, self.layout.offset()),
@@ -370,12 +385,7 @@ impl Tensor {
     /// [`Error::DType`] for an element dtype; [`Error::Shape`] for a CUDA tensor or bytes
     /// past the storage (a bug).
     pub(crate) fn host_blocks(&self, op: &'static str) -> Result<HostBlocks<'_>> {
-        if !self.dtype.is_quantized() {
-            return Err(Error::dtype(
-                op,
-                format!("{:?} {} is not block-quantized", self.shape(), self.dtype),
-            ));
-        }
+        self.quant_format(op)?;
         let data = self
             .host_raw()
             .ok_or_else(|| Error::shape(op, "expected host blocks"))?;
@@ -533,9 +543,10 @@ impl Tensor {
                 } else {
                     let src = self.contiguous()?;
                     let (start, len) = src.byte_range();
-                    src.host_raw()
-                        .map(|d| d.as_bytes()[start..start + len].to_vec())
-                        .unwrap_or_default()
+                    let data = src
+                        .host_raw()
+                        .ok_or_else(|| Error::shape("to_device", "expected host storage"))?;
+                    data.as_bytes()[start..start + len].to_vec()
                 };
                 let buf = if bytes.is_empty() {
                     c.alloc(1)?
@@ -604,15 +615,16 @@ fn units_bytes(dtype: DType, n: usize) -> usize {
 ///
 /// # Errors
 /// [`Error::Shape`] for too many bytes, or for a block-quantized dtype a shape whose last
-/// dimension is not whole blocks (or a 0-d shape).
+/// dimension is not a positive whole number of blocks (or a 0-d shape).
 pub(crate) fn storage_bytes(op: &'static str, shape: &[usize], dtype: DType) -> Result<usize> {
     let n = checked_numel(op, shape)?;
     let bv = dtype.block_values();
-    if bv > 1 && !shape.last().is_some_and(|l| l.is_multiple_of(bv)) {
+    if bv > 1 && !shape.last().is_some_and(|&l| l > 0 && l.is_multiple_of(bv)) {
         return Err(Error::shape(
             op,
             format!(
-                "a {dtype} tensor's last dimension must be whole {bv}-value blocks, got {shape:?}"
+                "a {dtype} tensor's last dimension must be one or more whole {bv}-value blocks, \
+                 got {shape:?}"
             ),
         ));
     }

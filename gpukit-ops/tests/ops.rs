@@ -2292,6 +2292,49 @@ op_test!(quantized_tensors, |dev: &Device| {
                 "{what} on {f}: {r:?}"
             );
         }
+        // Allocating forms refuse before they allocate, whatever the output's shape (a [3, 32]
+        // tensor's sums are [3], not whole blocks); so do the in-place and sampling ops.
+        let q3 = q.narrow(0, 0, 3).unwrap().narrow(1, 0, 32);
+        assert!(
+            q3.is_err(),
+            "a narrow inside a row of several rows is not contiguous"
+        );
+        let q3 = Tensor::from_blocks(&bytes[..3 * bytes.len() / n / 8], f, &[3, 32], dev).unwrap();
+        let mut q3r = q3.reshape(&[1, 3, 32]).unwrap();
+        let positions = Tensor::from_slice(&[0i32], &[1], dev).unwrap();
+        let inv_freq = Tensor::ones(&[16], DType::F32, dev).unwrap();
+        let results = [
+            ("sum [3]", ops::sum(&q3, 1).map(|_| ())),
+            (
+                "reduce_all",
+                ops::reduce_all(ReduceOp::Max, &q3).map(|_| ()),
+            ),
+            ("argmax_all", ops::argmax_all(&q3).map(|_| ())),
+            (
+                "rope",
+                gpukit_ops::rope::rope_inplace(
+                    &mut q3r,
+                    &positions,
+                    &inv_freq,
+                    1.0,
+                    gpukit_ops::rope::RopeLayout::RotateHalf,
+                ),
+            ),
+            (
+                "qgemv with quantized x",
+                qgemv_into(
+                    &q.narrow(0, 0, 2).unwrap(),
+                    &q,
+                    &mut poisoned(&[2, n], DType::F32, dev),
+                ),
+            ),
+        ];
+        for (what, r) in results {
+            assert!(
+                matches!(r, Err(gpukit_ops::Error::DType { .. })),
+                "{what} on {f}: {r:?}"
+            );
+        }
         // The GEMV takes only a block-quantized matrix.
         let mut o = poisoned(&[2, n], DType::BF16, dev);
         let dense = Tensor::rand(&[n, k], -1.0, 1.0, DType::BF16, s, dev).unwrap();
@@ -3401,12 +3444,16 @@ op_test!(
             );
         }
         rope_kv_append(&qkv, &mut q_out, &mut cache, &bposition, rope, None).unwrap();
-        // A quantized matrix needs columns; a cache's positions fit an i32 (refused before any
-        // allocation).
-        let none = Tensor::from_blocks(&[], QuantFormat::Q8_0, &[4, 0], dev).unwrap();
-        let x0 = Tensor::zeros(&[1, 0], DType::F32, dev).unwrap();
-        let mut y0 = Tensor::zeros(&[1, 4], DType::F32, dev).unwrap();
-        assert!(qgemv_into(&x0, &none, &mut y0).is_err());
+        // A quantized tensor's rows hold at least one block (no zero-column quantized matrix
+        // reaches the GEMV); a cache's positions fit an i32 (refused before any allocation).
+        let q8 = gpukit_ops::DType::Quant(QuantFormat::Q8_0);
+        assert!(Tensor::from_blocks(&[], QuantFormat::Q8_0, &[4, 0], dev).is_err());
+        assert!(Tensor::empty(&[4, 0], q8, dev).is_err());
+        assert!(Tensor::empty(&[0], q8, dev).is_err());
+        let rows0 = Tensor::from_blocks(&[], QuantFormat::Q8_0, &[0, 32], dev).unwrap();
+        let x0 = Tensor::zeros(&[1, 32], DType::F32, dev).unwrap();
+        let mut y0 = Tensor::zeros(&[1, 0], DType::F32, dev).unwrap();
+        qgemv_into(&x0, &rows0, &mut y0).unwrap();
         let r = KvCache::new(
             1,
             i32::MAX as usize + 1,

@@ -5,7 +5,7 @@ use gpukit_kernels::ops::{BinaryOp, ScalarOp, UnaryOp};
 use gpukit_kernels::registry::launch;
 use gpukit_kernels::{DType, Kernel};
 
-use super::{check_out, cuda, dptr, float_only, same_device, same_dtype, strided};
+use super::{check_out, cuda, dptr, float_only, new_output, same_device, same_dtype, strided};
 use crate::device::Device;
 use crate::layout::broadcast_shapes;
 use crate::tensor::Tensor;
@@ -119,7 +119,7 @@ pub fn binary_into(op: BinaryOp, a: &Tensor, b: &Tensor, out: &mut Tensor) -> Re
 /// As [`binary_into`].
 pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let shape = broadcast_shapes("binary", a.shape(), b.shape())?;
-    let mut out = Tensor::empty(&shape, a.dtype(), &same_device("binary", &[a, b])?)?;
+    let mut out = new_output("binary", &shape, a, &same_device("binary", &[a, b])?)?;
     binary_into(op, a, b, &mut out)?;
     Ok(out)
 }
@@ -190,7 +190,7 @@ pub fn unary_into(op: UnaryOp, x: &Tensor, out: &mut Tensor) -> Result<()> {
 /// # Errors
 /// As [`unary_into`].
 pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
-    let mut out = Tensor::empty(x.shape(), x.dtype(), &x.device())?;
+    let mut out = new_output("unary", x.shape(), x, &x.device())?;
     unary_into(op, x, &mut out)?;
     Ok(out)
 }
@@ -264,7 +264,7 @@ pub fn scalar_into(op: ScalarOp, x: &Tensor, s: f32, out: &mut Tensor) -> Result
 /// # Errors
 /// As [`scalar_into`].
 pub fn scalar(op: ScalarOp, x: &Tensor, s: f32) -> Result<Tensor> {
-    let mut out = Tensor::empty(x.shape(), x.dtype(), &x.device())?;
+    let mut out = new_output("scalar", x.shape(), x, &x.device())?;
     scalar_into(op, x, s, &mut out)?;
     Ok(out)
 }
@@ -308,7 +308,7 @@ pub fn clamp_into(x: &Tensor, lo: f32, hi: f32, out: &mut Tensor) -> Result<()> 
 /// # Errors
 /// As [`scalar_into`].
 pub fn clamp(x: &Tensor, lo: f32, hi: f32) -> Result<Tensor> {
-    let mut out = Tensor::empty(x.shape(), x.dtype(), &x.device())?;
+    let mut out = new_output("clamp", x.shape(), x, &x.device())?;
     clamp_into(x, lo, hi, &mut out)?;
     Ok(out)
 }
@@ -361,7 +361,7 @@ pub fn where_into(cond: &Tensor, a: &Tensor, b: &Tensor, out: &mut Tensor) -> Re
 pub fn where_cond(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let shape = broadcast_shapes("where", cond.shape(), a.shape())?;
     let shape = broadcast_shapes("where", &shape, b.shape())?;
-    let mut out = Tensor::empty(&shape, a.dtype(), &same_device("where", &[cond, a, b])?)?;
+    let mut out = new_output("where", &shape, a, &same_device("where", &[cond, a, b])?)?;
     where_into(cond, a, b, &mut out)?;
     Ok(out)
 }
@@ -426,7 +426,7 @@ pub fn copy_into(x: &Tensor, out: &mut Tensor) -> Result<()> {
 /// # Errors
 /// Memory errors.
 pub fn copy(x: &Tensor) -> Result<Tensor> {
-    let mut out = Tensor::empty(x.shape(), x.dtype(), &x.device())?;
+    let mut out = new_output("copy", x.shape(), x, &x.device())?;
     copy_into(x, &mut out)?;
     Ok(out)
 }

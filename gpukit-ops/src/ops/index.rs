@@ -4,7 +4,7 @@ use gpukit_driver::KernelArgs;
 use gpukit_kernels::registry::launch;
 use gpukit_kernels::{DType, Kernel};
 
-use super::{check_out, copy_into, dptr, same_device, u32_dim};
+use super::{check_out, copy_into, dptr, new_output, same_device, u32_dim};
 use crate::device::Device;
 use crate::tensor::Tensor;
 use crate::{Error, Result};
@@ -106,7 +106,7 @@ pub fn index_select_into(x: &Tensor, axis: usize, ids: &Tensor, out: &mut Tensor
 /// As [`index_select_into`].
 pub fn index_select(x: &Tensor, axis: usize, ids: &Tensor) -> Result<Tensor> {
     let n = ids.shape().first().copied().unwrap_or(0);
-    let mut out = Tensor::empty(&select_shape(x, axis, n)?, x.dtype(), &x.device())?;
+    let mut out = new_output("index_select", &select_shape(x, axis, n)?, x, &x.device())?;
     index_select_into(x, axis, ids, &mut out)?;
     Ok(out)
 }
@@ -206,7 +206,7 @@ pub fn gather_into(x: &Tensor, axis: usize, index: &Tensor, out: &mut Tensor) ->
 /// # Errors
 /// As [`gather_into`].
 pub fn gather(x: &Tensor, axis: usize, index: &Tensor) -> Result<Tensor> {
-    let mut out = Tensor::empty(index.shape(), x.dtype(), &x.device())?;
+    let mut out = new_output("gather", index.shape(), x, &x.device())?;
     gather_into(x, axis, index, &mut out)?;
     Ok(out)
 }
@@ -273,9 +273,10 @@ pub fn concat(tensors: &[&Tensor], axis: usize) -> Result<Tensor> {
     let first = tensors
         .first()
         .ok_or_else(|| Error::shape("concat", "no tensors to concatenate"))?;
-    let mut out = Tensor::empty(
+    let mut out = new_output(
+        "concat",
         &concat_shape(tensors, axis)?,
-        first.dtype(),
+        first,
         &first.device(),
     )?;
     concat_into(tensors, axis, &mut out)?;

@@ -9,7 +9,9 @@ use gpukit_driver::KernelArgs;
 use gpukit_kernels::registry::launch;
 use gpukit_kernels::{BLayout, DType, Epilogue, F32Precision, GemmShape, Kernel};
 
-use super::{check_out, dptr, float_only, need_contiguous, same_device, u32_dim, write_host};
+use super::{
+    check_out, dptr, float_only, need_contiguous, new_output, same_device, u32_dim, write_host,
+};
 use crate::device::Device;
 use crate::tensor::Tensor;
 use crate::{Error, Result};
@@ -210,7 +212,7 @@ pub fn matmul_into(a: &Tensor, b: &Tensor, out: &mut Tensor) -> Result<()> {
 /// As [`matmul_into_with`].
 pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let d = matmul_dims(a, b)?;
-    let mut out = Tensor::empty(&d.out, a.dtype(), &same_device("matmul", &[a, b])?)?;
+    let mut out = new_output("matmul", &d.out, a, &same_device("matmul", &[a, b])?)?;
     matmul_into(a, b, &mut out)?;
     Ok(out)
 }
@@ -434,7 +436,7 @@ pub fn linear_into(
 /// As [`linear_into`].
 pub fn linear(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, act: Activation) -> Result<Tensor> {
     let (shape, ..) = linear_shape(x, w, bias)?;
-    let mut out = Tensor::empty(&shape, x.dtype(), &x.device())?;
+    let mut out = new_output("linear", &shape, x, &x.device())?;
     linear_into(x, w, bias, act, &mut out)?;
     Ok(out)
 }

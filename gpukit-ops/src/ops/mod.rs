@@ -117,6 +117,18 @@ pub(crate) fn check_out_blocks(
     Ok(())
 }
 
+/// A new output of `shape` in `like`'s dtype on `device`, for `op`'s allocating form; a
+/// block-quantized `like` is refused (as its `_into` form would) before anything is allocated.
+pub(crate) fn new_output(
+    op: &'static str,
+    shape: &[usize],
+    like: &Tensor,
+    device: &Device,
+) -> Result<Tensor> {
+    like.elements_only(op)?;
+    Tensor::empty(shape, like.dtype(), device)
+}
+
 /// Checks that a tensor is contiguous (ops that need it say so).
 pub(crate) fn need_contiguous(op: &'static str, t: &Tensor, what: &str) -> Result<()> {
     if t.is_contiguous() {
@@ -157,7 +169,7 @@ pub(crate) fn float_only(op: &'static str, t: &Tensor) -> Result<()> {
     } else {
         Err(Error::dtype(
             op,
-            format!("needs a float tensor, got {}", t.dtype()),
+            format!("needs a float tensor, got {:?} {}", t.shape(), t.dtype()),
         ))
     }
 }

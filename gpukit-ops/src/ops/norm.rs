@@ -4,7 +4,9 @@ use gpukit_driver::KernelArgs;
 use gpukit_kernels::Kernel;
 use gpukit_kernels::registry::launch;
 
-use super::{check_out, dptr, host_values, need_contiguous, same_device, u32_dim, write_host};
+use super::{
+    check_out, dptr, host_values, need_contiguous, new_output, same_device, u32_dim, write_host,
+};
 use crate::device::Device;
 use crate::tensor::Tensor;
 use crate::{Error, Result};
@@ -89,7 +91,7 @@ pub fn rms_norm_into(x: &Tensor, w: &Tensor, eps: f32, out: &mut Tensor) -> Resu
 /// # Errors
 /// As [`rms_norm_into`].
 pub fn rms_norm(x: &Tensor, w: &Tensor, eps: f32) -> Result<Tensor> {
-    let mut out = Tensor::empty(x.shape(), x.dtype(), &x.device())?;
+    let mut out = new_output("rms_norm", x.shape(), x, &x.device())?;
     rms_norm_into(x, w, eps, &mut out)?;
     Ok(out)
 }
@@ -190,8 +192,8 @@ pub fn add_rms_norm(
     w: &Tensor,
     eps: f32,
 ) -> Result<(Tensor, Tensor)> {
-    let mut out = Tensor::empty(x.shape(), x.dtype(), &x.device())?;
-    let mut res = Tensor::empty(x.shape(), x.dtype(), &x.device())?;
+    let mut out = new_output("add_rms_norm", x.shape(), x, &x.device())?;
+    let mut res = new_output("add_rms_norm", x.shape(), x, &x.device())?;
     add_rms_norm_into(x, residual, w, eps, &mut out, &mut res)?;
     Ok((out, res))
 }
@@ -263,7 +265,7 @@ pub fn layer_norm_into(
 /// # Errors
 /// As [`layer_norm_into`].
 pub fn layer_norm(x: &Tensor, w: &Tensor, b: Option<&Tensor>, eps: f32) -> Result<Tensor> {
-    let mut out = Tensor::empty(x.shape(), x.dtype(), &x.device())?;
+    let mut out = new_output("layer_norm", x.shape(), x, &x.device())?;
     layer_norm_into(x, w, b, eps, &mut out)?;
     Ok(out)
 }

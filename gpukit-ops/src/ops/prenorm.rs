@@ -26,11 +26,11 @@ use crate::{Error, Result};
 /// sizes up to 16384 in f16/bf16, 8192 in f32.
 pub const PRE_NORM_MAX_ROW_BYTES: usize = 32 << 10;
 
-/// Whether the CUDA pre-norm kernels take a row of `k` elements of `dtype`: a multiple of 16
-/// bytes, at most [`PRE_NORM_MAX_ROW_BYTES`] (the CPU takes any row).
+/// Whether the CUDA pre-norm kernels take a row of `k` elements of float `dtype`: a multiple of
+/// 16 bytes, at most [`PRE_NORM_MAX_ROW_BYTES`] (the CPU takes any row; no other dtype fits).
 pub fn pre_norm_row_fits(k: usize, dtype: DType) -> bool {
-    let bytes = k * dtype.size_in_bytes();
-    bytes.is_multiple_of(16) && bytes <= PRE_NORM_MAX_ROW_BYTES
+    let bytes = k.saturating_mul(dtype.size_in_bytes());
+    dtype.is_float() && bytes.is_multiple_of(16) && bytes <= PRE_NORM_MAX_ROW_BYTES
 }
 
 /// The RMSNorm in front of a pre-norm projection (Zhang & Sennrich 2019, "Root Mean Square

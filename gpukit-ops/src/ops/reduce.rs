@@ -9,7 +9,7 @@ use gpukit_kernels::ops::ReduceOp;
 use gpukit_kernels::registry::launch;
 use gpukit_kernels::{DType, Kernel};
 
-use super::{check_out, float_only, host_values, need_contiguous, u32_dim, write_host};
+use super::{check_out, float_only, host_values, need_contiguous, new_output, u32_dim, write_host};
 use crate::device::Device;
 use crate::tensor::Tensor;
 use crate::{Error, Result};
@@ -115,7 +115,7 @@ pub fn reduce_into(op: ReduceOp, x: &Tensor, axis: usize, out: &mut Tensor) -> R
 /// As [`reduce_into`].
 pub fn reduce(op: ReduceOp, x: &Tensor, axis: usize) -> Result<Tensor> {
     split("reduce", x.shape(), axis)?;
-    let mut out = Tensor::empty(&reduced_shape(x.shape(), axis), x.dtype(), &x.device())?;
+    let mut out = new_output("reduce", &reduced_shape(x.shape(), axis), x, &x.device())?;
     reduce_into(op, x, axis, &mut out)?;
     Ok(out)
 }
@@ -176,7 +176,7 @@ pub fn reduce_all_into(op: ReduceOp, x: &Tensor, out: &mut Tensor) -> Result<()>
 /// # Errors
 /// As [`reduce_all_into`].
 pub fn reduce_all(op: ReduceOp, x: &Tensor) -> Result<Tensor> {
-    let mut out = Tensor::empty(&[], x.dtype(), &x.device())?;
+    let mut out = new_output("reduce", &[], x, &x.device())?;
     reduce_all_into(op, x, &mut out)?;
     Ok(out)
 }
@@ -348,7 +348,7 @@ pub fn softmax_into(x: &Tensor, axis: usize, log: bool, out: &mut Tensor) -> Res
 /// # Errors
 /// As [`softmax_into`].
 pub fn softmax(x: &Tensor, axis: usize) -> Result<Tensor> {
-    let mut out = Tensor::empty(x.shape(), x.dtype(), &x.device())?;
+    let mut out = new_output("softmax", x.shape(), x, &x.device())?;
     softmax_into(x, axis, false, &mut out)?;
     Ok(out)
 }
@@ -358,7 +358,7 @@ pub fn softmax(x: &Tensor, axis: usize) -> Result<Tensor> {
 /// # Errors
 /// As [`softmax_into`].
 pub fn log_softmax(x: &Tensor, axis: usize) -> Result<Tensor> {
-    let mut out = Tensor::empty(x.shape(), x.dtype(), &x.device())?;
+    let mut out = new_output("softmax", x.shape(), x, &x.device())?;
     softmax_into(x, axis, true, &mut out)?;
     Ok(out)
 }
@@ -379,7 +379,7 @@ pub fn softmax_all_into(x: &Tensor, log: bool, out: &mut Tensor) -> Result<()> {
 /// # Errors
 /// As [`softmax_all_into`].
 pub fn softmax_all(x: &Tensor) -> Result<Tensor> {
-    let mut out = Tensor::empty(x.shape(), x.dtype(), &x.device())?;
+    let mut out = new_output("softmax", x.shape(), x, &x.device())?;
     softmax_all_into(x, false, &mut out)?;
     Ok(out)
 }
@@ -389,7 +389,7 @@ pub fn softmax_all(x: &Tensor) -> Result<Tensor> {
 /// # Errors
 /// As [`softmax_all_into`].
 pub fn log_softmax_all(x: &Tensor) -> Result<Tensor> {
-    let mut out = Tensor::empty(x.shape(), x.dtype(), &x.device())?;
+    let mut out = new_output("softmax", x.shape(), x, &x.device())?;
     softmax_all_into(x, true, &mut out)?;
     Ok(out)
 }
