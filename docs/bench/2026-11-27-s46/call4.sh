@@ -2,6 +2,7 @@
 # Session 46, call 4 (H100): the final bundle, after a reviewer's findings (allocating forms
 # refuse a quantized operand before allocating; a quantized tensor's last dimension holds at
 # least one block) — every op test, the determinism tests, the GGUF-model and HF-directory
+# tests, memcheck on the quantized tests.
 set -u
 . docs/bench/device-calls.sh
 call_start
