@@ -163,6 +163,9 @@ now_probe_setup() {
 #                                  (portable: the transformer one again on the portable
 #                                  attention kernels), then memcheck (and racecheck) on the
 #                                  quantized-GEMV tests
+#   product_tests [racecheck]      (session 46) every op test, the determinism, GGUF-model and
+#                                  HF-directory tests, then memcheck (and racecheck) on the
+#                                  quantized tests
 ab_bench() {
   local rounds=$1 deadline=$2 filter=$3 pattern=$4 limit=$5 tag=$6 r x
   for r in $(seq "$rounds"); do
@@ -199,6 +202,17 @@ quant_tests() {
     GPUKIT_SDPA_PORTABLE=1 run_test determinism-portable $b/tests/gpukit_ops__determinism transformer ;;
   esac
   sanitize memcheck $((SECONDS + 200)) $b/tests/gpukit_ops__ops quant
+  case " $* " in *" racecheck "*)
+    sanitize racecheck $((SECONDS + 150)) $b/tests/gpukit_ops__ops quant ;;
+  esac
+}
+
+product_tests() {
+  run_test ops $b/tests/gpukit_ops__ops
+  run_test determinism $b/tests/gpukit_ops__determinism
+  run_test gguf_model $b/tests/gpukit_llm__gguf_model
+  run_test hf_dir $b/tests/gpukit_llm__hf_dir
+  sanitize memcheck $((SECONDS + 120)) $b/tests/gpukit_ops__ops quant
   case " $* " in *" racecheck "*)
     sanitize racecheck $((SECONDS + 150)) $b/tests/gpukit_ops__ops quant ;;
   esac
