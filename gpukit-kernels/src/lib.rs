@@ -11,7 +11,8 @@
 //! - [`GemmProvider`]: cuBLASLt GEMM (f32 at full precision unless TF32 is asked for, f16,
 //!   bf16; bias and ReLU/GELU epilogues; strided batches) with a workspace per lane and plans
 //!   cached per shape.
-//! - [`DType`] (element types and the GGML block formats, [`QuantFormat`]), the op codes the kernels take ([`ops`]) and [`StridedIndex`].
+//! - [`DType`] (element types and the GGML block formats, [`QuantFormat`]), the op codes the
+//!   kernels take ([`ops`]) and [`StridedIndex`].
 
 mod args;
 mod dtype;

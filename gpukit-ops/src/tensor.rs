@@ -269,18 +269,15 @@ impl Tensor {
     fn with_layout(&self, op: &'static str, layout: Layout) -> Result<Tensor> {
         let bv = self.dtype.block_values();
         if bv > 1 {
-            let last = layout.shape().last().copied().unwrap_or(0);
-            if !layout.is_contiguous()
-                || last == 0
-                || !last.is_multiple_of(bv)
-                || !layout.offset().is_multiple_of(bv)
-            {
+            // The shape as any quantized tensor's, then whole blocks in place.
+            storage_bytes(op, layout.shape(), self.dtype)?;
+            if !layout.is_contiguous() || !layout.offset().is_multiple_of(bv) {
                 return Err(Error::shape(
                     op,
                     format!(
                         "a view {:?} of a {:?} {} tensor would split its {bv}-value blocks \
-                         (views of block-quantized tensors are contiguous, their last \
-                         dimension one or more whole blocks)",
+                         (views of block-quantized tensors are contiguous and start at a \
+                         block)",
                         layout.shape(),
                         self.shape(),
                         self.dtype
