@@ -8,7 +8,7 @@ use gpukit_driver::{
 };
 
 use crate::targets::{TARGETS, compile_options};
-use crate::{DType, Error, Result};
+use crate::{DType, Error, QuantFormat, Result};
 
 include!(concat!(env!("OUT_DIR"), "/prebuilt.rs"));
 
@@ -88,27 +88,41 @@ impl KernelModule {
 /// Headers the sources include, embedded for run-time compilation.
 const HEADERS: &[(&str, &str)] = &[("common.cuh", include_str!("../cuda/common.cuh"))];
 
-/// The block formats [`Kernel::QGemvRing`] streams (GGML's definitions).
+/// The block formats [`Kernel::QGemvRing`] streams: the subset of [`QuantFormat`] it has
+/// entry points for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RingFormat {
-    /// 32 values in an 18-byte block (f16 scale, 16 bytes of nibbles offset by 8).
+    /// [`QuantFormat::Q4_0`].
     Q4_0,
-    /// 256 values in a 144-byte super-block (f16 scale and minimum, 12 bytes of 6-bit
-    /// sub-block scales and minimums, 128 bytes of nibbles).
+    /// [`QuantFormat::Q4K`].
     Q4K,
-    /// 256 values in a 176-byte super-block (Q4_K's, with 32 bytes of fifth bits before the
-    /// nibbles).
+    /// [`QuantFormat::Q5K`].
     Q5K,
 }
 
 impl RingFormat {
-    /// Bytes and values of the unit the ring's chunks count (a block or a super-block).
-    pub fn unit(self) -> (usize, usize) {
-        match self {
-            RingFormat::Q4_0 => (18, 32),
-            RingFormat::Q4K => (144, 256),
-            RingFormat::Q5K => (176, 256),
+    /// The ring's format for `format`, or `None` for a format it does not stream.
+    pub const fn of(format: QuantFormat) -> Option<RingFormat> {
+        match format {
+            QuantFormat::Q4_0 => Some(RingFormat::Q4_0),
+            QuantFormat::Q4K => Some(RingFormat::Q4K),
+            QuantFormat::Q5K => Some(RingFormat::Q5K),
+            QuantFormat::Q8_0 | QuantFormat::Q4_1 | QuantFormat::Q6K => None,
         }
+    }
+
+    /// The block format.
+    pub const fn format(self) -> QuantFormat {
+        match self {
+            RingFormat::Q4_0 => QuantFormat::Q4_0,
+            RingFormat::Q4K => QuantFormat::Q4K,
+            RingFormat::Q5K => QuantFormat::Q5K,
+        }
+    }
+
+    /// Bytes and values of the unit the ring's chunks count (a block or a super-block).
+    pub const fn unit(self) -> (usize, usize) {
+        (self.format().block_bytes(), self.format().block_values())
     }
 }
 
@@ -1574,6 +1588,21 @@ mod tests {
                 .is_none()
         );
         assert!(launch::gemv(8, usize::MAX, 2).is_ok());
+    }
+
+    #[test]
+    fn ring_formats_are_the_block_formats_with_ring_entry_points() {
+        let ring: Vec<_> = QuantFormat::ALL
+            .into_iter()
+            .filter_map(RingFormat::of)
+            .collect();
+        assert_eq!(ring, [RingFormat::Q4_0, RingFormat::Q4K, RingFormat::Q5K]);
+        for r in ring {
+            assert_eq!(RingFormat::of(r.format()), Some(r));
+        }
+        assert_eq!(RingFormat::Q4_0.unit(), (18, 32));
+        assert_eq!(RingFormat::Q4K.unit(), (144, 256));
+        assert_eq!(RingFormat::Q5K.unit(), (176, 256));
     }
 
     #[test]

@@ -24,23 +24,24 @@
 //! fused), so it is reproducible bit for bit on any machine and by the CUDA kernels; the
 //! K-quants are checked against gguf-py (llama.cpp's Python package) on fixed blocks.
 
+use gpukit_driver::KernelArgs;
+use gpukit_kernels::{Kernel, RingFormat, registry::launch};
 use half::f16;
 use rayon::prelude::*;
 
-use crate::{Error, Result};
+use crate::ops::{
+    check_out_blocks, dptr, dptr_blocks, float_only, need_contiguous, u32_dim, write_host,
+};
+use crate::tensor::storage_bytes;
+use crate::{DType, Device, Error, HostData, Result, Tensor};
+
+pub use gpukit_kernels::QuantFormat;
 
 /// Values per block of Q8_0, Q4_0 and Q4_1.
 pub const BLOCK: usize = QuantFormat::Q8_0.block_values();
 
 /// Values per super-block of the K-quants.
 pub const QK_K: usize = QuantFormat::Q4K.block_values();
-
-pub use gpukit_kernels::QuantFormat;
-
-use crate::ops::{
-    check_out_blocks, dptr, dptr_blocks, float_only, need_contiguous, u32_dim, write_host,
-};
-use crate::tensor::storage_bytes;
 
 /// Bytes of `n` values of `format` in a flat run of blocks, for `op`.
 ///
@@ -71,9 +72,6 @@ fn has_quantizer(op: &'static str, format: QuantFormat) -> Result<()> {
         ))
     }
 }
-use crate::{DType, Device, HostData, Tensor};
-use gpukit_driver::KernelArgs;
-use gpukit_kernels::{Kernel, RingFormat, registry::launch};
 
 fn scale(b: &[u8], at: usize) -> f32 {
     f16::from_le_bytes([b[at], b[at + 1]]).to_f32()
@@ -565,14 +563,8 @@ pub fn qgemv_into(x: &Tensor, w: &Tensor, out: &mut Tensor) -> Result<()> {
                      tensor data to 32 bytes)",
                 ));
             }
-            let ring_format = match format {
-                QuantFormat::Q4_0 => Some(RingFormat::Q4_0),
-                QuantFormat::Q4K => Some(RingFormat::Q4K),
-                QuantFormat::Q5K => Some(RingFormat::Q5K),
-                _ => None,
-            };
             // The ring's format and launch, where it takes this call.
-            let ring = if let Some(format) = ring_format
+            let ring = if let Some(format) = RingFormat::of(format)
                 && matches!(x.dtype(), DType::F16 | DType::BF16)
                 && c.kernels().target() == "sm_90a"
                 && dptr_blocks(w)?.0 % 16 == 0
@@ -619,7 +611,7 @@ pub fn qgemv_into(x: &Tensor, w: &Tensor, out: &mut Tensor) -> Result<()> {
             let args = args.arg(format.code()).arg(i32::from(
                 dptr(&x)?.0 % (4 * x.dtype().size_in_bytes()) as u64 == 0,
             ));
-            let (kernel, args) = match (format.block_values() == 32, m) {
+            let (kernel, args) = match (format.block_values() == BLOCK, m) {
                 (true, 1) => (Kernel::QGemv(x.dtype()), args),
                 (false, 1) => (Kernel::QGemvK(x.dtype()), args),
                 (true, _) => (Kernel::QGemvRows(x.dtype()), args.arg(m as u32)),

@@ -73,11 +73,6 @@ fn matmul_dims(a: &Tensor, b: &Tensor) -> Result<Dims> {
     })
 }
 
-/// A host tensor's buffer, read-locked.
-fn host_f32(t: &Tensor) -> Result<std::sync::RwLockReadGuard<'_, crate::HostData>> {
-    t.host("cpu")
-}
-
 /// The f32 elements of a host buffer.
 fn f32_slice(d: &crate::HostData) -> Result<&[f32]> {
     match d {
@@ -306,7 +301,7 @@ pub fn linear_into(
             // weights: this is the CPU decode path). Otherwise through f32 copies.
             let dense = |t: &Tensor| t.dtype() == DType::F32 && t.is_contiguous();
             if dense(x) && dense(w) && dense(out) {
-                let (xg, wg) = (host_f32(x)?, host_f32(w)?);
+                let (xg, wg) = (x.host("cpu")?, w.host("cpu")?);
                 let (xs, ws) = (
                     &f32_slice(&xg)?[x.layout().offset()..][..m * k],
                     &f32_slice(&wg)?[w.layout().offset()..][..n * k],
