@@ -21,6 +21,15 @@ use gpukit_driver::Nvrtc;
 mod targets;
 use targets::{TARGETS, compile_options};
 
+// The values both sides need: the header the kernels include is generated from them. The build
+// script uses only the generator, not every constant.
+#[path = "src/shared.rs"]
+#[allow(
+    dead_code,
+    reason = "the crate uses the constants; the build script the header"
+)]
+mod shared;
+
 /// Whether to embed `target`: all of them, or only those listed in `GPUKIT_EMBED_TARGETS`
 /// (comma-separated target names, e.g. `sm_90a`; the GPU bundle uses it to stay small). The
 /// others are then compiled at run time with NVRTC.
@@ -31,6 +40,7 @@ fn embed(target: &str) -> bool {
 
 fn main() {
     println!("cargo:rerun-if-changed=cuda");
+    println!("cargo:rerun-if-changed=src/shared.rs");
     for var in [
         "GPUKIT_NVRTC_DIR",
         "CUDA_HOME",
@@ -49,7 +59,10 @@ fn main() {
         .filter(|p| p.extension().is_some_and(|x| x == "cu"))
         .collect();
     sources.sort();
-    let headers: Vec<(String, String)> = std::fs::read_dir(cuda)
+    let shared_header = shared::cuda_header();
+    std::fs::write(out_dir.join("gpukit_shared.cuh"), &shared_header)
+        .expect("write gpukit_shared.cuh");
+    let mut headers: Vec<(String, String)> = std::fs::read_dir(cuda)
         .expect("gpukit-kernels/cuda exists")
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "cuh"))
@@ -58,6 +71,7 @@ fn main() {
             (name, std::fs::read_to_string(&p).expect("readable header"))
         })
         .collect();
+    headers.push(("gpukit_shared.cuh".into(), shared_header));
 
     let mut table =
         String::from("/// Kernel images compiled at build time: (module, target, image).\n");

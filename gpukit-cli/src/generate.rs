@@ -189,12 +189,12 @@ pub fn chat(args: &ModelArgs) -> Result<()> {
         match stream(&loaded, Prompt::Chat(&messages), args) {
             Ok(answer) => messages.push(Message::new("assistant", answer.trim().to_string())),
             // A turn the conversation cannot take (a prompt past the context, a template
-            // error: both `Format` errors) is dropped and the conversation before it stays;
+            // error: `Invalid` errors) is dropped and the conversation before it stays;
             // anything else (a device or I/O failure) ends the chat with the error.
             Err(e)
                 if matches!(
                     e.downcast_ref::<gpukit_llm::Error>(),
-                    Some(gpukit_llm::Error::Format { .. })
+                    Some(gpukit_llm::Error::Invalid { .. })
                 ) =>
             {
                 messages.pop();

@@ -102,7 +102,8 @@ fn print_kernels(dev: &Device) {
         }
     };
     let (prebuilt, nvrtc): (Vec<_>, Vec<_>) = KernelModule::ALL
-        .into_iter()
+        .iter()
+        .copied()
         .partition(|&m| reg.has_prebuilt(m));
     let names = |ms: &[KernelModule]| ms.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ");
     let kind = if reg.target().starts_with("compute_") {

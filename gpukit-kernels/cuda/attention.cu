@@ -25,31 +25,11 @@
 //   on the shape, bit for bit.
 #include "common.cuh"
 
-struct AttnArgs {
-    long long q_stride[3];  // batch, head, row (elements)
-    long long k_stride[3];
-    long long v_stride[3];
-    long long o_stride[3];
-    unsigned int q_heads, kv_heads, q_len, kv_len;
-    float scale_log2;       // softmax scale · log2(e)
-    unsigned int causal;
-    unsigned int window;    // sliding window in positions (0: none)
-    unsigned int alibi;     // add the ALiBi bias
-    unsigned int key_begin; // decode: first key any row sees (a multiple of 64)
-    unsigned int chunk;     // decode: keys per split (a multiple of 64); prefill at head_dim
-                            // 128: 32 for the 32-key tiles where shared memory is short
-    unsigned int splits;    // decode: splits per (batch, KV head)
-    unsigned int stages;    // decode: K/V tiles in flight (1, 2 or 3; the launch's shared memory)
-    unsigned int kv_swizzled; // K and V laid out pre-swizzled (kv_col), the key counted from
-                              // the operand's first
-    unsigned int reserved;  // zero (keeps partial 8-byte aligned)
-    float* partial;         // decode with splits > 1: [batch, kv_heads, splits, 16, 2 + D] f32
-                            // (the ring: [batch, kv_heads, splits, rows, D + 4])
-    const int* position;    // decode: if set, the queries start at *position and kv_len (then
-                            // the cache capacity) becomes min(kv_len, *position + q_len)
-};
+// AttnArgs (in gpukit_shared.cuh): strides in elements for batch, head and row; the decode
+// fields (key_begin, chunk, splits, stages, partial, position) as gpukit_kernels::AttentionArgs
+// documents them. partial: [batch, kv_heads, splits, SDPA_DECODE_ROWS, 2 + D] f32 for the
+// split-K kernel, [batch, kv_heads, splits, rows, D + 4] for the ring.
 
-#define ATTN_THREADS 128
 #define LOG2E 1.4426950408889634f
 
 // 16 bytes global → shared, bypassing L1; zero-filled when !valid (nothing is read then).
@@ -252,8 +232,8 @@ template <typename T, int D> struct RingLayout<T, D, true> {
 // Independent MMA accumulators the scores of a warp's tile are spread over, at least: where the
 // warp's MT · NT fragments are fewer (decode: one m-tile, 16 keys), each fragment's sum over the
 // head dimension alternates between ATTN_QK_CHAINS / (MT · NT) accumulators by 16-dim step, so
-// the dependent chain of D / 16 MMAs is that many times shorter. Session 36: two chains of four
-// instead of one of eight at head_dim 128 made the decode ring 0.05–0.17 µs faster on the H200.
+// the dependent chain of D / 16 MMAs is that many times shorter: two chains of four instead of
+// one of eight at head_dim 128 made the decode ring 0.05–0.17 µs faster on the H200.
 #ifndef ATTN_QK_CHAINS
 #define ATTN_QK_CHAINS 4
 #endif
@@ -604,8 +584,7 @@ __device__ __forceinline__ void decode_attend(const unsigned (&qa)[D / 16][4], c
 // unnormalised outputs of columns c … c + 3, m the row's max (log2 domain), l its sum. Each
 // thread weighs the four warps of its row itself (the same few exp2 in every thread of the row,
 // so one barrier fewer than a pass that shares them), by the special-function unit's exp2 as
-// the attention itself does (session 30: together with the split merge's, 0.3–0.4 µs less a
-// decode ring call).
+// the attention itself does (with the split merge's, 0.3–0.4 µs less a decode ring call).
 template <int D, class Sync, class Emit>
 __device__ __forceinline__ void merge_warps(State<D>& st, float* red, unsigned nrows, Sync sync, Emit emit) {
     constexpr int OS = D + 8, CV = D / 4;
@@ -627,7 +606,7 @@ __device__ __forceinline__ void merge_warps(State<D>& st, float* red, unsigned n
             *reinterpret_cast<float2*>(red_o + row * OS + 8 * n + 2 * t) = make_float2(st.o[n][2 * r], st.o[n][2 * r + 1]);
     }
     sync();
-    for (unsigned idx = threadIdx.x; idx < nrows * CV; idx += ATTN_THREADS) {
+    for (unsigned idx = threadIdx.x; idx < nrows * CV; idx += SDPA_THREADS) {
         const unsigned r = idx / CV, c = (idx % CV) * 4;
         float mm = -GPUKIT_INF;
 #pragma unroll
@@ -674,14 +653,14 @@ __device__ __forceinline__ void sdpa_decode(const T* __restrict__ q, const T* __
     const unsigned S = min(max(a.stages, 1u), 3u);
     for (unsigned s = 0; s + 1 < S; ++s) {
         T* ks = smem + s * 2 * TILE;
-        if (key_begin + s * BN < key_end) load_kv<T, D, BN, ATTN_THREADS>(ks, ks + TILE, kh, vh, a, key_begin + s * BN);
+        if (key_begin + s * BN < key_end) load_kv<T, D, BN, SDPA_THREADS>(ks, ks + TILE, kh, vh, a, key_begin + s * BN);
         else cp_async_commit();
     }
     unsigned stage = 0;
     for (unsigned key0 = key_begin; key0 < key_end; key0 += BN) {
         const unsigned next = key0 + (S - 1) * BN, ns = (stage + S - 1) % S;
         T* nx = smem + ns * 2 * TILE;
-        if (next < key_end) load_kv<T, D, BN, ATTN_THREADS>(nx, nx + TILE, kh, vh, a, next);
+        if (next < key_end) load_kv<T, D, BN, SDPA_THREADS>(nx, nx + TILE, kh, vh, a, next);
         else cp_async_commit();
         if (S >= 3) cp_async_wait<2>();
         else if (S == 2) cp_async_wait<1>();
@@ -710,11 +689,10 @@ __device__ __forceinline__ void sdpa_decode(const T* __restrict__ q, const T* __
 
 // Merges the splits of sdpa_decode: one block per (row, KV head, batch) of G = blockDim / D
 // groups of D threads (the launch makes blockDim a multiple of D and of 32, at most 1024). Group j takes
-// splits j, j + G, …, COMBINE_UNROLL of them at a time with every load issued before any is
+// splits j, j + G, …, SDPA_COMBINE_UNROLL of them at a time with every load issued before any is
 // used: the kernel is a few rounds of L2 latency, and the launch gives each group at most one
 // such round where 1024 threads allow. The groups' sums are then added in group order. The
 // order is fixed by the shape: deterministic.
-#define COMBINE_UNROLL 8
 template <typename T>
 __device__ __forceinline__ void sdpa_combine(T* __restrict__ out, const AttnArgs& a, unsigned D) {
     __shared__ float part[1024];
@@ -732,10 +710,10 @@ __device__ __forceinline__ void sdpa_combine(T* __restrict__ out, const AttnArgs
     mm = block_max(mm, scratch);
     const float base = mm == -GPUKIT_INF ? 0.0f : mm;
     float l = 0.0f, o = 0.0f;
-    for (unsigned s0 = j; s0 < a.splits; s0 += COMBINE_UNROLL * G) {
-        float ms[COMBINE_UNROLL], ls[COMBINE_UNROLL], os[COMBINE_UNROLL];
+    for (unsigned s0 = j; s0 < a.splits; s0 += SDPA_COMBINE_UNROLL * G) {
+        float ms[SDPA_COMBINE_UNROLL], ls[SDPA_COMBINE_UNROLL], os[SDPA_COMBINE_UNROLL];
 #pragma unroll
-        for (int u = 0; u < COMBINE_UNROLL; ++u) {
+        for (int u = 0; u < SDPA_COMBINE_UNROLL; ++u) {
             const unsigned s = s0 + u * G;
             const float* ps = p + (s < a.splits ? s : 0) * step;
             ms[u] = ps[0];
@@ -743,7 +721,7 @@ __device__ __forceinline__ void sdpa_combine(T* __restrict__ out, const AttnArgs
             os[u] = ps[2 + c];
         }
 #pragma unroll
-        for (int u = 0; u < COMBINE_UNROLL; ++u) {
+        for (int u = 0; u < SDPA_COMBINE_UNROLL; ++u) {
             if (s0 + u * G < a.splits) {
                 const float f = exp2f(ms[u] - base);
                 l += ls[u] * f;
@@ -774,8 +752,8 @@ __device__ __forceinline__ void sdpa_combine(T* __restrict__ out, const AttnArgs
 // while the four consumer warps attend as in sdpa_decode, 16 keys of each tile apiece. From a KV
 // cache laid out pre-swizzled (PRE; the entry points' _swz), each tile is instead two 1-d bulk
 // copies of its contiguous K and V rows, which land in RowSwizzledKV, as free of bank conflicts
-// for ldmatrix as the tensor copies' swizzle and 0.3–2.0 µs faster on the H200 (session 35: a
-// swizzled tensor copy moves lines of at most 128 bytes). The ring
+// for ldmatrix as the tensor copies' swizzle and 0.3–2.0 µs faster on the H200 (a swizzled
+// tensor copy moves lines of at most 128 bytes). The ring
 // runs on across units, so a block never waits for its next unit's first tile, and before the PDL
 // wait the producer asks L2 for its first unit's first tiles (below). Rows of a unit's last tile past
 // kv_len hold whatever the cache holds there (tensor copies) or the slot held before (1-d
@@ -789,7 +767,6 @@ __device__ __forceinline__ void sdpa_combine(T* __restrict__ out, const AttnArgs
 // atomics: the result depends only on the shape, bit for bit.
 #define RING_CONSUMERS 4
 #define RING_THREADS (32 * RING_CONSUMERS + 32)
-#define RING_MAX_STAGES 8
 
 // A tensor map (the driver's opaque CUtensorMap), passed by value.
 struct __align__(64) TensorMap {
@@ -914,7 +891,7 @@ __device__ __forceinline__ void ring_merge_group(const Src& src, unsigned s0, un
 // RING_MERGE splits at a time with all their loads (m, l and the W O values) issued before any
 // is used — one round of latency per group — and an online rescale between groups, so no pass
 // over the maxima comes first; the weights by the special-function unit's exp2. This is one
-// block's latency-bound arithmetic at the end of the call (session 30 traced 0.67 µs per 16
+// block's latency-bound arithmetic at the end of the call (a trace measured 0.67 µs per 16
 // splits), so the few instructions count. (ring_merge_head picks W.) Whole groups take
 // ring_merge_group's path without bounds. src supplies the partials (RingPartials): ready(s0)
 // before the group from split s0 is read, and rows of m, l and O.
@@ -923,7 +900,7 @@ __device__ __forceinline__ void ring_merge_splits(const Src& src, unsigned split
                                                   T* __restrict__ out, const AttnArgs& a, unsigned b, unsigned kvh) {
     constexpr unsigned CW = D / W, V = W / 4;
     const unsigned group = a.q_heads / a.kv_heads;
-    for (unsigned e = threadIdx.x; e < nrows * CW; e += ATTN_THREADS) {
+    for (unsigned e = threadIdx.x; e < nrows * CW; e += SDPA_THREADS) {
         const unsigned r = e / CW, c = (e % CW) * 4;
         float m = -GPUKIT_INF, l = 0.0f;
         float acc[W];
@@ -954,7 +931,7 @@ __device__ __forceinline__ void ring_merge_splits(const Src& src, unsigned split
 template <typename T, int D, class Src>
 __device__ __forceinline__ void ring_merge_head(const Src& src, unsigned splits, unsigned nrows, T* __restrict__ out,
                                                 const AttnArgs& a, unsigned b, unsigned kvh) {
-    if (nrows * (D / 4) <= ATTN_THREADS)
+    if (nrows * (D / 4) <= SDPA_THREADS)
         ring_merge_splits<T, D, 4>(src, splits, nrows, out, a, b, kvh);
     else
         ring_merge_splits<T, D, 8>(src, splits, nrows, out, a, b, kvh);
@@ -963,7 +940,7 @@ __device__ __forceinline__ void ring_merge_head(const Src& src, unsigned splits,
 // Most split groups the staged merge has barriers for (splits ≤ RING_MERGE · RING_MERGE_GROUPS).
 #define RING_MERGE_GROUPS 9
 // The four-warp merge's shared memory after the ring (merge_warps: o, then m and l per row and
-// warp); launch::sdpa_decode_ring sizes it the same way (sdpa_merge_bytes).
+// warp); attention::decode_ring sizes it the same way (merge_bytes).
 #define RING_RED_BYTES(D) ((4 * 16 * ((D) + 8) + 2 * 64) * 4)
 
 // PRE: K and V (k, v) laid out pre-swizzled, their rows contiguous (k_stride[2] = v_stride[2] = D)
@@ -988,15 +965,15 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
     // may come first: they overlap the previous kernel's tail and cannot read data that kernel
     // may still write (its writes land in L2). kv_len is still the launch's (the capacity when
     // *position sets it): a tile may lie past the keys read, which costs only the prefetch.
-    // Two tiles where a split has at least 8 (512 keys), else one (docs/RESULTS.md, same-run
-    // A/Bs in the ops bench's four ring cases): session 31 measured two 0.4–1.1 µs faster than
-    // one at 32k keys on both cards and at GQA 4 8k on the H100 (0.7 µs; the same on the H200),
-    // but 0.2–0.4 µs slower at GQA 8 8k (4-tile splits); three or four tiles were slower than
-    // two on the H200. (Session 29, on the kernel of then: one tile 0.4–1.2 µs faster than none.)
+    // Two tiles where a split has at least 8 (512 keys), else one (same-run A/Bs in the ops
+    // bench's four ring cases): two were 0.4–1.1 µs faster than one at 32k keys on both cards
+    // and at GQA 4 8k on the H100 (0.7 µs; the same on the H200), but 0.2–0.4 µs slower at GQA
+    // 8 8k (4-tile splits); three or four tiles were slower than two on the H200; one tile was
+    // 0.4–1.2 µs faster than none.
     // The block's first unit is worked out before the wait as well (its end again after it, where
     // *position may shorten kv_len): its divisions cost the producer 0.17 µs before its first
-    // copy otherwise (session 30's trace). From a pre-swizzled cache the producer warp's 32 lanes
-    // ask for the tiles' 128-byte lines (prefetch.global.L2), which session 36 measured 0.2 µs
+    // copy otherwise. From a pre-swizzled cache the producer warp's 32 lanes
+    // ask for the tiles' 128-byte lines (prefetch.global.L2), measured 0.2 µs
     // faster at GQA 8 8k than one bulk prefetch per tile, and the same within 0.05 µs elsewhere;
     // there four tiles where a split has at least 16 (1024 keys) were 0.5–0.7 µs faster than two
     // at 32k keys on the H200 (six: faster at GQA 4, slower at GQA 8; more tiles at 8-tile
@@ -1031,7 +1008,7 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
     // The barriers are set up before the PDL wait too (this block's shared memory only): after
     // it, the producer's first copy goes out at once.
     extern __shared__ __align__(16) unsigned char attn_smem[];
-    __shared__ unsigned long long full[RING_MAX_STAGES], empty[RING_MAX_STAGES], staged[RING_MERGE_GROUPS];
+    __shared__ unsigned long long full[SDPA_RING_MAX_STAGES], empty[SDPA_RING_MAX_STAGES], staged[RING_MERGE_GROUPS];
     __shared__ unsigned last;
     constexpr unsigned STAGE_BYTES = 2 * TILE * sizeof(T);
     unsigned char* base = attn_smem + ((1024u - (smem_addr(attn_smem) & 1023u)) & 1023u);
@@ -1042,7 +1019,7 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
     if (threadIdx.x == 0) {
         for (unsigned i = 0; i < nst; ++i) {
             mbar_init(&full[i], 1);
-            mbar_init(&empty[i], ATTN_THREADS);
+            mbar_init(&empty[i], SDPA_THREADS);
         }
         for (unsigned i = 0; i < RING_MERGE_GROUPS; ++i) mbar_init(&staged[i], 1);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -1084,7 +1061,7 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
         return;
     }
     const unsigned group = a.q_heads / a.kv_heads, nrows = group * a.q_len;
-    const auto sync = [] { named_barrier(1, ATTN_THREADS); };
+    const auto sync = [] { named_barrier(1, SDPA_THREADS); };
     unsigned s = 0, phase = 0;
     RingUnit un = first;
     for (unsigned u = blockIdx.x; u < units; u += gridDim.x, un = RingUnit(u, a)) {
@@ -1130,14 +1107,14 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
         // Publish the partial, then count it (as CUTLASS's generic barrier does: the block's
         // barrier, then one thread's release — cumulative over the writes the barrier ordered
         // before it — here an acquire-release add, so the last split's reads after the next
-        // barrier see every partial). Session 22: 0.2–0.3 µs less than a fence and an atomic.
+        // barrier see every partial): 0.2–0.3 µs less than a fence and an atomic.
         //
         // On the block's last unit, where the head's partials fit the ring and merge area (now
         // idle: every tile was consumed, the four-warp merge's reads came before the barrier),
         // the last split's thread 0 copies them into shared memory as soon as it knows it is
         // last: one bulk copy and barrier per RING_MERGE splits (the tensor memory accelerator
         // keeps more bytes in flight than the threads' loads do), and the merge reads them there
-        // in the same order (the same bits). Session 30 (docs/RESULTS.md).
+        // in the same order (the same bits).
         const unsigned long long first_unit = (unsigned long long)un.bh * a.splits;
         const float* head = a.partial + first_unit * nrows * ring_row_floats<D>();
         const unsigned split_floats = nrows * ring_row_floats<D>();
@@ -1438,9 +1415,9 @@ __device__ __forceinline__ void sdpa_prefill_wgmma(const T* __restrict__ q, cons
 #else
 #define SDPA_WGMMA_BODY(T, D) __trap();
 #endif
-// Keys per tile and blocks per SM (launch::sdpa_prefill_wgmma_keys and its shared memory): at
+// Keys per tile and blocks per SM (attention::wgmma_keys and its shared memory): at
 // head_dim 64, 64-key tiles keep a thread within 128 registers, so two blocks share an SM.
-#define SDPA_WGMMA_BN(D) ((D) == 64 ? 64 : 128)
+#define SDPA_WGMMA_BN(D) ((D) == 64 ? SDPA_WGMMA_KEYS_D64 : SDPA_WGMMA_KEYS)
 #define SDPA_WGMMA_BLOCKS(D) (SDPA_WGMMA_BN(D) == 64 ? 2 : 1)
 #define SDPA_WGMMA(T, NAME, D)                                                                     \
 extern "C" __global__ void __launch_bounds__(256, SDPA_WGMMA_BLOCKS(D)) sdpa_prefill_wgmma_##NAME##_d##D(            \
@@ -1454,7 +1431,7 @@ SDPA_WGMMA(bf16, bf16, 128)
 
 // Prefill: BN keys per tile (BN_SHORT when a.chunk asks for it: the launch's choice where the
 // shared memory per block is short, e.g. sm_86/89), WARPS × MT × 16 queries per block (launch
-// geometry in registry.rs).
+// geometry in gpukit-kernels/src/attention.rs).
 #define SDPA_HEAD(T, NAME, D, BN, BN_SHORT, WARPS, MT)                                             \
 extern "C" __global__ void __launch_bounds__(32 * WARPS) sdpa_prefill_##NAME##_d##D(               \
         const T* q, const T* k, const T* v, T* out, AttnArgs a) {                                  \
@@ -1466,7 +1443,7 @@ extern "C" __global__ void __launch_bounds__(32 * WARPS) sdpa_prefill_##NAME##_d
     }                                                                                              \
     sdpa_prefill<T, D, BN, WARPS, MT>(q, k, v, out, a);                                            \
 }                                                                                                  \
-extern "C" __global__ void __launch_bounds__(ATTN_THREADS) sdpa_decode_##NAME##_d##D(              \
+extern "C" __global__ void __launch_bounds__(SDPA_THREADS) sdpa_decode_##NAME##_d##D(              \
         const T* q, const T* k, const T* v, T* out, AttnArgs a) {                                  \
     pdl_enter();                                                                                   \
     if (a.position) a.kv_len = min(a.kv_len, (unsigned)max(*a.position, 0) + a.q_len);            \

@@ -1,5 +1,8 @@
 // Shared definitions for gpukit's kernels. Device code only; compiled with NVRTC.
 #pragma once
+// Constants, op codes and argument structs shared with the Rust side, generated from
+// gpukit-kernels/src/shared.rs.
+#include "gpukit_shared.cuh"
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
@@ -25,18 +28,6 @@ template <> __device__ __forceinline__ float from_f32<float>(float x) { return x
 // Round to nearest even, like the CPU reference (half crate).
 template <> __device__ __forceinline__ f16 from_f32<f16>(float x) { return __float2half_rn(x); }
 template <> __device__ __forceinline__ bf16 from_f32<bf16>(float x) { return __float2bfloat16_rn(x); }
-
-// Up to this many dimensions in strided (broadcasting, non-contiguous) kernels.
-#define GPUKIT_MAX_DIMS 6
-
-// Shape of the output and element strides of up to three operands (0 for a broadcast dimension).
-// Layout matches `StridedIndex` in gpukit-kernels/src/args.rs.
-struct StridedIndex {
-    unsigned int ndim;
-    unsigned int pad;
-    unsigned long long shape[GPUKIT_MAX_DIMS];
-    long long stride[3][GPUKIT_MAX_DIMS];
-};
 
 // Offsets of the three operands for output element `i` (row-major over `shape`).
 __device__ __forceinline__ void strided_offsets(const StridedIndex& ix, unsigned long long i,
@@ -76,8 +67,7 @@ template <typename T> __device__ __forceinline__ void store16(T* p, const Pack<T
 // element is the word shifted up 16 bits, the high one the word with its low 16 bits cleared —
 // two instructions a word, where converting element by element takes three (ptxas extracts each
 // high half with a byte permute before shifting it). The values are the same, so sums over
-// them are the same bit for bit; the ring GEMV runs 2–3% faster with it (docs/RESULTS.md,
-// session 38).
+// them are the same bit for bit; the ring GEMV runs 2–3% faster with it.
 template <typename T>
 __device__ __forceinline__ void unpack_f32(const Pack<T>& p, float (&f)[Vec16<T>::N]) {
 #pragma unroll

@@ -2,18 +2,10 @@
 //
 // Each kernel comes in a contiguous variant (`_contig`: every operand dense and the same shape; a
 // grid-stride loop, memory-bound) and a strided one (`_strided`: any strides, 0 for broadcast
-// dimensions, up to GPUKIT_MAX_DIMS dimensions). Math is done in f32 and rounded once.
+// dimensions, up to MAX_DIMS dimensions). Math is done in f32 and rounded once.
 #include "common.cuh"
 
-// Binary op codes (BinaryOp in gpukit-kernels/src/ops.rs).
-#define OP_ADD 0
-#define OP_SUB 1
-#define OP_MUL 2
-#define OP_DIV 3
-#define OP_MAX 4
-#define OP_MIN 5
-#define OP_POW 6
-
+// Binary op codes: OP_* (BinaryOp in gpukit-kernels/src/shared.rs).
 __device__ __forceinline__ float binary_f(int op, float a, float b) {
     switch (op) {
         case OP_ADD: return a + b;
@@ -26,25 +18,7 @@ __device__ __forceinline__ float binary_f(int op, float a, float b) {
     }
 }
 
-// Unary op codes (UnaryOp in gpukit-kernels/src/ops.rs).
-#define U_NEG 0
-#define U_ABS 1
-#define U_EXP 2
-#define U_LOG 3
-#define U_SQRT 4
-#define U_RSQRT 5
-#define U_SIN 6
-#define U_COS 7
-#define U_TANH 8
-#define U_SIGMOID 9
-#define U_RELU 10
-#define U_RELU2 11
-#define U_GELU_ERF 12
-#define U_GELU_TANH 13
-#define U_SILU 14
-#define U_SQUARE 15
-#define U_RECIP 16
-
+// Unary op codes: U_* (UnaryOp in gpukit-kernels/src/shared.rs).
 __device__ __forceinline__ float unary_f(int op, float x) {
     switch (op) {
         case U_NEG: return -x;
@@ -72,16 +46,7 @@ __device__ __forceinline__ float unary_f(int op, float x) {
     }
 }
 
-// Scalar op codes: x op s and s op x (ScalarOp in gpukit-kernels/src/ops.rs).
-#define S_ADD 0
-#define S_MUL 1
-#define S_SUB 2   // x - s
-#define S_RSUB 3  // s - x
-#define S_DIV 4   // x / s
-#define S_RDIV 5  // s / x
-#define S_POW 6   // x ^ s
-#define S_MAX 7
-#define S_MIN 8
+// Scalar op codes: x op s and s op x (ScalarOp in gpukit-kernels/src/shared.rs).
 
 __device__ __forceinline__ float scalar_f(int op, float x, float s) {
     switch (op) {

@@ -19,8 +19,6 @@
 // it prefetches its weights into L2, then waits for the previous kernel.
 #include "common.cuh"
 
-#define GEMV_MAX_M 8
-
 // A 16-byte weight load marked streaming (evict-first): weights are read once per step.
 template <typename T> __device__ __forceinline__ Pack<T> load16_stream(const T* p) {
     uint4 r;
@@ -32,7 +30,7 @@ template <typename T> __device__ __forceinline__ Pack<T> load16_stream(const T* 
 // One weight row's dot products with the M rows of x, this warp's share of it: warp `wi` of the
 // W warps splitting the row. MAXM: rows of x handled (1 for the single-row kernels, GEMV_MAX_M
 // otherwise); UNROLL: 16-byte weight loads each lane issues before using any of them. Measured
-// on an H100 (docs/RESULTS.md): 4 loads at ~53 registers (4 blocks per SM) stream faster than 8
+// on an H100: 4 loads at ~53 registers (4 blocks per SM) stream faster than 8
 // loads at 80+ registers (2-3 blocks per SM) — occupancy hides latency better than per-thread
 // depth here.
 template <typename T, bool VEC, int MAXM, int UNROLL>
@@ -427,12 +425,11 @@ __device__ __forceinline__ void gemv_units_impl(const T* __restrict__ pending,
 }
 
 // One row of x on Hopper (sm_90+; `gemv_ring_<dt>_r<R>`), for weight matrices of 4 MiB or more:
-// a grid of at most one block per multiprocessor (from 4 to 16 MiB, launch::gemv_ring's
+// a grid of at most one block per multiprocessor (from 4 to 16 MiB, gemv::ring's
 // small-matrix ring, two or three blocks fit on one, so the next launch's start beside them),
 // whose producer warp streams whole weight rows into a shared-memory ring with bulk
 // asynchronous copies (`cp.async.bulk`, completion counted on an mbarrier per stage) while
-// GEMV_RING_WARPS consumer warps compute them — the shape of cuBLASLt's GEMV (docs/RESULTS.md,
-// session 14). A stage holds R consecutive rows (R a power of two ≤ 8). The consumers form
+// GEMV_RING_WARPS consumer warps compute them — the shape of cuBLASLt's GEMV. A stage holds R consecutive rows (R a power of two ≤ 8). The consumers form
 // G = GEMV_RING_WARPS / S groups of S warps; stage t of a block belongs to group t mod G,
 // whose lanes split each row's 16-byte packs (x read once per pack for the R rows; the 4-row
 // kernel holds a lane's packs of x in registers where there are at most two). Each thread
@@ -441,12 +438,9 @@ __device__ __forceinline__ void gemv_units_impl(const T* __restrict__ pending,
 // butterfly, across the group through shared memory. Before the PDL wait the producer only asks
 // L2 for its first npre stages (line by line, at the block's entry: overlaps the previous
 // kernel's tail, and never reads data that kernel may still write, as copying into shared
-// memory would); after
-// the wait it copies x (one bulk copy, its own barrier: 0.9 µs faster at (K, N) = (14336,
-// 4096) than the consumers loading it, docs/RESULTS.md session 19), then the stages. Sums combine in a fixed
-// order: deterministic for a given (K, S, R).
-#define GEMV_RING_WARPS 8
-#define GEMV_RING_MAX_STAGES 32
+// memory would); after the wait it copies x (one bulk copy, its own barrier: 0.9 µs faster at
+// (K, N) = (14336, 4096) than the consumers loading it), then the stages. Sums combine in a
+// fixed order: deterministic for a given (K, S, R).
 #define GEMV_RING_THREADS (GEMV_RING_WARPS * 32 + 32)
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -534,7 +528,7 @@ __device__ __forceinline__ void ring_rows(const T* __restrict__ xs, const unsign
 // packs. Each pack's R weight loads are issued together, and the sums are ring_rows' in its
 // order, so the results are bitwise the same; what it saves is reading x out of shared memory
 // again at every stage: at (K, N) = (896, 4864) ~22% of the consumers' shared-memory reads,
-// and 3–4% of the call on an H200 and an H100 (docs/RESULTS.md, session 43).
+// and 3–4% of the call on an H200 and an H100.
 template <typename T, int R>
 __device__ __forceinline__ void ring_rows_xr(const Pack<T> (&xr)[GEMV_RING_XR],
                                              const unsigned char* buf, unsigned int K,
@@ -587,8 +581,7 @@ __device__ __forceinline__ void gemv_ring_impl(const T* __restrict__ x, const T*
         // where its writes land). The copies after the wait then hit L2. The producer warp's 32
         // lanes ask for the stages' 128-byte lines at the block's entry, before the barriers'
         // setup and the block barrier: 0.1–0.2 µs faster at the 32 MiB shapes on the H200 than
-        // one bulk prefetch per stage after them (0.3 µs at (896, 4864) with one block an SM;
-        // session 36).
+        // one bulk prefetch per stage after them (0.3 µs at (896, 4864) with one block an SM).
         for (unsigned int t = 0; t < mine && t < npre; ++t) {
             const unsigned long long r0 = (unsigned long long)(blockIdx.x + t * gridDim.x) * R;
             const unsigned int nr = (unsigned int)min((unsigned long long)R, N - r0);
@@ -636,7 +629,7 @@ __device__ __forceinline__ void gemv_ring_impl(const T* __restrict__ x, const T*
         if (xreg && li + u * step < packs) xr[u] = load16(xs + (li + u * step) * Vec16<T>::N);
     // Group grp takes stages grp, grp + G, …: with nst a multiple of G, slot t mod nst is always
     // its own, so waiting on its next phase is never ambiguous; with nst at least the block's
-    // stages (launch::gemv_ring's small ring, where they all fit) each slot is filled once.
+    // stages (gemv::ring's small ring, where they all fit) each slot is filled once.
     unsigned int s = grp, phase = 0, it = 0;
     for (unsigned int t = grp; t < mine; t += NB * G, ++it) {
         float acc[GEMV_RING_BATCH];
@@ -693,10 +686,10 @@ __device__ __forceinline__ void gemv_ring_impl(const T* __restrict__ x, const T*
 
 // One entry point per R, each holding only its own instantiation: one kernel switching over all
 // four took the registers of the largest (142), while R ≤ 4 alone need at most 94 (ptxas: 63–68
-// for R 1 and 2, 75–94 for R = 4 since session 43 keeps x in registers), so two of their blocks
-// fit on a multiprocessor, as launch::gemv_ring's small-matrix rings (R 2 or 4) ask (MINB = 2:
+// for R 1 and 2, 75–94 for R = 4, which keeps x in registers), so two of their blocks
+// fit on a multiprocessor, as gemv::ring's small-matrix rings (R 2 or 4) ask (MINB = 2:
 // the next launch's blocks start beside the previous launch's and ask L2 for their stages before
-// it ends; docs/RESULTS.md, session 37).
+// it ends).
 #define GEMV_RING_ENTRY(T, NAME, R, MINB)                                                          \
 extern "C" __global__ void __launch_bounds__(GEMV_RING_THREADS, MINB) gemv_ring_##NAME##_r##R(     \
         const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,              \

@@ -9,16 +9,13 @@
 // rms_norm and add_rms_norm split a block into groups of `group` threads (a power of two, 32 to
 // blockDim), one row per group, each lane holding NORM_VEC 16-byte vectors of its row. Two
 // vectors per lane keep the kernels at 32 registers (full occupancy: 2048 threads, 64 KiB of
-// loads in flight per SM); a sweep on an H200 (docs/RESULTS.md, session 13) put one vector at
+// loads in flight per SM); a sweep on an H200 put one vector at
 // 73-77% of copy and four (55 registers) at or below two. layer_norm runs one block per row.
 #include "common.cuh"
 
-// 16-byte vectors each lane keeps in registers on the fast path: the row is read from memory
-// exactly once. The host picks `group` so that a row needs at most this many per lane
-// (gpukit-kernels' launch::norm_rows keeps the same constant).
-#ifndef NORM_VEC
-#define NORM_VEC 2
-#endif
+// NORM_VEC: 16-byte vectors each lane keeps in registers on the fast path, so the row is read
+// from memory exactly once. The host (gpukit_kernels::norm::rows) picks `group` so that a row
+// needs at most this many per lane.
 
 // The sum of v over each group of `group` threads (a power of two, 32 to blockDim.x, uniform
 // across the block), in every thread of the group: warp_sum, or warps_sum over the group's warps

@@ -22,7 +22,7 @@ __device__ __forceinline__ void scale_min_k4(int j, const u8* q, int& sc, int& m
 // Value j of a 256-value K-quant super-block: format 3 = Q4_K (144 bytes), 4 = Q5_K (176),
 // 5 = Q6_K (210), computed with the reference's roundings.
 __device__ __forceinline__ float dequant_k(const u8* __restrict__ b, int format, unsigned int j) {
-    if (format == 5) {
+    if (format == QFMT_Q6_K) {
         const unsigned int n = j / 128, quarter = (j % 128) / 32, l = j % 32;
         const u8* ql = b + 64 * n;
         const u8* qh = b + 128 + 32 * n;
@@ -35,32 +35,32 @@ __device__ __forceinline__ float dequant_k(const u8* __restrict__ b, int format,
     const unsigned int c = j / 64, half = (j % 64) / 32, l = j % 32, sub = 2 * c + half;
     int sc, m;
     scale_min_k4((int)sub, b + 4, sc, m);
-    const u8* qs = b + (format == 3 ? 16 : 48) + 32 * c;
+    const u8* qs = b + (format == QFMT_Q4_K ? 16 : 48) + 32 * c;
     int v = half == 0 ? qs[l] & 0x0F : qs[l] >> 4;
-    if (format == 4 && ((b[16 + l] >> sub) & 1)) v += 16;
+    if (format == QFMT_Q5_K && ((b[16 + l] >> sub) & 1)) v += 16;
     return __fsub_rn(__fmul_rn(__fmul_rn(f16_at(b), (float)sc), (float)v),
                      __fmul_rn(f16_at(b + 2), (float)m));
 }
 
-// format: 0 = Q8_0 (34-byte blocks), 1 = Q4_0 (18), 2 = Q4_1 (20), 3-5 = the K-quants.
+// format: a QFMT_* code (Q8_0: 34-byte blocks, Q4_0: 18, Q4_1: 20, and the K-quants).
 __device__ __forceinline__ float dequant_one(const u8* __restrict__ q, int format,
                                              unsigned long long i) {
-    if (format >= 3) {
-        const unsigned int bb = format == 3 ? 144 : (format == 4 ? 176 : 210);
+    if (format >= QFMT_Q4_K) {
+        const unsigned int bb = format == QFMT_Q4_K ? 144 : (format == QFMT_Q5_K ? 176 : 210);
         return dequant_k(q + (i / 256) * bb, format, (unsigned int)(i % 256));
     }
     const unsigned long long blk = i / 32;
     const unsigned int j = (unsigned int)(i % 32);
-    if (format == 0) {
+    if (format == QFMT_Q8_0) {
         const u8* b = q + blk * 34;
         return __fmul_rn((float)(signed char)b[2 + j], f16_at(b));
     }
-    const unsigned int bb = format == 1 ? 18 : 20;
+    const unsigned int bb = format == QFMT_Q4_0 ? 18 : 20;
     const u8* b = q + blk * bb;
-    const u8* qs = b + (format == 1 ? 2 : 4);
+    const u8* qs = b + (format == QFMT_Q4_0 ? 2 : 4);
     const unsigned int byte = qs[j & 15];
     const int v = j < 16 ? (int)(byte & 0x0F) : (int)(byte >> 4);
-    if (format == 1) return __fmul_rn((float)(v - 8), f16_at(b));
+    if (format == QFMT_Q4_0) return __fmul_rn((float)(v - 8), f16_at(b));
     return __fadd_rn(__fmul_rn((float)v, f16_at(b)), f16_at(b + 2));
 }
 
@@ -106,13 +106,13 @@ template <typename T> __device__ __forceinline__ void load_x4(const T* p, bool v
     }
 }
 
-// FMT: 0 = Q8_0, 1 = Q4_0, 2 = Q4_1. acc[r] += row · x[r] for the nr ≤ MR rows of x (row r at
+// FMT: QFMT_Q8_0, QFMT_Q4_0 or QFMT_Q4_1. acc[r] += row · x[r] for the nr ≤ MR rows of x (row r at
 // x + r · K).
 template <typename T, int FMT, int MR>
 __device__ __forceinline__ void qgemv_row(const u8* __restrict__ row, const T* __restrict__ x,
                                           unsigned int K, unsigned int nr, unsigned int blocks,
                                           bool xvec, float (&acc)[MR]) {
-    constexpr unsigned int BB = FMT == 0 ? 34 : (FMT == 1 ? 18 : 20);
+    constexpr unsigned int BB = FMT == QFMT_Q8_0 ? 34 : (FMT == QFMT_Q4_0 ? 18 : 20);
     constexpr int U = 4;
     const unsigned int lane = threadIdx.x & 31, sub = lane & 3, bl = lane >> 2;
     for (unsigned int base = 0; base < blocks; base += 8 * U) {
@@ -124,11 +124,11 @@ __device__ __forceinline__ void qgemv_row(const u8* __restrict__ row, const T* _
             if (b < blocks) {
                 const u8* p = row + (unsigned long long)b * BB;
                 d[u] = f16_bits(ld_u16(p));
-                if (FMT == 0) {
+                if (FMT == QFMT_Q8_0) {
                     const u8* qs = p + 2 + 8 * sub;
                     q[u][0] = ld_u16(qs) | (ld_u16(qs + 2) << 16);
                     q[u][1] = ld_u16(qs + 4) | (ld_u16(qs + 6) << 16);
-                } else if (FMT == 1) {
+                } else if (FMT == QFMT_Q4_0) {
                     const u8* qs = p + 2 + 4 * sub;
                     q[u][0] = ld_u16(qs) | (ld_u16(qs + 2) << 16);
                 } else {
@@ -146,12 +146,12 @@ __device__ __forceinline__ void qgemv_row(const u8* __restrict__ row, const T* _
             float wl[4], wh[4];
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
-                if (FMT == 0) {
+                if (FMT == QFMT_Q8_0) {
                     wl[i] = (float)(signed char)(q[u][0] >> (8 * i));
                     wh[i] = (float)(signed char)(q[u][1] >> (8 * i));
                 } else {
                     const unsigned int byte = (q[u][0] >> (8 * i)) & 0xFF;
-                    const int off = FMT == 1 ? 8 : 0;
+                    const int off = FMT == QFMT_Q4_0 ? 8 : 0;
                     wl[i] = (float)((int)(byte & 0x0F) - off);
                     wh[i] = (float)((int)(byte >> 4) - off);
                 }
@@ -161,7 +161,7 @@ __device__ __forceinline__ void qgemv_row(const u8* __restrict__ row, const T* _
                 if (r >= (int)nr) break;
                 const T* xb = x + (unsigned long long)r * K + (unsigned long long)b * 32;
                 float s = 0.0f;
-                if (FMT == 0) {
+                if (FMT == QFMT_Q8_0) {
                     float xa[4], xc[4];
                     load_x4(xb + 8 * sub, xvec, xa);
                     load_x4(xb + 8 * sub + 4, xvec, xc);
@@ -178,17 +178,17 @@ __device__ __forceinline__ void qgemv_row(const u8* __restrict__ row, const T* _
                     for (int i = 0; i < 4; ++i) {
                         s = fmaf(wl[i], xl[i], s);
                         s = fmaf(wh[i], xh[i], s);
-                        if (FMT == 2) sx += xl[i] + xh[i];
+                        if (FMT == QFMT_Q4_1) sx += xl[i] + xh[i];
                     }
                     acc[r] = fmaf(d[u], s, acc[r]);
-                    if (FMT == 2) acc[r] = fmaf(m[u], sx, acc[r]);
+                    if (FMT == QFMT_Q4_1) acc[r] = fmaf(m[u], sx, acc[r]);
                 }
             }
         }
     }
 }
 
-// A K-quant row (FMT 3 = Q4_K, 4 = Q5_K, 5 = Q6_K) dotted with x: each half-warp takes a
+// A K-quant row (FMT QFMT_Q4_K, QFMT_Q5_K or QFMT_Q6_K) dotted with x: each half-warp takes a
 // 256-value super-block (the two halves take consecutive ones), each lane 16 of its values, so
 // a lane decodes the super-block's scales for 16 values and reads its quants as whole words.
 // Q4_K / Q5_K: lane (c, j) = ((lane / 4) mod 4, lane mod 4) takes positions 8j … 8j + 7 of
@@ -210,14 +210,14 @@ __device__ __forceinline__ void qgemv_row_k(const u8* __restrict__ row, const T*
                                             unsigned int K, unsigned int nr,
                                             unsigned int superblocks, bool xvec,
                                             float (&acc)[MR]) {
-    constexpr unsigned int BB = FMT == 3 ? 144 : (FMT == 4 ? 176 : 210);
+    constexpr unsigned int BB = FMT == QFMT_Q4_K ? 144 : (FMT == QFMT_Q5_K ? 176 : 210);
     const unsigned int lane = threadIdx.x & 31, half = lane >> 4;
     // One row of x: two super-blocks a step, so that their loads overlap (without it the
-    // one-row Q6_K GEMV at (4096, 14336) took 29.7 µs instead of 28.4 on an H200; session 45).
+    // one-row Q6_K GEMV at (4096, 14336) took 29.7 µs instead of 28.4 on an H200).
 #pragma unroll(MR == 1 ? 2 : 1)
     for (unsigned int sb = half; sb < superblocks; sb += 2) {
         const u8* b = row + (size_t)sb * BB;
-        if (FMT == 5) {
+        if (FMT == QFMT_Q6_K) {
             const unsigned int h = (lane >> 3) & 1, l = lane & 7;
             const unsigned ql0 = ld_u32_2(b + 64 * h + 4 * l);
             const unsigned ql1 = ld_u32_2(b + 64 * h + 32 + 4 * l);
@@ -258,10 +258,10 @@ __device__ __forceinline__ void qgemv_row_k(const u8* __restrict__ row, const T*
             }
         } else {
             const unsigned int c = (lane >> 2) & 3, j = lane & 3;
-            const unsigned int qoff = (FMT == 3 ? 16 : 48) + 32 * c + 8 * j;
+            const unsigned int qoff = (FMT == QFMT_Q4_K ? 16 : 48) + 32 * c + 8 * j;
             const unsigned q[2] = {ld_u32_2(b + qoff), ld_u32_2(b + qoff + 4)};
             unsigned qh[2] = {0u, 0u};
-            if (FMT == 4) {
+            if (FMT == QFMT_Q5_K) {
                 qh[0] = ld_u32_2(b + 16 + 8 * j);
                 qh[1] = ld_u32_2(b + 20 + 8 * j);
             }
@@ -288,7 +288,7 @@ __device__ __forceinline__ void qgemv_row_k(const u8* __restrict__ row, const T*
                         for (int i = 0; i < 4; ++i) {
                             unsigned lo = (q[w] >> (8 * i)) & 0x0Fu,
                                      hi = (q[w] >> (8 * i + 4)) & 0x0Fu;
-                            if (FMT == 4) {
+                            if (FMT == QFMT_Q5_K) {
                                 lo |= ((qh[w] >> (8 * i + 2 * c)) & 1u) << 4;
                                 hi |= ((qh[w] >> (8 * i + 2 * c + 1)) & 1u) << 4;
                             }
@@ -315,10 +315,7 @@ __device__ __forceinline__ void qgemv_row_k(const u8* __restrict__ row, const T*
     }
 }
 
-// Rows of x a multi-row quantized GEMV takes (`qgemv_rows_<dt>`, `qgemv_k_rows_<dt>`).
-#define QGEMV_MAX_ROWS 8
-
-// One warp per output column: the 32-value formats (FMT 0–2; KQ false) or the K-quants (3–5;
+// One warp per output column: the 32-value formats (KQ false) or the K-quants (KQ
 // KQ true), MR accumulators for the nr rows of x; out[r · N + n].
 template <typename T, int MR, bool KQ>
 __device__ __forceinline__ void qgemv_body(const u8* __restrict__ w, const T* __restrict__ x,
@@ -331,17 +328,24 @@ __device__ __forceinline__ void qgemv_body(const u8* __restrict__ w, const T* __
     for (int r = 0; r < MR; ++r) acc[r] = 0.0f;
     if (!KQ) {
         const unsigned int blocks = K / 32;
-        const unsigned int bb = format == 0 ? 34 : (format == 1 ? 18 : 20);
+        const unsigned int bb = format == QFMT_Q8_0 ? 34 : (format == QFMT_Q4_0 ? 18 : 20);
         const u8* row = w + n * blocks * bb;
-        if (format == 0) qgemv_row<T, 0, MR>(row, x, K, nr, blocks, xvec, acc);
-        else if (format == 1) qgemv_row<T, 1, MR>(row, x, K, nr, blocks, xvec, acc);
-        else qgemv_row<T, 2, MR>(row, x, K, nr, blocks, xvec, acc);
+        if (format == QFMT_Q8_0)
+            qgemv_row<T, QFMT_Q8_0, MR>(row, x, K, nr, blocks, xvec, acc);
+        else if (format == QFMT_Q4_0)
+            qgemv_row<T, QFMT_Q4_0, MR>(row, x, K, nr, blocks, xvec, acc);
+        else
+            qgemv_row<T, QFMT_Q4_1, MR>(row, x, K, nr, blocks, xvec, acc);
     } else {
-        const unsigned int sbs = K / 256, bb = format == 3 ? 144 : (format == 4 ? 176 : 210);
+        const unsigned int sbs = K / 256;
+        const unsigned int bb = format == QFMT_Q4_K ? 144 : (format == QFMT_Q5_K ? 176 : 210);
         const u8* krow = w + n * sbs * bb;
-        if (format == 3) qgemv_row_k<T, 3, MR>(krow, x, K, nr, sbs, xvec, acc);
-        else if (format == 4) qgemv_row_k<T, 4, MR>(krow, x, K, nr, sbs, xvec, acc);
-        else qgemv_row_k<T, 5, MR>(krow, x, K, nr, sbs, xvec, acc);
+        if (format == QFMT_Q4_K)
+            qgemv_row_k<T, QFMT_Q4_K, MR>(krow, x, K, nr, sbs, xvec, acc);
+        else if (format == QFMT_Q5_K)
+            qgemv_row_k<T, QFMT_Q5_K, MR>(krow, x, K, nr, sbs, xvec, acc);
+        else
+            qgemv_row_k<T, QFMT_Q6_K, MR>(krow, x, K, nr, sbs, xvec, acc);
     }
 #pragma unroll
     for (int r = 0; r < MR; ++r) {
@@ -352,8 +356,8 @@ __device__ __forceinline__ void qgemv_body(const u8* __restrict__ w, const T* __
 }
 
 // qgemv_<dt> is built for 5 blocks of 256 per SM (47 registers): without the bound, ptxas gave
-// it 40 and the Q8_0 GEMV at (4096, 14336) went 24.0 → 32.5 µs (docs/RESULTS.md, session 32).
-// The K-quants (formats 3-5) have their own kernels, so that the 32-value formats' one keeps
+// it 40 and the Q8_0 GEMV at (4096, 14336) went 24.0 → 32.5 µs.
+// The K-quants have their own kernels, so that the 32-value formats' one keeps
 // the register allocation its bound gives it; so do several rows of x (`_rows_`, up to
 // QGEMV_MAX_ROWS, their count `M` an argument).
 #define QGEMV_KERNELS(T, NAME)                                                                     \
@@ -412,12 +416,7 @@ QGEMV_KERNELS(bf16, bf16)
 // the high nibbles of a 64-value chunk's quant bytes, of which lane t holds 8t … 8t + 7) two MMAs
 // from C = −M · Σ x give Σ q · x, and the lane adds d · sc · sum − dmin · m · Σ x. Q5_K: the same,
 // with each value's fifth bit OR-ed into its nibble's byte before the permute (q < 32 < 128).
-#ifndef QGEMV_RING_WARPS
-#define QGEMV_RING_WARPS 8
-#endif
 #define QGEMV_RING_THREADS (QGEMV_RING_WARPS * 32 + 32)
-#define QGEMV_RING_ROWS 16
-#define QGEMV_RING_MAX_STAGES 8
 
 // The ring's static shared memory (the ring, 128-byte aligned, starts after it, at the offset
 // the launcher assumes): full and empty barriers per stage, x's barrier, the tiles' partial sums
@@ -523,7 +522,7 @@ __device__ __forceinline__ void q4_accumulate(float fa, float fb, const float (&
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-// FMT 1: Q4_0 (units of one 18-byte block); FMT 3: Q4_K, 4: Q5_K (units of one 144- or
+// FMT QFMT_Q4_0 (units of one 18-byte block), QFMT_Q4_K or QFMT_Q5_K (units of one 144- or
 // 176-byte super-block). MR 1: one row of x, in every column of the MMAs' B; MR 8: nx ≤ 8 rows
 // of x, row r in column r (columns past nx zero), each output row summed in the one-row order
 // (so bitwise a one-row call's: the MMA's columns are independent).
@@ -532,7 +531,8 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
         T* __restrict__ out, unsigned int N, unsigned int K, unsigned int chunk, unsigned int pitch,
         unsigned int nst, unsigned int npre, unsigned int nx, QGemvRingShared& sh) {
     extern __shared__ __align__(128) unsigned char ring[];
-    constexpr unsigned int BB = FMT == 1 ? 18 : (FMT == 3 ? 144 : 176), UV = FMT == 1 ? 32 : 256;
+    constexpr unsigned int BB = FMT == QFMT_Q4_0 ? 18 : (FMT == QFMT_Q4_K ? 144 : 176);
+    constexpr unsigned int UV = FMT == QFMT_Q4_0 ? 32 : 256;
     const unsigned int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const unsigned int blocks = K / UV, row_bytes = blocks * BB;
     const unsigned int chunks = (blocks + chunk - 1) / chunk;
@@ -548,7 +548,7 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
     float* xsum = reinterpret_cast<float*>(xp + nx * K / 8);
     float2* xsum2 = reinterpret_cast<float2*>(xsum);
     // [2][QGEMV_RING_WARPS][MR][QGEMV_RING_ROWS] (MR > 1 only).
-    float* part_rows = xsum + nx * (K / 32) * (FMT == 1 ? 1 : 2);
+    float* part_rows = xsum + nx * (K / 32) * (FMT == QFMT_Q4_0 ? 1 : 2);
     if (threadIdx.x == 0) {
         for (unsigned int i = 0; i < nst; ++i) {
             mbar_init(&sh.full[i], 1);
@@ -592,7 +592,7 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
     pdl_wait();
     mbar_wait(&sh.x_full, 0);
     pdl_launch_dependents();
-    if (FMT == 1) {
+    if (FMT == QFMT_Q4_0) {
         // x for the MMAs: lane t's B operands for a block are (x[4t], x[4t + 2]), (x[4t + 1],
         // x[4t + 3]) (the low nibbles' MMA: values 4t, 4t + 2 sit at k = 2t, 2t + 1 of A, values
         // 4t + 1, 4t + 3 at k = 2t + 8, 2t + 9), then the same 16 further on (the high nibbles').
@@ -627,7 +627,7 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
         float v = 0.0f;
 #pragma unroll 8
         for (unsigned int j = 0; j < 32; ++j) v += to_f32(xs[32 * b + ((j + bl) & 31)]);
-        if (FMT == 1)
+        if (FMT == QFMT_Q4_0)
             xsum[b] = -Q4Magic<T>::offset * v;
         else
             xsum2[b] = make_float2(-Q4Magic<T>::magic * v, v);
@@ -653,7 +653,7 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
             // that exist): their MMA rows are independent of the others and never written out.
             const u8* rb = ra + 8 * pitch;
             const unsigned int b0 = c * chunk;
-            if (FMT == 1) {
+            if (FMT == QFMT_Q4_0) {
                 for (unsigned int p = warp; p < cb / 2; p += QGEMV_RING_WARPS) {
                     // Pair p: [d0 | 16 quants | d1 | 16 quants], 9 words.
                     const unsigned* wa = reinterpret_cast<const unsigned*>(ra + 36 * p);
@@ -679,7 +679,7 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
                 // fifth bits) | 128 quant bytes]; 64-value chunk c's quant bytes 8t … 8t + 7 are
                 // words Q + 8c + 2t and the next (Q = 4, or 12 after Q5_K's fifth bits, whose
                 // bytes 8t … 8t + 7 are words 4 + 2t and the next: bits 2c and 2c + 1).
-                constexpr unsigned int Q = FMT == 3 ? 4 : 12;
+                constexpr unsigned int Q = FMT == QFMT_Q4_K ? 4 : 12;
                 for (unsigned int u = warp; u < cb; u += QGEMV_RING_WARPS) {
                     const unsigned* wa = reinterpret_cast<const unsigned*>(ra + BB * u);
                     const unsigned* wb = reinterpret_cast<const unsigned*>(rb + BB * u);
@@ -687,7 +687,7 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
                     q4k_scales(wa, dsa, dma);
                     q4k_scales(wb, dsb, dmb);
                     unsigned ha[2] = {0u, 0u}, hb[2] = {0u, 0u};
-                    if (FMT == 4) {
+                    if (FMT == QFMT_Q5_K) {
                         ha[0] = wa[4 + 2 * t4];
                         ha[1] = wa[5 + 2 * t4];
                         hb[0] = wb[4 + 2 * t4];
@@ -697,7 +697,7 @@ __device__ __forceinline__ void qgemv_ring_impl(const u8* __restrict__ w, const 
 #pragma unroll
                     for (int cc = 0; cc < 4; ++cc) {
                         unsigned ra0[4], ra1[4], rb0[4], rb1[4];
-                        if (FMT == 3) {
+                        if (FMT == QFMT_Q4_K) {
                             q4_pairs<T>(wa[Q + 8 * cc + 2 * t4], ra0);
                             q4_pairs<T>(wa[Q + 1 + 8 * cc + 2 * t4], ra1);
                             q4_pairs<T>(wb[Q + 8 * cc + 2 * t4], rb0);
@@ -802,12 +802,12 @@ extern "C" __global__ void __launch_bounds__(QGEMV_RING_THREADS, 1) ENTRY(      
     QGEMV_RING_BODY(T, FMT, QGEMV_MAX_ROWS, M)                                                     \
 }
 #define QGEMV_RING_KERNELS(T, NAME)                                                                \
-    QGEMV_RING_ENTRY(qgemv_ring_##NAME, T, 1)                                                      \
-    QGEMV_RING_ENTRY(qgemv_ring_q4k_##NAME, T, 3)                                                  \
-    QGEMV_RING_ENTRY(qgemv_ring_q5k_##NAME, T, 4)                                                  \
-    QGEMV_RING_ROWS_ENTRY(qgemv_ring_rows_##NAME, T, 1)                                            \
-    QGEMV_RING_ROWS_ENTRY(qgemv_ring_rows_q4k_##NAME, T, 3)                                        \
-    QGEMV_RING_ROWS_ENTRY(qgemv_ring_rows_q5k_##NAME, T, 4)
+    QGEMV_RING_ENTRY(qgemv_ring_##NAME, T, QFMT_Q4_0)                                              \
+    QGEMV_RING_ENTRY(qgemv_ring_q4k_##NAME, T, QFMT_Q4_K)                                          \
+    QGEMV_RING_ENTRY(qgemv_ring_q5k_##NAME, T, QFMT_Q5_K)                                          \
+    QGEMV_RING_ROWS_ENTRY(qgemv_ring_rows_##NAME, T, QFMT_Q4_0)                                    \
+    QGEMV_RING_ROWS_ENTRY(qgemv_ring_rows_q4k_##NAME, T, QFMT_Q4_K)                                \
+    QGEMV_RING_ROWS_ENTRY(qgemv_ring_rows_q5k_##NAME, T, QFMT_Q5_K)
 
 QGEMV_RING_KERNELS(f16, f16)
 QGEMV_RING_KERNELS(bf16, bf16)

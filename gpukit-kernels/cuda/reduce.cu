@@ -3,14 +3,9 @@
 // Deterministic: every thread accumulates its elements in a fixed order and partial results are
 // combined in a fixed shared-memory tree (block_reduce, also for softmax's max and sum),
 // so results are bitwise reproducible for a given shape. `_rows` kernels (inner == 1) use one
-// 256-thread block per row; `_cols` kernels use one thread per (outer, inner) pair walking the
+// BLOCK_THREADS-thread block per row; `_cols` kernels use one thread per (outer, inner) pair walking the
 // axis sequentially (coalesced across inner).
 #include "common.cuh"
-
-#define R_SUM 0
-#define R_MEAN 1
-#define R_MAX 2
-#define R_MIN 3
 
 // NaN-propagating max/min (like torch.max).
 __device__ __forceinline__ float nan_max(float a, float b) { return (a != a || a > b) ? a : b; }
@@ -38,7 +33,7 @@ __device__ __forceinline__ float block_reduce(int op, float v, float* scratch) {
 #define REDUCE_KERNELS(T, NAME)                                                                    \
 extern "C" __global__ void reduce_##NAME##_rows(int op, const T* __restrict__ x,                   \
         T* __restrict__ out, unsigned int len) {                                                   \
-    __shared__ float scratch[256];                                                                 \
+    __shared__ float scratch[BLOCK_THREADS];                                                       \
     const T* row = x + (unsigned long long)blockIdx.x * len;                                       \
     float acc = r_init(op);                                                                        \
     for (unsigned int i = threadIdx.x; i < len; i += blockDim.x) acc = r_step(op, acc, to_f32(row[i])); \
@@ -58,8 +53,8 @@ extern "C" __global__ void reduce_##NAME##_cols(int op, const T* __restrict__ x,
 /* First index of the maximum (NaN counts as the maximum, like torch.argmax). */                   \
 extern "C" __global__ void argmax_##NAME##_rows(const T* __restrict__ x, i64* __restrict__ out,    \
         unsigned int len) {                                                                        \
-    __shared__ float sv[256];                                                                      \
-    __shared__ unsigned int si[256];                                                               \
+    __shared__ float sv[BLOCK_THREADS];                                                            \
+    __shared__ unsigned int si[BLOCK_THREADS];                                                     \
     const T* row = x + (unsigned long long)blockIdx.x * len;                                       \
     float best = -GPUKIT_INF; unsigned int bi = GPUKIT_NO_INDEX;                                     \
     argmax_scan<8>(best, bi, threadIdx.x, blockDim.x, len, [&](unsigned int i) { return to_f32(row[i]); }); \
@@ -87,7 +82,7 @@ extern "C" __global__ void argmax_##NAME##_cols(const T* __restrict__ x, i64* __
 /* softmax (or log-softmax with `log`) along the row. */                                           \
 extern "C" __global__ void softmax_##NAME##_rows(const T* __restrict__ x, T* __restrict__ out,     \
         unsigned int len, int log) {                                                               \
-    __shared__ float scratch[256];                                                                 \
+    __shared__ float scratch[BLOCK_THREADS];                                                       \
     unsigned long long base = (unsigned long long)blockIdx.x * len;                                \
     float m = -GPUKIT_INF;                                                                           \
     for (unsigned int i = threadIdx.x; i < len; i += blockDim.x) m = nan_max(m, to_f32(x[base + i])); \

@@ -42,7 +42,6 @@ ROPE_KERNELS(bf16, bf16)
 // (token, head) over the nq query heads and nkv key/value heads; head_dim ≤ 256. A write that
 // would pass max_len writes nothing and sets bit 0 of *err. With swizzled != 0 the caches are
 // laid out pre-swizzled (kv_col).
-#define ROPE_KV_THREADS 128
 
 template <typename T>
 __device__ __forceinline__ void rope_kv_append_impl(const T* __restrict__ qkv, T* __restrict__ q_out,

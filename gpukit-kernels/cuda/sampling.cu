@@ -24,24 +24,12 @@
 // replays with the next one.
 #include "common.cuh"
 
-#define SAMPLER_THREADS 1024
-#define SAMPLE_THREADS 256
-#define SAMPLE_CHUNK 1024
-#define SAMPLE_BINS 1024
 static_assert(SAMPLE_CHUNK == 4 * SAMPLE_THREADS, "a thread takes 4 consecutive ids of its chunk");
 
-struct SamplerArgs {
-    float temperature;   // 0: greedy
-    float top_p;         // 1: off
-    float min_p;         // 0: off
-    float penalty;       // 1: off
-    unsigned int top_k;  // 0: off (also when ≥ vocab)
-    unsigned int vocab;
-    unsigned int window; // recent ids per row (negative entries are empty)
-    unsigned int chunks; // blocks per row: ceil(vocab / SAMPLE_CHUNK)
-    unsigned long long seed;
-    unsigned long long row_bytes;  // workspace bytes per row
-};
+// SamplerArgs (in gpukit_shared.cuh): temperature (0: greedy), top_p (1: off), min_p (0: off),
+// penalty (1: off), top_k (0: off, also when ≥ vocab), vocab, window (recent ids per row;
+// negative entries are empty), chunks (blocks per row: ceil(vocab / SAMPLE_CHUNK)), seed,
+// row_bytes (workspace bytes per row).
 
 __device__ __forceinline__ void philox4x32_10(unsigned c[4], unsigned k0, unsigned k1) {
 #pragma unroll
@@ -105,7 +93,7 @@ __device__ __forceinline__ void merge_parts(const ArgmaxPart* __restrict__ parts
 }
 
 // One row's workspace (SamplerArgs::row_bytes bytes at row · row_bytes; the host's
-// `launch::sampler_row_bytes` lays it out the same way). The accumulators from `total` to the
+// `gpukit_kernels::sampling::row_bytes` sizes it from the same constants). The accumulators from `total` to the
 // end of `count` are zeroed by sample_scale.
 struct SampleSel {
     unsigned prefix_k, above_k, prefix_p, pad;  // bit-pattern prefix chosen so far, count above
@@ -122,8 +110,7 @@ struct SampleWs {
     float* maxz;                // [chunks]: each chunk's largest z
     float* e;                   // [chunks · SAMPLE_CHUNK]: z, then e (0 past the vocabulary)
 };
-static_assert(sizeof(SampleSel) == 32, "the host's layout (launch::sampler_row_bytes) assumes it");
-#define SAMPLE_HEAD_BYTES (16 + 2 * 32)
+static_assert(SAMPLE_HEAD_BYTES == 16 + 2 * sizeof(SampleSel), "total, theta, then sel[2]");
 #define SAMPLE_ZEROED_WORDS ((SAMPLE_HEAD_BYTES + 3 * SAMPLE_BINS * 12) / 4)
 
 __device__ __forceinline__ SampleWs sample_ws(unsigned char* base, const SamplerArgs& a) {
@@ -512,7 +499,7 @@ SAMPLER_KERNELS(bf16, bf16)
 // Greedy sampling from the LM head GEMV's per-block first maxima (gemv_norm_*_argmax): one block
 // merges `n` partials into out[0]. Equal to a greedy sample_* with no penalty on the logits that
 // GEMV wrote.
-extern "C" __global__ void __launch_bounds__(SAMPLER_THREADS) sample_argmax_parts(
+extern "C" __global__ void __launch_bounds__(ARGMAX_PARTS_THREADS) sample_argmax_parts(
         const ArgmaxPart* __restrict__ parts, unsigned int n, int* __restrict__ out) {
     pdl_enter();
     merge_parts(parts, n, out);
@@ -520,7 +507,7 @@ extern "C" __global__ void __launch_bounds__(SAMPLER_THREADS) sample_argmax_part
 
 // A greedy draw's second stage: grid (1, rows), the row's first maximum of its chunks' into
 // out[row].
-extern "C" __global__ void __launch_bounds__(SAMPLER_THREADS) sample_greedy_merge(SamplerArgs a, unsigned char* ws,
+extern "C" __global__ void __launch_bounds__(ARGMAX_PARTS_THREADS) sample_greedy_merge(SamplerArgs a, unsigned char* ws,
                                                                                  int* __restrict__ out) {
     pdl_enter();
     const SampleWs w = sample_ws(ws, a);

@@ -1,5 +1,7 @@
 //! Element types, and the GGML block formats a tensor may be kept in.
 
+pub use crate::shared::QuantFormat;
+
 /// The element type of a tensor: a plain element type, or a GGML block format
 /// ([`DType::Quant`]) whose elements are stored in blocks behind shared scales.
 ///
@@ -106,24 +108,6 @@ impl std::fmt::Display for DType {
     }
 }
 
-/// A GGML block quantization format (ggml's `ggml_type`): the layouts GGUF files store weights
-/// in. The CPU reference dequantization and quantizers live in `gpukit_ops::quant`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum QuantFormat {
-    /// 8-bit values, one f16 scale per 32.
-    Q8_0,
-    /// 4-bit values offset by 8, one f16 scale per 32.
-    Q4_0,
-    /// 4-bit values, f16 scale and f16 minimum per 32.
-    Q4_1,
-    /// 4-bit values in 256-value super-blocks of eight 32-value sub-blocks (6-bit scales/mins).
-    Q4K,
-    /// 5-bit values, laid out like Q4_K plus a plane of fifth bits.
-    Q5K,
-    /// 6-bit values in 256-value super-blocks of sixteen 16-value sub-blocks (8-bit scales).
-    Q6K,
-}
-
 impl QuantFormat {
     /// Every format.
     pub const ALL: [QuantFormat; 6] = [
@@ -164,18 +148,6 @@ impl QuantFormat {
             QuantFormat::Q4K => "q4_K",
             QuantFormat::Q5K => "q5_K",
             QuantFormat::Q6K => "q6_K",
-        }
-    }
-
-    /// The format code the CUDA kernels take (`quant.cu`: 0 = Q8_0, …, 5 = Q6_K, in this order).
-    pub const fn code(self) -> i32 {
-        match self {
-            QuantFormat::Q8_0 => 0,
-            QuantFormat::Q4_0 => 1,
-            QuantFormat::Q4_1 => 2,
-            QuantFormat::Q4K => 3,
-            QuantFormat::Q5K => 4,
-            QuantFormat::Q6K => 5,
         }
     }
 }

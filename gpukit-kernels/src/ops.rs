@@ -1,24 +1,7 @@
-//! Operation codes passed to the kernels (the `#define`s in `cuda/*.cu` must match).
+//! The op codes the kernels take ([`crate::shared`] defines them for both sides), and the f32
+//! arithmetic each applies, which the CPU reference shares.
 
-/// Binary elementwise operations (`OP_*` in `cuda/elementwise.cu`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(i32)]
-pub enum BinaryOp {
-    /// a + b
-    Add = 0,
-    /// a - b
-    Sub = 1,
-    /// a * b
-    Mul = 2,
-    /// a / b
-    Div = 3,
-    /// max(a, b) (IEEE fmax: a NaN operand is ignored)
-    Maximum = 4,
-    /// min(a, b) (IEEE fmin)
-    Minimum = 5,
-    /// a ^ b
-    Pow = 6,
-}
+pub use crate::shared::{BinaryOp, ReduceOp, ScalarOp, UnaryOp};
 
 impl BinaryOp {
     /// Applies the operation in f32, as the kernel does.
@@ -33,46 +16,6 @@ impl BinaryOp {
             BinaryOp::Pow => a.powf(b),
         }
     }
-}
-
-/// Unary elementwise operations (`U_*` in `cuda/elementwise.cu`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(i32)]
-pub enum UnaryOp {
-    /// -x
-    Neg = 0,
-    /// |x|
-    Abs = 1,
-    /// e^x
-    Exp = 2,
-    /// ln x
-    Log = 3,
-    /// √x
-    Sqrt = 4,
-    /// 1/√x
-    Rsqrt = 5,
-    /// sin x
-    Sin = 6,
-    /// cos x
-    Cos = 7,
-    /// tanh x
-    Tanh = 8,
-    /// 1 / (1 + e^-x)
-    Sigmoid = 9,
-    /// max(x, 0)
-    Relu = 10,
-    /// max(x, 0)² (So et al., "Primer", 2021)
-    Relu2 = 11,
-    /// x·Φ(x), exact erf form (Hendrycks & Gimpel 2016)
-    GeluErf = 12,
-    /// 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³))), the tanh approximation
-    GeluTanh = 13,
-    /// x·sigmoid(x) (SiLU / Swish)
-    Silu = 14,
-    /// x²
-    Square = 15,
-    /// 1/x
-    Recip = 16,
 }
 
 impl UnaryOp {
@@ -135,30 +78,6 @@ pub fn erf(x: f64) -> f64 {
     if x < 0.0 { -r } else { r }
 }
 
-/// Scalar operations: `x op s` or `s op x` (`S_*` in `cuda/elementwise.cu`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(i32)]
-pub enum ScalarOp {
-    /// x + s
-    Add = 0,
-    /// x · s
-    Mul = 1,
-    /// x − s
-    Sub = 2,
-    /// s − x
-    RSub = 3,
-    /// x / s
-    Div = 4,
-    /// s / x
-    RDiv = 5,
-    /// x ^ s
-    Pow = 6,
-    /// max(x, s)
-    Maximum = 7,
-    /// min(x, s)
-    Minimum = 8,
-}
-
 impl ScalarOp {
     /// Applies the operation in f32, as the kernel does.
     pub fn apply(self, x: f32, s: f32) -> f32 {
@@ -174,20 +93,6 @@ impl ScalarOp {
             ScalarOp::Minimum => x.min(s),
         }
     }
-}
-
-/// Reductions (`R_*` in `cuda/reduce.cu`). Max and min propagate NaN.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(i32)]
-pub enum ReduceOp {
-    /// Σ
-    Sum = 0,
-    /// Σ / n
-    Mean = 1,
-    /// max
-    Max = 2,
-    /// min
-    Min = 3,
 }
 
 #[cfg(test)]

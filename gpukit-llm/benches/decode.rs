@@ -24,6 +24,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use gpukit_llm::decode::{DecodeOptions, Replay};
 use gpukit_llm::engine::ComputeDevice;
 use gpukit_llm::model::{LoadOptions, Model};
 use gpukit_ops::sampling::{SamplingParams, sample_tokens_into, sampler_workspace_len};
@@ -69,7 +70,7 @@ fn generate(
     model: &Model,
     prompt: &[u32],
     new_tokens: usize,
-    use_graph: bool,
+    replay: Replay,
 ) -> Res<Value> {
     let dev = compute.device();
     let greedy = SamplingParams::default();
@@ -91,7 +92,13 @@ fn generate(
     let ttft = t.elapsed().as_secs_f64();
     drop(logits);
     let steps = new_tokens - 1;
-    let mut step = model.decode_step(&mut session, id, &greedy, &[], 1, use_graph)?;
+    let opts = DecodeOptions {
+        sampling: &greedy,
+        recent: &[],
+        first_step: 1,
+        replay,
+    };
+    let mut step = model.decode_step(&mut session, id, opts)?;
     let t = Instant::now();
     let mut replay_start = None;
     for i in 0..steps {
@@ -134,6 +141,11 @@ fn main() -> Res<()> {
         .unwrap_or(256)
         .max(4);
     let use_graph = std::env::var("GPUKIT_DECODE_GRAPH").map_or(true, |v| v != "0");
+    let replay = if use_graph {
+        Replay::Graph
+    } else {
+        Replay::Eager
+    };
     let filter = std::env::var("GPUKIT_BENCH_FILTER").ok();
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
         .map_err(|e| {
@@ -183,8 +195,8 @@ fn main() -> Res<()> {
         for (i, &p) in prompts.iter().enumerate() {
             let ids = prompt_ids(p, model.spec().vocab, 1000 + i as u64);
             // Warm-up at this prompt length: kernel modules, GEMM plans for the prompt's shapes.
-            generate(&compute, &model, &ids, 4, use_graph)?;
-            let r = generate(&compute, &model, &ids, new_tokens, use_graph)?;
+            generate(&compute, &model, &ids, 4, replay)?;
+            let r = generate(&compute, &model, &ids, new_tokens, replay)?;
             let mib = |k: &str| r[k].as_f64().unwrap_or(f64::NAN) / (1u64 << 20) as f64;
             println!(
                 "{:<16} {:>7} {:>10.2} {:>10.3} {:>10.3} {:>10.0} {:>10.0}",

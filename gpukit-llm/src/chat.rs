@@ -74,8 +74,8 @@ impl std::io::Write for CappedOutput {
 }
 
 fn template_err(detail: impl std::fmt::Display) -> Error {
-    Error::Format {
-        file: "chat template".into(),
+    Error::Invalid {
+        what: "chat template",
         detail: detail.to_string(),
     }
 }
@@ -84,7 +84,7 @@ impl ChatTemplate {
     /// Compiles `source`.
     ///
     /// # Errors
-    /// [`Error::Format`] with minijinja's message if the template does not parse.
+    /// [`Error::Invalid`] with minijinja's message if the template does not parse.
     pub fn new(source: &str, bos_token: &str, eos_token: &str) -> Result<ChatTemplate> {
         let mut env = Environment::new();
         env.set_trim_blocks(true);
@@ -110,7 +110,7 @@ impl ChatTemplate {
     /// strings of `tokenizer`.
     ///
     /// # Errors
-    /// [`Error::Missing`] if the file has no template; [`Error::Format`] if it does not parse.
+    /// [`Error::Missing`] if the file has no template; [`Error::Invalid`] if it does not parse.
     pub fn from_gguf(h: &GgufHeader, tokenizer: &Tokenizer, file: &Path) -> Result<ChatTemplate> {
         let source = h
             .get("tokenizer.chat_template")
@@ -132,7 +132,7 @@ impl ChatTemplate {
     /// `default` is taken), with that file's `bos_token` / `eos_token`.
     ///
     /// # Errors
-    /// [`Error::Missing`] if the directory has no template; [`Error::Format`] if it does not
+    /// [`Error::Missing`] if the directory has no template; [`Error::Invalid`] if it does not
     /// parse.
     pub fn from_hf_dir(dir: &Path) -> Result<ChatTemplate> {
         let config =
@@ -172,7 +172,7 @@ impl ChatTemplate {
     /// `add_generation_prompt`.
     ///
     /// # Errors
-    /// [`Error::Format`] with minijinja's message (a `raise_exception` in the template, an
+    /// [`Error::Invalid`] with minijinja's message (a `raise_exception` in the template, an
     /// undefined method, …), also when the template runs out of its `TEMPLATE_FUEL`
     /// instructions or its output passes `MAX_RENDERED_BYTES`.
     pub fn render(&self, messages: &[Message], add_generation_prompt: bool) -> Result<String> {

@@ -15,7 +15,7 @@ use gpukit_sched::{DeviceRuntime, LanePriority, Runtime};
 
 use crate::chat::{ChatTemplate, Message};
 use crate::checkpoint::Checkpoint;
-use crate::decode::DecodeStep;
+use crate::decode::{DecodeOptions, DecodeStep, Replay};
 use crate::gguf::GgufFile;
 use crate::model::{LoadOptions, Model, Session};
 use crate::spec::ModelSpec;
@@ -116,12 +116,10 @@ impl ComputeDevice {
     /// Does nothing on the CPU.
     ///
     /// # Errors
-    /// [`Error::Device`] when the device fails while the pool waits for its streams.
+    /// [`Error::Ops`] when the device fails while the pool waits for its streams.
     pub fn empty_cache(&self) -> Result<()> {
         if let Some(d) = self.cuda_runtime() {
-            d.pool()
-                .empty_cache()
-                .map_err(|e| Error::Device(e.to_string()))?;
+            d.pool().empty_cache().map_err(gpukit_ops::Error::from)?;
         }
         Ok(())
     }
@@ -415,8 +413,8 @@ impl Engine {
         opts: &GenerateOptions,
         on_text: &mut dyn FnMut(&str),
     ) -> Result<GenerateStats> {
-        opts.sampling.validate().map_err(|e| Error::Format {
-            file: "generation options".into(),
+        opts.sampling.validate().map_err(|e| Error::Invalid {
+            what: "generation options",
             detail: e.to_string(),
         })?;
         let ids = match prompt {
@@ -428,8 +426,8 @@ impl Engine {
         };
         let ctx = self.model.spec().max_positions;
         if ids.is_empty() || ids.len() >= ctx {
-            return Err(Error::Format {
-                file: "prompt".into(),
+            return Err(Error::Invalid {
+                what: "prompt",
                 detail: format!(
                     "{} tokens; a prompt needs 1 to {} (the model's context)",
                     ids.len(),
@@ -451,13 +449,17 @@ impl Engine {
         let mut decoder = if budget > 1 && self.model.supports_decode_step() {
             let mut seen = history.clone();
             seen.push(next);
+            let recent = opts.penalty_window(&seen);
+            let step_opts = DecodeOptions {
+                sampling: &opts.sampling,
+                recent: &recent,
+                first_step: 1,
+                replay: Replay::Graph,
+            };
             Decoder::Step(Box::new(self.model.decode_step(
                 &mut session,
                 next,
-                &opts.sampling,
-                &opts.penalty_window(&seen),
-                1,
-                true,
+                step_opts,
             )?))
         } else {
             Decoder::Forward(&mut session)
@@ -535,19 +537,12 @@ struct Sampler<'a> {
     workspace: Option<Tensor>,
 }
 
-fn sampling_err(e: gpukit_ops::Error) -> Error {
-    Error::Format {
-        file: "sampling".into(),
-        detail: e.to_string(),
-    }
-}
-
 impl<'a> Sampler<'a> {
     fn new(device: &Device, opts: &'a GenerateOptions) -> Result<Self> {
         Ok(Sampler {
             opts,
             device: device.clone(),
-            out: Tensor::zeros(&[1], DType::I32, device).map_err(sampling_err)?,
+            out: Tensor::zeros(&[1], DType::I32, device)?,
             workspace: None,
         })
     }
@@ -559,16 +554,17 @@ impl<'a> Sampler<'a> {
         let recent = if window.is_empty() {
             None
         } else {
-            Some(
-                Tensor::from_slice(&window, &[1, window.len()], &self.device)
-                    .map_err(sampling_err)?,
-            )
+            Some(Tensor::from_slice(
+                &window,
+                &[1, window.len()],
+                &self.device,
+            )?)
         };
-        let step = Tensor::from_slice(&[step], &[1], &self.device).map_err(sampling_err)?;
+        let step = Tensor::from_slice(&[step], &[1], &self.device)?;
         let need = sampler_workspace_len(1, logits.shape().last().copied().unwrap_or(1));
         let workspace = match self.workspace.take() {
             Some(w) if w.numel() >= need => w,
-            _ => Tensor::empty(&[need], DType::U8, &self.device).map_err(sampling_err)?,
+            _ => Tensor::empty(&[need], DType::U8, &self.device)?,
         };
         let drawn = sample_tokens_into(
             logits,
@@ -579,8 +575,8 @@ impl<'a> Sampler<'a> {
             &self.out,
         );
         self.workspace = Some(workspace);
-        drawn.map_err(sampling_err)?;
-        let id = self.out.to_vec::<i32>().map_err(sampling_err)?;
+        drawn?;
+        let id = self.out.to_vec::<i32>()?;
         Ok(id.first().map_or(0, |&i| i.max(0) as u32))
     }
 }

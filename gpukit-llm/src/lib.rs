@@ -1,27 +1,29 @@
 //! # gpukit-llm
 //!
-//! Large language models on gpukit (layer 6, above `gpukit-ops`; beside `gpukit-audio`).
+//! Large language models on gpukit (layer 5, above `gpukit-ops`; beside `gpukit-audio`).
 //!
 //! - [`gguf`]: the GGUF (v2/v3) reader — metadata of every value type, tensor infos, alignment,
 //!   memory-mapped tensor bytes, every size checked against the file — and a small writer;
 //! - [`checkpoint`]: safetensors checkpoints (one file or shards through the index,
 //!   memory-mapped, converted to the compute dtype and placed on a device);
 //! - [`spec`]: `ModelSpec` for GPT-2, Llama, Mistral, Qwen2 and Qwen3 from `config.json` or GGUF;
-//! - [`model`]: one transformer for all of them, on the CPU or CUDA (GGUF blocks kept quantized
-//!   on the device);
+//! - [`model`]: one transformer for all of them, loaded by [`loader`] (GGUF blocks kept
+//!   quantized on the device), its layers (`layers`: `Linear`, `Norm`, and each layer's
+//!   decode-step plan, chosen at load) and its forward pass, on the CPU or CUDA;
+//! - [`decode`]: the one-token decode step, replayed as one CUDA graph per token;
 //! - [`tokenizer`] (HF `tokenizer.json`, or the byte-level BPE a GGUF file describes) and
 //!   [`chat`] (chat templates rendered as HF transformers renders them);
 //! - [`engine`]: prefill, decode and sampling where the model runs, streaming text;
 //! - [`store`]: the default model (fetched with pip into the cache, SHA-256 checked).
-//!
-//! Still to come: the decode step captured as one CUDA graph, with fused kernels (issue 7).
 
 pub mod chat;
 pub mod checkpoint;
 pub mod decode;
 pub mod engine;
 pub mod gguf;
+mod layers;
 mod le;
+pub mod loader;
 pub mod model;
 pub mod spec;
 pub mod store;
@@ -67,6 +69,22 @@ pub enum Error {
     /// The compute device cannot be used (the message says what to install or choose).
     #[error("{0}")]
     Device(String),
+    /// An argument or state the call cannot take: a token outside the vocabulary, a full
+    /// session, a prompt longer than the context, invalid options, a chat template that does
+    /// not render.
+    #[error("{what}: {detail}")]
+    Invalid {
+        /// What was wrong (`"prompt"`, `"decode step"`, …).
+        what: &'static str,
+        /// Why, and what is allowed.
+        detail: String,
+    },
+    /// A tensor op failed.
+    #[error(transparent)]
+    Ops(#[from] gpukit_ops::Error),
+    /// A driver call failed (launching the decode step's graph).
+    #[error(transparent)]
+    Driver(#[from] gpukit_driver::Error),
 }
 
 /// Result of the LLM layer.

@@ -12,6 +12,7 @@
 use std::path::Path;
 
 use gpukit_llm::chat::Message;
+use gpukit_llm::decode::{DecodeOptions, Replay};
 use gpukit_llm::engine::{ComputeDevice, Engine, GenerateOptions, Prompt, StopReason};
 use gpukit_llm::model::{LoadOptions, Model};
 use gpukit_ops::Device;
@@ -237,14 +238,24 @@ fn argmax(v: &[f32]) -> u32 {
 
 /// The decode step (what the engine runs after the prompt) against the general forward pass
 /// fed the same tokens, and on CUDA its graph replays against its eager runs, bit for bit.
+/// Greedy draws from Philox step 1, no penalty.
+fn greedy_opts(greedy: &SamplingParams, replay: Replay) -> DecodeOptions<'_> {
+    DecodeOptions {
+        sampling: greedy,
+        recent: &[],
+        first_step: 1,
+        replay,
+    }
+}
+
 fn decode_step_checks(model: &Model, prompt: &[u32], device: &Device) {
     const STEPS: usize = 12;
     let greedy = SamplingParams::default();
-    let run = |use_graph: bool| {
+    let run = |replay: Replay| {
         let mut s = model.session(prompt.len() + STEPS + 1).unwrap();
         let first = argmax(&model.forward_logits(&mut s, prompt).unwrap());
         let mut d = model
-            .decode_step(&mut s, first, &greedy, &[], 1, use_graph)
+            .decode_step(&mut s, first, greedy_opts(&greedy, replay))
             .unwrap();
         let (mut tokens, mut logits) = (vec![first], Vec::new());
         for _ in 0..STEPS {
@@ -263,7 +274,7 @@ fn decode_step_checks(model: &Model, prompt: &[u32], device: &Device) {
         assert_eq!(s.position(), prompt.len() + STEPS);
         (tokens, logits, captured)
     };
-    let (tokens, logits, captured) = run(true);
+    let (tokens, logits, captured) = run(Replay::Graph);
     assert_eq!(captured, !matches!(device, Device::Cpu));
     // The general forward pass, token by token: the same logits within the dtype's rounding
     // (the decode attention splits the keys by the capacity, the forward pass by the length).
@@ -287,7 +298,7 @@ fn decode_step_checks(model: &Model, prompt: &[u32], device: &Device) {
         );
     }
     if !matches!(device, Device::Cpu) {
-        let (e_tokens, e_logits, e_captured) = run(false);
+        let (e_tokens, e_logits, e_captured) = run(Replay::Eager);
         assert!(!e_captured);
         assert_eq!(e_tokens, tokens, "graph and eager draw the same tokens");
         for (g, e) in logits.iter().zip(&e_logits) {

@@ -25,6 +25,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use gpukit_llm::checkpoint::Checkpoint;
+use gpukit_llm::decode::{DecodeOptions, Replay};
 use gpukit_llm::engine::ComputeDevice;
 use gpukit_llm::model::{LoadOptions, Model};
 use gpukit_ops::sampling::SamplingParams;
@@ -138,7 +139,16 @@ fn decode_speed(model: &Model, prompt: &[u32], n: usize) -> (f64, f64) {
     model.forward(&mut s, prompt).unwrap();
     let greedy = SamplingParams::default();
     let mut step = model
-        .decode_step(&mut s, first, &greedy, &[], 1, true)
+        .decode_step(
+            &mut s,
+            first,
+            DecodeOptions {
+                sampling: &greedy,
+                recent: &[],
+                first_step: 1,
+                replay: Replay::Graph,
+            },
+        )
         .unwrap();
     step.run().unwrap();
     step.run().unwrap();
@@ -154,7 +164,7 @@ fn decode_speed(model: &Model, prompt: &[u32], n: usize) -> (f64, f64) {
 fn copy_bandwidth(dev: &Device) -> f64 {
     let n = 1usize << 29;
     let src = Tensor::zeros(&[n], DType::BF16, dev).unwrap();
-    let mut dst = Tensor::zeros(&[n], DType::BF16, dev).unwrap();
+    let dst = Tensor::zeros(&[n], DType::BF16, dev).unwrap();
     let Device::Cuda(c) = dev else {
         panic!("a CUDA device")
     };
@@ -162,7 +172,7 @@ fn copy_bandwidth(dev: &Device) -> f64 {
     for _ in 0..5 {
         c.synchronize().unwrap();
         let t = Instant::now();
-        ops::copy_into(&src, &mut dst).unwrap();
+        ops::copy_into(&src, &dst).unwrap();
         c.synchronize().unwrap();
         best = best.min(t.elapsed().as_secs_f64());
     }

@@ -104,8 +104,8 @@ fn main() -> Res<()> {
         }
         let a = Tensor::rand(&[m, k], -1.0, 1.0, bf, 2, &dev)?;
         let b = Tensor::rand(&[k, n], -1.0, 1.0, bf, 3, &dev)?;
-        let mut out = Tensor::empty(&[m, n], bf, &dev)?;
-        let ms = time_ms(&dev, 10, 10, 5, |_| Ok(ops::matmul_into(&a, &b, &mut out)?))?;
+        let out = Tensor::empty(&[m, n], bf, &dev)?;
+        let ms = time_ms(&dev, 10, 10, 5, |_| Ok(ops::matmul_into(&a, &b, &out)?))?;
         cases.push(Case {
             name,
             kind: "matmul",
@@ -127,9 +127,9 @@ fn main() -> Res<()> {
         }
         let x = Tensor::rand(&[m, k], -1.0, 1.0, bf, 4, &dev)?;
         let w = Tensor::rand(&[n, k], -1.0, 1.0, bf, 5, &dev)?;
-        let mut out = Tensor::empty(&[m, n], bf, &dev)?;
+        let out = Tensor::empty(&[m, n], bf, &dev)?;
         let ms = time_ms(&dev, 10, 10, 5, |_| {
-            Ok(ops::linear_into(&x, &w, None, Activation::None, &mut out)?)
+            Ok(ops::linear_into(&x, &w, None, Activation::None, &out)?)
         })?;
         cases.push(Case {
             name,
@@ -159,14 +159,14 @@ fn main() -> Res<()> {
             .map(|i| Tensor::rand(&[n, k], -1.0, 1.0, bf, 10 + i as u64, &dev))
             .collect::<Result<Vec<_>, _>>()?;
         let x = Tensor::rand(&[1, k], -1.0, 1.0, bf, 6, &dev)?;
-        let mut out = Tensor::empty(&[1, n], bf, &dev)?;
+        let out = Tensor::empty(&[1, n], bf, &dev)?;
         let ms = time_ms(&dev, 20, 50, 10, |i| {
             Ok(ops::linear_into(
                 &x,
                 &ws[i % copies],
                 None,
                 Activation::None,
-                &mut out,
+                &out,
             )?)
         })?;
         cases.push(Case {
@@ -187,9 +187,9 @@ fn main() -> Res<()> {
         }
         let x = Tensor::rand(&[rows, hidden], -1.0, 1.0, bf, 7, &dev)?;
         let w = Tensor::rand(&[hidden], 0.5, 1.5, bf, 8, &dev)?;
-        let mut out = Tensor::empty(&[rows, hidden], bf, &dev)?;
+        let out = Tensor::empty(&[rows, hidden], bf, &dev)?;
         let ms = time_ms(&dev, 20, 20, 5, |_| {
-            Ok(ops::rms_norm_into(&x, &w, 1e-5, &mut out)?)
+            Ok(ops::rms_norm_into(&x, &w, 1e-5, &out)?)
         })?;
         cases.push(Case {
             name,
@@ -207,9 +207,9 @@ fn main() -> Res<()> {
         }
         let a = Tensor::rand(&[n], -1.0, 1.0, bf, 9, &dev)?;
         let b = Tensor::rand(&[n], -1.0, 1.0, bf, 10, &dev)?;
-        let mut out = Tensor::empty(&[n], bf, &dev)?;
+        let out = Tensor::empty(&[n], bf, &dev)?;
         let ms = time_ms(&dev, 20, 20, 5, |_| {
-            Ok(ops::binary_into(BinaryOp::Add, &a, &b, &mut out)?)
+            Ok(ops::binary_into(BinaryOp::Add, &a, &b, &out)?)
         })?;
         cases.push(Case {
             name,
@@ -366,9 +366,9 @@ fn quantized_gemv_cases(dev: &Device, cases: &mut Vec<Case>) -> Res<()> {
             .map(|_| Ok(Tensor::from_blocks(&q, f, &[n, k], dev)?))
             .collect::<Res<Vec<_>>>()?;
         let x = Tensor::rand(&[m, k], -1.0, 1.0, DType::BF16, 41, dev)?;
-        let mut out = Tensor::empty(&[m, n], DType::BF16, dev)?;
+        let out = Tensor::empty(&[m, n], DType::BF16, dev)?;
         let ms = time_ms(dev, 20, 50, 10, |i| {
-            Ok(qgemv_into(&x, &mats[i % copies], &mut out)?)
+            Ok(qgemv_into(&x, &mats[i % copies], &out)?)
         })?;
         cases.push(Case {
             name,

@@ -25,10 +25,13 @@
 //! (rows contiguous), faster than through tensor maps.
 
 use gpukit_driver::{KernelArgs, TensorMap, TensorMapElement};
-use gpukit_kernels::registry::{SDPA_HEAD_DIMS, SDPA_RING_HEAD_DIMS, SDPA_WGMMA_HEAD_DIMS, launch};
-use gpukit_kernels::{AttentionArgs, DType, Kernel};
+use gpukit_kernels::attention::{self as kernels, AttentionKernel};
+use gpukit_kernels::shared::SDPA_DECODE_ROWS;
+use gpukit_kernels::{AttentionArgs, DType};
+use gpukit_mem::DeviceBuffer;
 use rayon::prelude::*;
 
+use crate::device::LaneWorkspace;
 use crate::kv_cache::KvLayout;
 use crate::ops::{check_out, cuda, dptr, same_device, write_host};
 use crate::{CudaDevice, Device, Error, Result, Tensor};
@@ -265,7 +268,7 @@ pub fn attention_shape(q: &Tensor, k: &Tensor, v: &Tensor) -> Result<AttentionSh
 /// split-K decode kernel, `None` for the prefill kernel.
 fn decode_plan(s: &AttentionShape, mask: &AttentionMask) -> Option<(usize, usize, usize)> {
     let rows = (s.q_heads / s.kv_heads.max(1)).saturating_mul(s.q_len);
-    if rows > launch::SDPA_DECODE_ROWS {
+    if rows > SDPA_DECODE_ROWS {
         return None;
     }
     // Keys before the earliest query's window are never read.
@@ -276,7 +279,7 @@ fn decode_plan(s: &AttentionShape, mask: &AttentionMask) -> Option<(usize, usize
         _ => 0,
     };
     let (chunk, splits) =
-        launch::sdpa_decode_splits(s.kv_len - first, s.batch.saturating_mul(s.kv_heads));
+        kernels::decode_splits(s.kv_len - first, s.batch.saturating_mul(s.kv_heads));
     Some((first, chunk, splits))
 }
 
@@ -289,7 +292,7 @@ pub fn sdpa_workspace_len(shape: &AttentionShape, mask: &AttentionMask) -> usize
             // The Hopper ring's split count (never more than the cp.async kernel's, but the
             // workspace serves whichever runs).
             let bkv = shape.batch.saturating_mul(shape.kv_heads);
-            let ring = launch::sdpa_decode_ring_splits(shape.kv_len - first, bkv).1;
+            let ring = kernels::decode_ring_splits(shape.kv_len - first, bkv).1;
             let splits = splits.max(ring);
             if splits > 1 {
                 // Rows of up to SDPA_DECODE_ROWS per split of head_dim + 2 floats (the portable
@@ -297,7 +300,7 @@ pub fn sdpa_workspace_len(shape: &AttentionShape, mask: &AttentionMask) -> usize
                 // aligned). Saturating: a hand-made shape too large for any tensor asks for
                 // usize::MAX.
                 bkv.saturating_mul(splits)
-                    .saturating_mul(launch::SDPA_DECODE_ROWS)
+                    .saturating_mul(SDPA_DECODE_ROWS)
                     .saturating_mul(shape.head_dim.saturating_add(4))
             } else {
                 0
@@ -488,7 +491,7 @@ fn check_swizzle_start(layout: KvLayout, k: &Tensor, v: &Tensor) -> Result<()> {
 /// eagerly. `layout`: how the caches' rows are laid out
 /// ([`KvCache::layout`](crate::kv_cache::KvCache::layout)).
 /// `workspace`: f32, at least [`sdpa_decode_at_workspace_len`] elements. At most
-/// [`launch::SDPA_DECODE_ROWS`] query rows per KV head (GQA group × q_len). Allocates nothing;
+/// [`SDPA_DECODE_ROWS`] query rows per KV head (GQA group × q_len). Allocates nothing;
 /// capturable. The CPU reads the position and runs [`sdpa_kv_into`] on the filled keys.
 ///
 /// # Errors
@@ -527,12 +530,12 @@ pub fn sdpa_decode_at_into(
         ));
     }
     let rows = shape.q_heads / shape.kv_heads * shape.q_len;
-    if rows > launch::SDPA_DECODE_ROWS {
+    if rows > SDPA_DECODE_ROWS {
         return Err(Error::shape(
             "sdpa",
             format!(
                 "attention at a device position takes at most {} query rows per KV head, got {rows}",
-                launch::SDPA_DECODE_ROWS
+                SDPA_DECODE_ROWS
             ),
         ));
     }
@@ -606,11 +609,12 @@ fn sdpa_cuda(
         ));
     }
     let head_dim = u32::try_from(s.head_dim).unwrap_or(0);
-    if !SDPA_HEAD_DIMS.contains(&head_dim) {
+    if !kernels::HEAD_DIMS.contains(&head_dim) {
         return Err(Error::shape(
             "sdpa",
             format!(
-                "the CUDA kernels are built for head_dim {SDPA_HEAD_DIMS:?}, not {}",
+                "the CUDA kernels are built for head_dim {:?}, not {}",
+                kernels::HEAD_DIMS,
                 s.head_dim
             ),
         ));
@@ -635,7 +639,7 @@ fn sdpa_cuda(
         ..AttentionArgs::default()
     };
     let ptrs = [dptr(q)?, dptr(k)?, dptr(v)?, dptr(out)?];
-    let run = |kernel: Kernel, cfg: &gpukit_driver::LaunchConfig, args: KernelArgs| {
+    let run = |kernel: AttentionKernel, cfg: &gpukit_driver::LaunchConfig, args: KernelArgs| {
         // SAFETY: q, k, v and out are rank-4 tensors of the checked shape whose strides the
         // arguments carry (rows 16-byte aligned, head dimension contiguous); the kernels read
         // only rows < q_len / kv_len of heads < q_heads / kv_heads; the partial workspace holds
@@ -659,26 +663,25 @@ fn sdpa_cuda(
         None => {
             let optin = c.props().shared_memory_per_block_optin_bytes as usize;
             let wgmma_cfg = if c.kernels().target() == "sm_90a"
-                && SDPA_WGMMA_HEAD_DIMS.contains(&head_dim)
+                && kernels::WGMMA_HEAD_DIMS.contains(&head_dim)
                 && !mask.alibi
                 && !portable_forced()
             {
-                launch::sdpa_prefill_wgmma(s.batch, s.q_heads, s.q_len, s.head_dim, optin)?
+                kernels::prefill_wgmma(s.batch, s.q_heads, s.q_len, s.head_dim, optin)?
             } else {
                 None
             };
             if let Some(cfg) = wgmma_cfg {
                 return run(
-                    Kernel::SdpaPrefillWgmma { dtype, head_dim },
+                    AttentionKernel::SdpaPrefillWgmma { dtype, head_dim },
                     &cfg,
                     tensors(args),
                 );
             }
-            let (cfg, key_tile) =
-                launch::sdpa_prefill(s.batch, s.q_heads, s.q_len, s.head_dim, optin)?;
+            let (cfg, key_tile) = kernels::prefill(s.batch, s.q_heads, s.q_len, s.head_dim, optin)?;
             args.chunk = key_tile;
             run(
-                Kernel::Sdpa {
+                AttentionKernel::Sdpa {
                     dtype,
                     head_dim,
                     decode: false,
@@ -717,15 +720,16 @@ fn sdpa_cuda(
                     Some((tk, tv)) => ka = ka.arg(tk).arg(tv),
                     None => ka = ka.arg(ptrs[1]).arg(ptrs[2]),
                 }
-                let kernel = Kernel::SdpaDecodeRing {
+                let kernel = AttentionKernel::SdpaDecodeRing {
                     dtype,
                     head_dim,
                     swizzled_kv: r.maps.is_none(),
                 };
-                return run(kernel, &r.cfg, ka.arg(c.sdpa_counters()).arg(u(s.batch)?));
+                let counters = c.workspace::<RingCounters>()?;
+                return run(kernel, &r.cfg, ka.arg(counters.0.ptr()).arg(u(s.batch)?));
             }
             let props = c.props();
-            let (cfg, stages) = launch::sdpa_decode(
+            let (cfg, stages) = kernels::decode(
                 s.batch,
                 s.kv_heads,
                 splits,
@@ -735,7 +739,7 @@ fn sdpa_cuda(
             )?;
             args.stages = stages;
             run(
-                Kernel::Sdpa {
+                AttentionKernel::Sdpa {
                     dtype,
                     head_dim,
                     decode: true,
@@ -745,13 +749,28 @@ fn sdpa_cuda(
             )?;
             if splits > 1 {
                 run(
-                    Kernel::SdpaCombine(dtype),
-                    &launch::sdpa_combine(s.batch, s.kv_heads, s.head_dim, splits)?,
+                    AttentionKernel::SdpaCombine(dtype),
+                    &kernels::combine(s.batch, s.kv_heads, s.head_dim, splits)?,
                     KernelArgs::new().arg(ptrs[3]).arg(args).arg(head_dim),
                 )?;
             }
             Ok(())
         }
+    }
+}
+
+/// The decode ring's split counters on a lane: [`kernels::RING_UNITS`] u32, zero between
+/// launches (the split of each (sequence, KV head) that counts last returns its counter to
+/// zero).
+struct RingCounters(DeviceBuffer);
+
+impl LaneWorkspace for RingCounters {
+    const OP: &'static str = "sdpa decode";
+
+    fn create(c: &CudaDevice) -> Result<Self> {
+        let mut counters = c.alloc(4 * kernels::RING_UNITS)?;
+        counters.fill_bytes(0)?;
+        Ok(RingCounters(counters))
     }
 }
 
@@ -767,7 +786,7 @@ struct DecodeRing {
 }
 
 /// The decode ring for this call where it applies: the sm_90a image, head_dim 64 or 128, at
-/// least [`launch::SDPA_RING_MIN_KEYS`] keys to read per head, the portable kernels not forced,
+/// least [`kernels::RING_MIN_KEYS`] keys to read per head, the portable kernels not forced,
 /// a ring that fits the device, and K/V views the ring can copy: pre-swizzled with contiguous
 /// rows (1-d copies of whole tiles), or linear and addressable by the tensor memory accelerator
 /// (4-d maps `[head_dim, kv_len, kv_heads, batch]` over their strides).
@@ -784,8 +803,8 @@ fn decode_ring(
     v: &Tensor,
 ) -> Result<Option<DecodeRing>> {
     if c.kernels().target() != "sm_90a"
-        || !SDPA_RING_HEAD_DIMS.contains(&head_dim)
-        || s.kv_len - first < launch::SDPA_RING_MIN_KEYS
+        || !kernels::RING_HEAD_DIMS.contains(&head_dim)
+        || s.kv_len - first < kernels::RING_MIN_KEYS
         || portable_forced()
     {
         return Ok(None);
@@ -795,15 +814,21 @@ fn decode_ring(
         DType::F16 => TensorMapElement::F16,
         _ => return Ok(None),
     };
-    let (chunk, splits) = launch::sdpa_decode_ring_splits(s.kv_len - first, s.batch * s.kv_heads);
+    let (chunk, splits) = kernels::decode_ring_splits(s.kv_len - first, s.batch * s.kv_heads);
     let props = c.props();
-    let Some((cfg, stages)) = launch::sdpa_decode_ring(
+    let kernel = AttentionKernel::SdpaDecodeRing {
+        dtype: q.dtype(),
+        head_dim,
+        swizzled_kv: layout == KvLayout::Swizzled,
+    };
+    let Some((cfg, stages)) = kernels::decode_ring(
         s.batch,
         s.kv_heads,
         splits,
         s.head_dim,
         props.multiprocessor_count as usize,
         props.shared_memory_per_block_optin_bytes as usize,
+        c.kernels().function(kernel)?.static_shared_mem_bytes() as usize,
     )?
     else {
         return Ok(None);

@@ -1,7 +1,8 @@
 //! Where tensors live and ops run.
 
+use std::any::{Any, TypeId};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use gpukit_driver::{DeviceProperties, DevicePtr, Graph, KernelArgs, LaunchConfig, Stream};
 use gpukit_kernels::{GemmProvider, Kernel, KernelRegistry};
@@ -52,17 +53,33 @@ pub(crate) struct CudaInner {
     gemm: Mutex<Option<Arc<GemmProvider>>>,
     /// Device-side error flag: kernels that find a bad index set bit 0 (see `check_errors`).
     pub(crate) err: DeviceBuffer,
-    /// The Hopper decode attention's split counters, one per (sequence, KV head) of a call
-    /// ([`launch::SDPA_RING_UNITS`](gpukit_kernels::registry::launch::SDPA_RING_UNITS)): zero
-    /// here, and each launch leaves them zero (the kernel's last split resets its counter).
-    /// Launches on one lane run in order, so they never share them at the same time.
-    sdpa_counters: DeviceBuffer,
+    /// The ops' lane workspaces ([`LaneWorkspace`]), by type.
+    workspaces: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
     /// Launch the kernels that support it with programmatic dependent launch (sm_90+, unless
     /// `GPUKIT_PDL=0`).
     pdl: bool,
     /// Blocks per multiprocessor by (kernel, threads, dynamic shared memory): the occupancy
     /// query is a driver call, made once per configuration.
     occupancy: Mutex<HashMap<(Kernel, u32, u32), u32>>,
+}
+
+/// Device memory an op keeps on a lane between its launches (for example decode attention's
+/// split counters, which every launch leaves zero for the next): created by the op at its
+/// first call on the lane ([`CudaDevice::workspace`]) and kept for the lane's life. Launches on
+/// one lane run in order, so they never use it at the same time.
+pub(crate) trait LaneWorkspace: Any + Send + Sync + Sized {
+    /// The op, for errors.
+    const OP: &'static str;
+
+    /// Allocates and initialises the workspace on `device`'s lane.
+    ///
+    /// # Errors
+    /// Memory errors.
+    fn create(device: &CudaDevice) -> Result<Self>;
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Ops on one CUDA lane: its stream, its tenant's memory pool, the device's kernel registry, a
@@ -87,9 +104,6 @@ impl CudaDevice {
         let kernels = KernelRegistry::for_device(lane.stream().device())?;
         let mut err = lane.alloc(4)?;
         err.fill_bytes(0)?;
-        let mut sdpa_counters =
-            lane.alloc(4 * gpukit_kernels::registry::launch::SDPA_RING_UNITS)?;
-        sdpa_counters.fill_bytes(0)?;
         let pdl = lane.stream().device().properties().compute_capability.major >= 9
             && std::env::var("GPUKIT_PDL").map_or(true, |v| v != "0");
         Ok(CudaDevice {
@@ -98,7 +112,7 @@ impl CudaDevice {
                 kernels,
                 gemm: Mutex::new(None),
                 err,
-                sdpa_counters,
+                workspaces: Mutex::new(HashMap::new()),
                 pdl,
                 occupancy: Mutex::new(HashMap::new()),
             }),
@@ -138,12 +152,14 @@ impl CudaDevice {
     ///
     /// # Errors
     /// Kernel loading and driver errors.
-    pub(crate) fn resident_blocks(&self, kernel: Kernel, threads: u32, smem: u32) -> Result<usize> {
-        let mut cache = self
-            .inner
-            .occupancy
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+    pub(crate) fn resident_blocks(
+        &self,
+        kernel: impl Into<Kernel>,
+        threads: u32,
+        smem: u32,
+    ) -> Result<usize> {
+        let kernel = kernel.into();
+        let mut cache = lock(&self.inner.occupancy);
         let per_sm = match cache.get(&(kernel, threads, smem)) {
             Some(&n) => n,
             None => {
@@ -164,20 +180,11 @@ impl CudaDevice {
     /// (shape, dtype, layout, epilogue, precision, alignment), chosen once and reused, never
     /// re-picked (0 before the first product).
     pub fn gemm_plans(&self) -> usize {
-        self.inner
-            .gemm
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .as_ref()
-            .map_or(0, |p| p.plans())
+        lock(&self.inner.gemm).as_ref().map_or(0, |p| p.plans())
     }
 
     pub(crate) fn gemm(&self) -> Result<Arc<GemmProvider>> {
-        let mut g = self
-            .inner
-            .gemm
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut g = lock(&self.inner.gemm);
         if let Some(p) = &*g {
             return Ok(p.clone());
         }
@@ -197,10 +204,11 @@ impl CudaDevice {
     /// device memory of the sizes the kernel reads and writes.
     pub(crate) unsafe fn launch(
         &self,
-        kernel: Kernel,
+        kernel: impl Into<Kernel>,
         cfg: &LaunchConfig,
         args: &KernelArgs,
     ) -> Result<()> {
+        let kernel = kernel.into();
         let f = self.inner.kernels.function(kernel)?;
         if cfg.shared_mem_bytes > f.max_dynamic_shared_mem_bytes() {
             f.set_max_dynamic_shared_memory(cfg.shared_mem_bytes)?;
@@ -216,12 +224,34 @@ impl CudaDevice {
         self.inner.err.ptr()
     }
 
-    /// The decode ring's split counters (u32, [`launch::SDPA_RING_UNITS`] of them, zero between
-    /// launches).
+    /// The lane's workspace of type `W`, created by `W::create` on first use. First use must
+    /// not fall inside a graph capture (creating it allocates and fills device memory): the
+    /// eager call an op gets before it is captured creates it.
     ///
-    /// [`launch::SDPA_RING_UNITS`]: gpukit_kernels::registry::launch::SDPA_RING_UNITS
-    pub(crate) fn sdpa_counters(&self) -> DevicePtr {
-        self.inner.sdpa_counters.ptr()
+    /// # Errors
+    /// [`Error::Capture`] on first use inside a capture; what `W::create` returns.
+    pub(crate) fn workspace<W: LaneWorkspace>(&self) -> Result<Arc<W>> {
+        let mut map = lock(&self.inner.workspaces);
+        let any = match map.get(&TypeId::of::<W>()) {
+            Some(w) => w.clone(),
+            None => {
+                if self.stream().is_capturing()? {
+                    return Err(Error::Capture {
+                        op: W::OP,
+                        detail: "its lane workspace is created at its first call, which cannot \
+                                 be captured: run the op once eagerly on this lane first"
+                            .into(),
+                    });
+                }
+                let w: Arc<dyn Any + Send + Sync> = Arc::new(W::create(self)?);
+                map.insert(TypeId::of::<W>(), w.clone());
+                w
+            }
+        };
+        any.downcast::<W>().map_err(|_| Error::Capture {
+            op: W::OP,
+            detail: "a lane workspace of another type is stored under its type".into(),
+        })
     }
 
     /// Waits for the lane and reports (once) an out-of-range index a kernel found since the last

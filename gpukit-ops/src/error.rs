@@ -40,6 +40,14 @@ pub enum Error {
         /// What was out of range.
         detail: String,
     },
+    /// The op cannot be recorded into a CUDA graph as things stand (the detail says what to do).
+    #[error("{op}: {detail}")]
+    Capture {
+        /// The op.
+        op: &'static str,
+        /// Why, and what to do.
+        detail: String,
+    },
     /// Host memory for a CPU tensor could not be allocated.
     #[error("host out of memory: {bytes} bytes for a tensor could not be allocated")]
     HostOutOfMemory {

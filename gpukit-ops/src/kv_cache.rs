@@ -13,7 +13,8 @@
 //! from storage back in order.
 
 use gpukit_driver::KernelArgs;
-use gpukit_kernels::{DType, Kernel, registry::launch};
+use gpukit_kernels::kv::KvKernel;
+use gpukit_kernels::{DType, grid};
 
 use crate::ops::{dptr, need_contiguous, same_device, u32_dim};
 use crate::{Device, Error, Result, Tensor};
@@ -31,8 +32,7 @@ pub enum KvLayout {
     /// as one 1-d block then land in an XOR swizzle (the one the tensor memory accelerator's
     /// 128-byte mode writes, per row) that `ldmatrix` reads without bank conflicts: the Hopper
     /// decode kernel streams such a cache 0.3–2.0 µs faster per call than through tensor-map
-    /// copies, which move lines of at most 128 bytes when they swizzle (`docs/RESULTS.md`,
-    /// session 35).
+    /// copies, which move lines of at most 128 bytes when they swizzle.
     Swizzled,
 }
 
@@ -333,8 +333,8 @@ impl KvCache {
                     // writing; pos is one i32; the error flag is 4 bytes.
                     unsafe {
                         c.launch(
-                            Kernel::KvAppend(cache.dtype()),
-                            &launch::elementwise(n.max(1), c.props()),
+                            KvKernel::KvAppend(cache.dtype()),
+                            &grid::elementwise(n.max(1), c.props()),
                             &args,
                         )
                     }?;

@@ -25,7 +25,9 @@
 //! K-quants are checked against gguf-py (llama.cpp's Python package) on fixed blocks.
 
 use gpukit_driver::KernelArgs;
-use gpukit_kernels::{Kernel, RingFormat, registry::launch};
+use gpukit_kernels::grid;
+use gpukit_kernels::quant::{self as kernels, QuantKernel, RingFormat};
+use gpukit_kernels::shared::QGEMV_MAX_ROWS;
 use half::f16;
 use rayon::prelude::*;
 
@@ -286,7 +288,7 @@ pub fn quantize(format: QuantFormat, x: &[f32]) -> Result<Vec<u8>> {
 /// # Errors
 /// [`Error::DType`] unless `q` is block-quantized and `out` float; shape and device errors
 /// for the wrong `out` (a CUDA `out` must be contiguous).
-pub fn dequantize_into(q: &Tensor, out: &mut Tensor) -> Result<()> {
+pub fn dequantize_into(q: &Tensor, out: &Tensor) -> Result<()> {
     let format = q.quant_format("dequantize")?;
     float_only("dequantize", out)?;
     let dev = q.device();
@@ -321,8 +323,8 @@ pub fn dequantize_into(q: &Tensor, out: &mut Tensor) -> Result<()> {
             // blocks); out holds n contiguous elements.
             unsafe {
                 c.launch(
-                    Kernel::Dequantize(out.dtype()),
-                    &launch::elementwise(n, c.props()),
+                    QuantKernel::Dequantize(out.dtype()),
+                    &grid::elementwise(n, c.props()),
                     &args,
                 )
             }
@@ -343,8 +345,8 @@ pub fn dequantize_tensor(q: &Tensor, dtype: DType) -> Result<Tensor> {
             format!("needs a float output dtype, got {dtype}"),
         ));
     }
-    let mut out = Tensor::empty(q.shape(), dtype, &q.device())?;
-    dequantize_into(q, &mut out)?;
+    let out = Tensor::empty(q.shape(), dtype, &q.device())?;
+    dequantize_into(q, &out)?;
     Ok(out)
 }
 
@@ -485,11 +487,11 @@ fn nibbles_dot(acc: &mut [f32; BLOCK], d: f32, bias: f32, qs: &[u8], xb: &[f32])
 }
 
 /// `out [m, rows] = x [m, cols] · Wᵀ` for a block-quantized weight `w [rows, cols]` (how GGUF
-/// stores a linear layer's weight) and 1 ≤ m ≤ [`launch::QGEMV_MAX_ROWS`] (8) rows of x,
+/// stores a linear layer's weight) and 1 ≤ m ≤ [`QGEMV_MAX_ROWS`] (8) rows of x,
 /// reading the quantized blocks directly (no dequantized copy of W). On CUDA: on Hopper, Q4_0,
 /// Q4_K and Q5_K weights of at least 1 MiB with f16/bf16 x and cols a multiple of 256 stream
 /// through a shared-memory ring with the block sums on the tensor cores
-/// ([`launch::qgemv_ring`]; several rows of x as the MMAs' columns, where they fit its shared
+/// ([`ring`](gpukit_kernels::quant::ring); several rows of x as the MMAs' columns, where they fit its shared
 /// memory); other Q8_0, Q4_0 and Q4_1 weights take one warp per output, four lanes per 32-value
 /// block; other K-quants one warp per output, a half-warp per 256-value super-block and 16
 /// values per lane, several rows of x those kernels' `rows` variants, which decode each block
@@ -500,13 +502,10 @@ fn nibbles_dot(acc: &mut [f32; BLOCK], d: f32, bias: f32, qs: &[u8], xb: &[f32])
 /// values expanded in registers (Q8_0, Q4_0, Q4_1) or into a small buffer (K-quants) and dotted
 /// with x in f32.
 ///
-/// [`launch::QGEMV_MAX_ROWS`]: gpukit_kernels::registry::launch::QGEMV_MAX_ROWS
-/// [`launch::qgemv_ring`]: gpukit_kernels::registry::launch::qgemv_ring
-///
 /// # Errors
 /// [`Error::DType`] unless `w` is block-quantized and x float; shape (`w` not 2-D, x not
 /// `[m, cols]` with m in 1..=8, or the wrong `out`) and device errors.
-pub fn qgemv_into(x: &Tensor, w: &Tensor, out: &mut Tensor) -> Result<()> {
+pub fn qgemv_into(x: &Tensor, w: &Tensor, out: &Tensor) -> Result<()> {
     let format = w.quant_format("qgemv")?;
     let &[rows, cols] = w.shape() else {
         return Err(Error::shape(
@@ -520,14 +519,14 @@ pub fn qgemv_into(x: &Tensor, w: &Tensor, out: &mut Tensor) -> Result<()> {
     let dev = crate::ops::same_device("qgemv", &[x, w])?;
     float_only("qgemv", x)?;
     let m = if x.rank() == 2 { x.shape()[0] } else { 0 };
-    if x.rank() != 2 || x.shape()[1] != cols || !(1..=launch::QGEMV_MAX_ROWS).contains(&m) {
+    if x.rank() != 2 || x.shape()[1] != cols || !(1..=QGEMV_MAX_ROWS).contains(&m) {
         return Err(Error::shape(
             "qgemv",
             format!(
                 "x {:?} {} must be [m, {cols}] with m from 1 to {}",
                 x.shape(),
                 x.dtype(),
-                launch::QGEMV_MAX_ROWS
+                QGEMV_MAX_ROWS
             ),
         ));
     }
@@ -571,16 +570,23 @@ pub fn qgemv_into(x: &Tensor, w: &Tensor, out: &mut Tensor) -> Result<()> {
                 && dptr(&x)?.0 % 16 == 0
             {
                 let props = c.props();
-                launch::qgemv_ring(
+                let dtype = x.dtype();
+                let kernel = if m == 1 {
+                    QuantKernel::QGemvRing { dtype, format }
+                } else {
+                    QuantKernel::QGemvRingRows { dtype, format }
+                };
+                kernels::ring(
                     format,
                     rows,
                     cols,
                     m,
-                    x.dtype().size_in_bytes(),
+                    dtype.size_in_bytes(),
                     props.multiprocessor_count as usize,
                     props.shared_memory_per_block_optin_bytes as usize,
+                    c.kernels().function(kernel)?.static_shared_mem_bytes() as usize,
                 )?
-                .map(|plan| (format, plan))
+                .map(|plan| (kernel, plan))
             } else {
                 None
             };
@@ -591,18 +597,13 @@ pub fn qgemv_into(x: &Tensor, w: &Tensor, out: &mut Tensor) -> Result<()> {
                 .arg(dptr(out)?)
                 .arg(u32_dim("qgemv", rows)?)
                 .arg(u32_dim("qgemv", cols)?);
-            if let Some((format, (cfg, [chunk, pitch, stages, prefetch]))) = ring {
+            if let Some((kernel, (cfg, [chunk, pitch, stages, prefetch]))) = ring {
                 let args = args.arg(chunk).arg(pitch).arg(stages).arg(prefetch);
-                let dtype = x.dtype();
-                let (kernel, args) = if m == 1 {
-                    (Kernel::QGemvRing { dtype, format }, args)
-                } else {
-                    (Kernel::QGemvRingRows { dtype, format }, args.arg(m as u32))
-                };
+                let args = if m == 1 { args } else { args.arg(m as u32) };
                 // SAFETY: w holds rows rows of cols values in the format's blocks from a
                 // 16-byte aligned address (cols a multiple of 256, so every row is too), x holds
                 // m rows of cols values from a 16-byte aligned address, out m rows of rows
-                // values; the chunking, stages and shared memory come from launch::qgemv_ring
+                // values; the chunking, stages and shared memory come from kernels::ring
                 // for this shape, m and format.
                 return unsafe { c.launch(kernel, &cfg, &args) };
             }
@@ -612,16 +613,16 @@ pub fn qgemv_into(x: &Tensor, w: &Tensor, out: &mut Tensor) -> Result<()> {
                 dptr(&x)?.0 % (4 * x.dtype().size_in_bytes()) as u64 == 0,
             ));
             let (kernel, args) = match (format.block_values() == BLOCK, m) {
-                (true, 1) => (Kernel::QGemv(x.dtype()), args),
-                (false, 1) => (Kernel::QGemvK(x.dtype()), args),
-                (true, _) => (Kernel::QGemvRows(x.dtype()), args.arg(m as u32)),
-                (false, _) => (Kernel::QGemvKRows(x.dtype()), args.arg(m as u32)),
+                (true, 1) => (QuantKernel::QGemv(x.dtype()), args),
+                (false, 1) => (QuantKernel::QGemvK(x.dtype()), args),
+                (true, _) => (QuantKernel::QGemvRows(x.dtype()), args.arg(m as u32)),
+                (false, _) => (QuantKernel::QGemvKRows(x.dtype()), args.arg(m as u32)),
             };
             // SAFETY: w holds rows × cols/block_values blocks of the format, contiguous (as every
             // quantized tensor and view is), from a 4-byte aligned address (checked above, as
             // the kernel's 2-byte loads need), x holds m rows of cols values (vector loads only
             // when aligned), out m rows of rows values; m ≤ QGEMV_MAX_ROWS.
-            unsafe { c.launch(kernel, &launch::threads(rows * 32)?, &args) }
+            unsafe { c.launch(kernel, &grid::threads(rows * 32)?, &args) }
         }
     }
 }

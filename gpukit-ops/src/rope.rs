@@ -288,7 +288,7 @@ impl RopeTable {
 /// # Errors
 /// [`Error::Shape`] / [`Error::DType`] for mismatched or non-contiguous operands; device errors.
 pub fn rope_inplace(
-    x: &mut crate::Tensor,
+    x: &crate::Tensor,
     positions: &crate::Tensor,
     inv_freq: &crate::Tensor,
     attention_scale: f32,
@@ -296,7 +296,8 @@ pub fn rope_inplace(
 ) -> Result<()> {
     use crate::ops::{dptr, need_contiguous, same_device, u32_dim};
     use gpukit_driver::KernelArgs;
-    use gpukit_kernels::{DType, Kernel, registry::launch};
+    use gpukit_kernels::rope::RopeKernel;
+    use gpukit_kernels::{DType, grid};
     let dev = same_device("rope", &[x, positions, inv_freq])?;
     Error::expect_dtype("rope positions", positions.dtype(), DType::I32)?;
     Error::expect_dtype("rope inv_freq", inv_freq.dtype(), DType::F32)?;
@@ -357,8 +358,8 @@ pub fn rope_inplace(
             // `tokens` i32; inv_freq `half` f32 (all checked above).
             unsafe {
                 c.launch(
-                    Kernel::Rope(x.dtype()),
-                    &launch::elementwise(n, c.props()),
+                    RopeKernel::Rope(x.dtype()),
+                    &grid::elementwise(n, c.props()),
                     &args,
                 )
             }
@@ -490,7 +491,7 @@ pub(crate) fn check_rope_kv(
 /// written).
 pub fn rope_kv_append(
     qkv: &crate::Tensor,
-    q_out: &mut crate::Tensor,
+    q_out: &crate::Tensor,
     cache: &mut KvCache,
     position: &crate::Tensor,
     rope: Option<(&crate::Tensor, f32, RopeLayout)>,
@@ -499,7 +500,7 @@ pub fn rope_kv_append(
     use crate::ops::{self, dptr, need_contiguous, u32_dim};
     use crate::{Device, Tensor};
     use gpukit_driver::{DevicePtr, KernelArgs};
-    use gpukit_kernels::{Kernel, registry::launch};
+    use gpukit_kernels::rope::RopeKernel;
     let op = "rope_kv_append";
     let dt = qkv.dtype();
     let bad = |detail: String| Err(Error::shape(op, detail));
@@ -535,9 +536,9 @@ pub fn rope_kv_append(
             }
             // Fresh copies of the three parts: rope_inplace must not rotate qkv itself.
             let part = |start: usize, heads: usize| -> Result<Tensor> {
-                let mut t = Tensor::empty(&[tokens, heads, hd], dt, &dev)?;
+                let t = Tensor::empty(&[tokens, heads, hd], dt, &dev)?;
                 let view = qkv.narrow(1, start * hd, heads * hd)?;
-                ops::copy_into(&view.reshape(&[tokens, heads, hd])?, &mut t)?;
+                ops::copy_into(&view.reshape(&[tokens, heads, hd])?, &t)?;
                 Ok(t)
             };
             let (mut q, mut k, v) = (part(0, nq)?, part(nq, nkv)?, part(nq + nkv, nkv)?);
@@ -548,8 +549,8 @@ pub fn rope_kv_append(
             if let Some((inv_freq, scale, layout)) = rope {
                 let ids: Vec<i32> = (0..tokens as i32).map(|t| p + t).collect();
                 let positions = Tensor::from_slice(&ids, &[tokens], &dev)?;
-                rope_inplace(&mut q, &positions, inv_freq, scale, layout)?;
-                rope_inplace(&mut k, &positions, inv_freq, scale, layout)?;
+                rope_inplace(&q, &positions, inv_freq, scale, layout)?;
+                rope_inplace(&k, &positions, inv_freq, scale, layout)?;
             }
             ops::copy_into(&q, q_out)?;
             cache.append_at(&k, &v, position)
@@ -593,8 +594,8 @@ pub fn rope_kv_append(
             // position one i32; the error flag 4 bytes.
             unsafe {
                 c.launch(
-                    Kernel::RopeKvAppend(dt),
-                    &launch::rope_kv_append(tokens, nq + nkv)?,
+                    RopeKernel::RopeKvAppend(dt),
+                    &gpukit_kernels::rope::kv_append(tokens, nq + nkv)?,
                     &args,
                 )
             }

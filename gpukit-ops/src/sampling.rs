@@ -25,8 +25,8 @@
 //!    −∞ for the rest) — the draw is id 0.
 
 use gpukit_driver::KernelArgs;
-use gpukit_kernels::registry::launch;
-use gpukit_kernels::{DType, Kernel, SamplerArgs};
+use gpukit_kernels::sampling::{self as kernels, SamplingKernel};
+use gpukit_kernels::{DType, SamplerArgs};
 
 use crate::ops::{check_out, dptr, same_device, u32_dim};
 use crate::{Device, Error, Result, Tensor};
@@ -360,7 +360,7 @@ pub fn sampler_workspace_len(rows: usize, vocab: usize) -> usize {
     if vocab > MAX_VOCAB {
         return usize::MAX;
     }
-    rows.max(1).saturating_mul(launch::sampler_row_bytes(vocab))
+    rows.max(1).saturating_mul(kernels::row_bytes(vocab))
 }
 
 /// Samples one token id per row of `logits [rows, vocab]` (float, vocab ≤ [`MAX_VOCAB`]) into
@@ -457,9 +457,9 @@ pub fn sample_tokens_into(
                 top_k: if topk { params.top_k as u32 } else { 0 },
                 vocab: u32_dim("sampling", vocab)?,
                 window: u32_dim("sampling", window)?,
-                chunks: u32_dim("sampling", launch::sampler_chunks(vocab))?,
+                chunks: u32_dim("sampling", kernels::chunks(vocab))?,
                 seed: params.seed,
-                row_bytes: launch::sampler_row_bytes(vocab) as u64,
+                row_bytes: kernels::row_bytes(vocab) as u64,
             };
             let recent_ptr = match &recent {
                 Some(r) => dptr(r)?,
@@ -472,22 +472,23 @@ pub fn sample_tokens_into(
                 return Ok(());
             }
             let ws = dptr(workspace)?;
-            let grid = launch::sampler_grid(rows, vocab)?;
-            let run_on = |kernel: Kernel, grid: &gpukit_driver::LaunchConfig, ka: KernelArgs| {
-                // SAFETY: every stage reads and writes only the rows × row_bytes workspace
-                // (checked above), laid out as `launch::sampler_row_bytes` says; the first stage
-                // reads logits (rows × vocab) and recent (rows × window i32, when window > 0),
-                // the last reads step (one i64) and writes out (rows i32).
-                unsafe { c.launch(kernel, grid, &ka) }
-            };
-            let run = |kernel: Kernel, ka: KernelArgs| run_on(kernel, &grid, ka);
+            let grid = kernels::grid(rows, vocab)?;
+            let run_on =
+                |kernel: SamplingKernel, grid: &gpukit_driver::LaunchConfig, ka: KernelArgs| {
+                    // SAFETY: every stage reads and writes only the rows × row_bytes workspace
+                    // (checked above), laid out as `kernels::row_bytes` says; the first stage
+                    // reads logits (rows × vocab) and recent (rows × window i32, when window > 0),
+                    // the last reads step (one i64) and writes out (rows i32).
+                    unsafe { c.launch(kernel, grid, &ka) }
+                };
+            let run = |kernel: SamplingKernel, ka: KernelArgs| run_on(kernel, &grid, ka);
             // The first stage reads the logits: each chunk's first maximum (greedy) or its z.
             let greedy = params.temperature <= 0.0;
             run(
                 if greedy {
-                    Kernel::SampleGreedy(dt)
+                    SamplingKernel::SampleGreedy(dt)
                 } else {
-                    Kernel::SampleScale(dt)
+                    SamplingKernel::SampleScale(dt)
                 },
                 KernelArgs::new()
                     .arg(dptr(&logits)?)
@@ -497,25 +498,31 @@ pub fn sample_tokens_into(
             )?;
             if greedy {
                 return run_on(
-                    Kernel::SampleGreedyMerge,
-                    &launch::sampler_merge_grid(rows)?,
+                    SamplingKernel::SampleGreedyMerge,
+                    &kernels::merge_grid(rows)?,
                     KernelArgs::new().arg(args).arg(ws).arg(dptr(out)?),
                 );
             }
-            run(Kernel::SampleExp, KernelArgs::new().arg(args).arg(ws))?;
+            run(
+                SamplingKernel::SampleExp,
+                KernelArgs::new().arg(args).arg(ws),
+            )?;
             if search {
                 for level in [2u32, 3] {
                     run(
-                        Kernel::SampleRefine,
+                        SamplingKernel::SampleRefine,
                         KernelArgs::new().arg(args).arg(ws).arg(level),
                     )?;
                 }
             }
             if search || params.min_p > 0.0 {
-                run(Kernel::SampleTheta, KernelArgs::new().arg(args).arg(ws))?;
+                run(
+                    SamplingKernel::SampleTheta,
+                    KernelArgs::new().arg(args).arg(ws),
+                )?;
             }
             run(
-                Kernel::SampleDraw,
+                SamplingKernel::SampleDraw,
                 KernelArgs::new()
                     .arg(dptr(step)?)
                     .arg(args)
@@ -633,8 +640,8 @@ pub fn advance_decode_state(
             // i32 (read and written only when window > 0); one thread.
             unsafe {
                 c.launch(
-                    Kernel::DecodeAdvance,
-                    &gpukit_kernels::registry::launch::threads(1)?,
+                    SamplingKernel::DecodeAdvance,
+                    &gpukit_kernels::grid::threads(1)?,
                     &ka,
                 )
             }

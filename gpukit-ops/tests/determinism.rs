@@ -42,7 +42,7 @@ fn gpu_every_op_is_bitwise_deterministic_and_graph_equals_eager() {
         let (a, b) = (r(&[2, 96, 200], 5), r(&[2, 200, 72], 6));
         let (wt, bias) = (r(&[1536, 1000], 7), r(&[1536], 8));
         let x1 = r(&[1, 1000], 9);
-        // w_ring is above launch::GEMV_RING_SMALL_BELOW in every dtype (the Hopper ring GEMV on
+        // w_ring is above gemv::RING_SMALL_BELOW in every dtype (the Hopper ring GEMV on
         // sm_90a); w_small, 5 MB (bf16) and 10 MB (f32), takes its small-matrix ring, two
         // blocks a multiprocessor (in bf16 with x in registers, and a last stage of 3 rows).
         let (w_ring, x_ring) = (r(&[4099, 2056], 10), r(&[1, 2056], 11));
@@ -96,35 +96,35 @@ fn gpu_every_op_is_bitwise_deterministic_and_graph_equals_eager() {
             e(&[]),
         ];
         let run = |o: &mut [Tensor]| -> gpukit_ops::Result<()> {
-            ops::binary_into(BinaryOp::Mul, &x, &y, &mut o[0])?;
-            ops::binary_into(BinaryOp::Add, &x, &row, &mut o[1])?; // broadcast: strided kernel
-            ops::unary_into(UnaryOp::GeluErf, &x, &mut o[2])?;
-            ops::scalar_into(ScalarOp::Mul, &x, 0.37, &mut o[3])?;
-            ops::softmax_into(&x, 1, false, &mut o[4])?;
-            ops::reduce_into(ReduceOp::Sum, &x, 1, &mut o[5])?;
-            ops::reduce_into(ReduceOp::Mean, &x, 0, &mut o[6])?; // column kernel
-            ops::rms_norm_into(&x, &w, 1e-5, &mut o[7])?;
+            ops::binary_into(BinaryOp::Mul, &x, &y, &o[0])?;
+            ops::binary_into(BinaryOp::Add, &x, &row, &o[1])?; // broadcast: strided kernel
+            ops::unary_into(UnaryOp::GeluErf, &x, &o[2])?;
+            ops::scalar_into(ScalarOp::Mul, &x, 0.37, &o[3])?;
+            ops::softmax_into(&x, 1, false, &o[4])?;
+            ops::reduce_into(ReduceOp::Sum, &x, 1, &o[5])?;
+            ops::reduce_into(ReduceOp::Mean, &x, 0, &o[6])?; // column kernel
+            ops::rms_norm_into(&x, &w, 1e-5, &o[7])?;
             let (a7, b8) = o[8..10].split_at_mut(1);
-            ops::add_rms_norm_into(&x, &y, &w, 1e-5, &mut a7[0], &mut b8[0])?;
-            ops::layer_norm_into(&x, &w, Some(&row), 1e-5, &mut o[10])?;
-            ops::matmul_into(&a, &b, &mut o[11])?;
-            ops::linear_into(&x1, &wt, Some(&bias), Activation::None, &mut o[12])?; // GEMV
-            ops::index_select_into(&x, 0, &ids, &mut o[13])?;
-            ops::argmax_into(&x, 1, &mut o[14])?;
-            ops::cast_into(&x, &mut o[15])?;
-            ops::linear_into(&x, &wt, Some(&bias), Activation::GeluTanh, &mut o[16])?; // cuBLASLt
-            ops::linear_into(&x_ring, &w_ring, None, Activation::None, &mut o[17])?; // ring GEMV
-            ops::linear_into(&x_small, &w_small, None, Activation::None, &mut o[18])?; // small ring
-            ops::clamp_into(&x, -1.0, 0.5, &mut o[19])?;
-            ops::where_into(&cond, &x, &y, &mut o[20])?;
-            ops::gather_into(&x, 1, &gather_ids, &mut o[21])?;
-            ops::copy_into(&xt, &mut o[22])?; // strided copy (transpose made dense)
-            ops::concat_into(&[&x, &y], 1, &mut o[23])?;
-            ops::softmax_into(&x, 0, true, &mut o[24])?; // column kernel, log-softmax
-            ops::argmax_into(&x, 0, &mut o[25])?; // column kernel
-            ops::unary_into(UnaryOp::Exp, &xt, &mut o[26])?; // strided unary
-            ops::linear_into(&x3, &wt, Some(&bias), Activation::None, &mut o[27])?; // 3-row GEMV
-            ops::reduce_all_into(ReduceOp::Max, &x, &mut o[28])?;
+            ops::add_rms_norm_into(&x, &y, &w, 1e-5, &a7[0], &b8[0])?;
+            ops::layer_norm_into(&x, &w, Some(&row), 1e-5, &o[10])?;
+            ops::matmul_into(&a, &b, &o[11])?;
+            ops::linear_into(&x1, &wt, Some(&bias), Activation::None, &o[12])?; // GEMV
+            ops::index_select_into(&x, 0, &ids, &o[13])?;
+            ops::argmax_into(&x, 1, &o[14])?;
+            ops::cast_into(&x, &o[15])?;
+            ops::linear_into(&x, &wt, Some(&bias), Activation::GeluTanh, &o[16])?; // cuBLASLt
+            ops::linear_into(&x_ring, &w_ring, None, Activation::None, &o[17])?; // ring GEMV
+            ops::linear_into(&x_small, &w_small, None, Activation::None, &o[18])?; // small ring
+            ops::clamp_into(&x, -1.0, 0.5, &o[19])?;
+            ops::where_into(&cond, &x, &y, &o[20])?;
+            ops::gather_into(&x, 1, &gather_ids, &o[21])?;
+            ops::copy_into(&xt, &o[22])?; // strided copy (transpose made dense)
+            ops::concat_into(&[&x, &y], 1, &o[23])?;
+            ops::softmax_into(&x, 0, true, &o[24])?; // column kernel, log-softmax
+            ops::argmax_into(&x, 0, &o[25])?; // column kernel
+            ops::unary_into(UnaryOp::Exp, &xt, &o[26])?; // strided unary
+            ops::linear_into(&x3, &wt, Some(&bias), Activation::None, &o[27])?; // 3-row GEMV
+            ops::reduce_all_into(ReduceOp::Max, &x, &o[28])?;
             Ok(())
         };
         run(&mut outs).unwrap();
@@ -290,14 +290,8 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
             sdpa_into(&qd, &kd, &vd, 0.088, mask, &o[1], &ws)?;
             // The same keys read as a pre-swizzled cache (on Hopper the ring's 1-d copies).
             sdpa_kv_into(&qd, &kd, &vd, KvLayout::Swizzled, 0.088, mask, &o[16], &ws)?;
-            ops::copy_into(&x0, &mut o[2])?;
-            rope_inplace(
-                &mut o[2],
-                &positions,
-                &inv_freq,
-                1.0,
-                RopeLayout::RotateHalf,
-            )?;
+            ops::copy_into(&x0, &o[2])?;
+            rope_inplace(&o[2], &positions, &inv_freq, 1.0, RopeLayout::RotateHalf)?;
             cache.append_at(&kn, &vn, &pos)?;
             sample_tokens_into(&logits, None, &sampling, &step, &sampler_ws, &o[3])?;
             sample_tokens_into(
@@ -308,16 +302,9 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
                 &sampler_ws,
                 &o[17],
             )?;
-            ops::linear_swiglu_into(&x_glu, &w_glu, &mut o[4])?;
+            ops::linear_swiglu_into(&x_glu, &w_glu, &o[4])?;
             let rope = Some((&inv_freq, 1.0, RopeLayout::RotateHalf));
-            rope_kv_append(
-                &qkv,
-                &mut o[5],
-                cache,
-                &pos2,
-                rope,
-                Some((&qn, &kn_w, 1e-6)),
-            )?;
+            rope_kv_append(&qkv, &o[5], cache, &pos2, rope, Some((&qn, &kn_w, 1e-6)))?;
             let sum = o[7].clone();
             let x = ops::PreNorm {
                 residual: &x_glu,
@@ -325,25 +312,25 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
                 weight: &norm_w,
                 eps: 1e-5,
             };
-            ops::rms_norm_linear_into(&x, &w_glu.narrow(0, 0, 1000)?, None, &mut o[6])?;
-            ops::rms_norm_swiglu_into(&x, &w_glu, &mut o[8])?;
+            ops::rms_norm_linear_into(&x, &w_glu.narrow(0, 0, 1000)?, None, &o[6])?;
+            ops::rms_norm_swiglu_into(&x, &w_glu, &o[8])?;
             let token = o[10].clone();
-            ops::rms_norm_linear_greedy_into(&x, &w_head, &mut o[9], &head_ws, &token)?;
+            ops::rms_norm_linear_greedy_into(&x, &w_head, &o[9], &head_ws, &token)?;
             ops::rms_norm_linear_rope_kv_into(
                 &x,
                 &w_qkv,
                 Some(&b_qkv),
-                &mut o[11],
+                &o[11],
                 cache,
                 &pos3,
                 rope,
             )?;
             for (i, m) in qmats.iter().enumerate() {
-                qgemv_into(&x_glu, m, &mut o[12 + i])?;
+                qgemv_into(&x_glu, m, &o[12 + i])?;
             }
-            qgemv_into(&x_rows, &qmats[0], &mut o[18])?; // Q8_0, 3 rows
-            qgemv_into(&x_rows, &qmats[3], &mut o[19])?; // Q4_K, 3 rows (Hopper: the ring)
-            qgemv_into(&x_rows, &qmats[1], &mut o[20])?; // Q4_0, 3 rows (Hopper: the ring)
+            qgemv_into(&x_rows, &qmats[0], &o[18])?; // Q8_0, 3 rows
+            qgemv_into(&x_rows, &qmats[3], &o[19])?; // Q4_K, 3 rows (Hopper: the ring)
+            qgemv_into(&x_rows, &qmats[1], &o[20])?; // Q4_0, 3 rows (Hopper: the ring)
             Ok(())
         };
         run(&mut outs, &mut cache).unwrap();

@@ -7,6 +7,8 @@
 //! - `benches/<crate>__<target>`: every bench binary;
 //! - `bin/<name>`: the user-facing binaries (`gpukit`);
 //! - `run.sh`: runs them (see its header) and prints a one-line summary last;
+//! - `include/gpukit_shared.cuh`: the header the kernels include, generated from
+//!   `gpukit-kernels/src/shared.rs`, for building the probes of `gpukit-kernels/dev/` there;
 //!
 //! The binaries are stored gzipped (`*.gz`, a third of their size, so the bundle fits what the
 //! device tool carries); `run.sh` unpacks them in place first.
@@ -27,6 +29,11 @@ const MAX_BUNDLE_BYTES: u64 = 56 << 20;
 const BUNDLE_EMBED_TARGETS: &str = "sm_90a";
 
 const RUN_SH: &str = include_str!("run.sh");
+
+/// The values the kernels share with Rust: the bundle carries the header generated from them.
+#[path = "../../gpukit-kernels/src/shared.rs"]
+#[allow(dead_code, reason = "the bundle needs only the header generator")]
+mod shared;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -54,9 +61,10 @@ pub fn build(root: &Path) -> Result<()> {
     if out.exists() {
         std::fs::remove_dir_all(&out).with_context(|| format!("removing {}", out.display()))?;
     }
-    for dir in ["tests", "benches", "bin"] {
+    for dir in ["tests", "benches", "bin", "include"] {
         std::fs::create_dir_all(out.join(dir))?;
     }
+    std::fs::write(out.join("include/gpukit_shared.cuh"), shared::cuda_header())?;
     let mut manifest = format!(
         "gpukit GPU bundle\ncommit: {}\nembedded kernel images: {BUNDLE_EMBED_TARGETS}\n",
         git_head(root)
@@ -64,6 +72,8 @@ pub fn build(root: &Path) -> Result<()> {
     let mut total = 0u64;
     for a in &artifacts {
         let dir = match a.kind {
+            // CPU-side criterion benches (`host`) have no business on the GPU machine.
+            Kind::Bench if a.name.ends_with("__host") => continue,
             Kind::Bench => "benches",
             Kind::Bin => "bin",
             Kind::Test => {

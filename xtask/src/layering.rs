@@ -118,6 +118,25 @@ mod tests {
         assert!(names.iter().any(|n| n == TOOL));
     }
 
+    /// A crate doc that names its layer (`(layer N, …`) names the one in [`LAYERS`].
+    #[test]
+    fn crate_docs_name_their_layer() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        for (name, layer) in LAYERS {
+            let lib = root.join(name).join("src/lib.rs");
+            let Ok(text) = std::fs::read_to_string(&lib) else {
+                continue;
+            };
+            if let Some(at) = text.find("(layer ") {
+                let n: String = text[at + 7..]
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect();
+                assert_eq!(n, layer.to_string(), "{} says layer {n}", lib.display());
+            }
+        }
+    }
+
     #[test]
     fn upward_sideways_and_tool_edges_are_rejected() {
         let ws = s(&[

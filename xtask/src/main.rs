@@ -142,6 +142,17 @@ fn test(root: &Path) -> Result<()> {
         args.push("--include-ignored");
     }
     let counts = testrun::cargo_test(root, &args)?;
+    // The examples users are pointed at run (the others need a GPU, which CI has not).
+    run(
+        root,
+        &cargo,
+        &["run", "-q", "-p", "gpukit-ops", "--example", "ops"],
+    )?;
+    run(
+        root,
+        &cargo,
+        &["run", "-q", "-p", "gpukit-llm", "--example", "generate"],
+    )?;
     testrun::report(&counts, gpu)
 }
 

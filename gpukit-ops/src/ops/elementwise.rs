@@ -1,9 +1,9 @@
 //! Elementwise ops: binary with broadcasting, unary math, scalar ops, clamp, where, copies, casts.
 
 use gpukit_driver::KernelArgs;
+use gpukit_kernels::elementwise::ElementwiseKernel;
 use gpukit_kernels::ops::{BinaryOp, ScalarOp, UnaryOp};
-use gpukit_kernels::registry::launch;
-use gpukit_kernels::{DType, Kernel};
+use gpukit_kernels::{DType, grid};
 
 use super::{check_out, cuda, dptr, float_only, new_output, same_device, same_dtype, strided};
 use crate::device::Device;
@@ -34,7 +34,7 @@ fn elementwise_config(
     } else {
         1
     };
-    launch::elementwise(n.div_ceil(per_thread), c.props())
+    grid::elementwise(n.div_ceil(per_thread), c.props())
 }
 
 /// Applies `f` elementwise on the CPU: `out[i] = f(x[i], y[i], z[i])` over `shape`, operands
@@ -72,7 +72,7 @@ fn cpu_map(
 /// # Errors
 /// [`Error::Shape`] if the shapes do not broadcast or `out` has the wrong shape;
 /// [`Error::DType`] for mismatched or non-float dtypes; [`Error::Device`] across devices.
-pub fn binary_into(op: BinaryOp, a: &Tensor, b: &Tensor, out: &mut Tensor) -> Result<()> {
+pub fn binary_into(op: BinaryOp, a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
     let dev = same_device("binary", &[a, b])?;
     same_dtype("binary", a, b)?;
     float_only("binary", a)?;
@@ -96,7 +96,7 @@ pub fn binary_into(op: BinaryOp, a: &Tensor, b: &Tensor, out: &mut Tensor) -> Re
             if !contiguous {
                 args = args.arg(strided(&shape, &[a, b, out])?);
             }
-            let kernel = Kernel::Binary {
+            let kernel = ElementwiseKernel::Binary {
                 dtype: a.dtype(),
                 contiguous,
             };
@@ -119,8 +119,8 @@ pub fn binary_into(op: BinaryOp, a: &Tensor, b: &Tensor, out: &mut Tensor) -> Re
 /// As [`binary_into`].
 pub fn binary(op: BinaryOp, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let shape = broadcast_shapes("binary", a.shape(), b.shape())?;
-    let mut out = new_output("binary", &shape, a, &same_device("binary", &[a, b])?)?;
-    binary_into(op, a, b, &mut out)?;
+    let out = new_output("binary", &shape, a, &same_device("binary", &[a, b])?)?;
+    binary_into(op, a, b, &out)?;
     Ok(out)
 }
 
@@ -131,7 +131,7 @@ macro_rules! binary_fns {
             binary(BinaryOp::$op, a, b)
         }
         #[doc = concat!("`out = a ", $doc, " b` with broadcasting.\n\n# Errors\nAs [`binary_into`].")]
-        pub fn $into(a: &Tensor, b: &Tensor, out: &mut Tensor) -> Result<()> {
+        pub fn $into(a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
             binary_into(BinaryOp::$op, a, b, out)
         }
     )* };
@@ -149,7 +149,7 @@ binary_fns! {
 ///
 /// # Errors
 /// [`Error::DType`] for non-float tensors; shape/device errors for `out`.
-pub fn unary_into(op: UnaryOp, x: &Tensor, out: &mut Tensor) -> Result<()> {
+pub fn unary_into(op: UnaryOp, x: &Tensor, out: &Tensor) -> Result<()> {
     let dev = x.device();
     float_only("unary", x)?;
     check_out("unary", out, x.shape(), x.dtype(), &dev, &[x])?;
@@ -169,7 +169,7 @@ pub fn unary_into(op: UnaryOp, x: &Tensor, out: &mut Tensor) -> Result<()> {
             if !contiguous {
                 args = args.arg(strided(x.shape(), &[x, out])?);
             }
-            let kernel = Kernel::Unary {
+            let kernel = ElementwiseKernel::Unary {
                 dtype: x.dtype(),
                 contiguous,
             };
@@ -190,8 +190,8 @@ pub fn unary_into(op: UnaryOp, x: &Tensor, out: &mut Tensor) -> Result<()> {
 /// # Errors
 /// As [`unary_into`].
 pub fn unary(op: UnaryOp, x: &Tensor) -> Result<Tensor> {
-    let mut out = new_output("unary", x.shape(), x, &x.device())?;
-    unary_into(op, x, &mut out)?;
+    let out = new_output("unary", x.shape(), x, &x.device())?;
+    unary_into(op, x, &out)?;
     Ok(out)
 }
 
@@ -202,7 +202,7 @@ macro_rules! unary_fns {
             unary(UnaryOp::$op, x)
         }
         #[doc = concat!("Elementwise `", stringify!($name), "` into `out`.\n\n# Errors\nAs [`unary_into`].")]
-        pub fn $into(x: &Tensor, out: &mut Tensor) -> Result<()> {
+        pub fn $into(x: &Tensor, out: &Tensor) -> Result<()> {
             unary_into(UnaryOp::$op, x, out)
         }
     )* };
@@ -229,7 +229,7 @@ unary_fns! {
 ///
 /// # Errors
 /// [`Error::DType`] for non-float tensors; shape/device errors for `out`.
-pub fn scalar_into(op: ScalarOp, x: &Tensor, s: f32, out: &mut Tensor) -> Result<()> {
+pub fn scalar_into(op: ScalarOp, x: &Tensor, s: f32, out: &Tensor) -> Result<()> {
     let dev = x.device();
     float_only("scalar", x)?;
     check_out("scalar", out, x.shape(), x.dtype(), &dev, &[x])?;
@@ -250,8 +250,8 @@ pub fn scalar_into(op: ScalarOp, x: &Tensor, s: f32, out: &mut Tensor) -> Result
             // SAFETY: as in `binary_into`.
             unsafe {
                 c.launch(
-                    Kernel::Scalar(x.dtype()),
-                    &launch::elementwise(n, c.props()),
+                    ElementwiseKernel::Scalar(x.dtype()),
+                    &grid::elementwise(n, c.props()),
                     &args,
                 )
             }
@@ -264,8 +264,8 @@ pub fn scalar_into(op: ScalarOp, x: &Tensor, s: f32, out: &mut Tensor) -> Result
 /// # Errors
 /// As [`scalar_into`].
 pub fn scalar(op: ScalarOp, x: &Tensor, s: f32) -> Result<Tensor> {
-    let mut out = new_output("scalar", x.shape(), x, &x.device())?;
-    scalar_into(op, x, s, &mut out)?;
+    let out = new_output("scalar", x.shape(), x, &x.device())?;
+    scalar_into(op, x, s, &out)?;
     Ok(out)
 }
 
@@ -273,7 +273,7 @@ pub fn scalar(op: ScalarOp, x: &Tensor, s: f32) -> Result<Tensor> {
 ///
 /// # Errors
 /// As [`scalar_into`].
-pub fn clamp_into(x: &Tensor, lo: f32, hi: f32, out: &mut Tensor) -> Result<()> {
+pub fn clamp_into(x: &Tensor, lo: f32, hi: f32, out: &Tensor) -> Result<()> {
     let dev = x.device();
     float_only("clamp", x)?;
     check_out("clamp", out, x.shape(), x.dtype(), &dev, &[x])?;
@@ -294,8 +294,8 @@ pub fn clamp_into(x: &Tensor, lo: f32, hi: f32, out: &mut Tensor) -> Result<()> 
             // SAFETY: as in `binary_into`.
             unsafe {
                 c.launch(
-                    Kernel::Clamp(x.dtype()),
-                    &launch::elementwise(n, c.props()),
+                    ElementwiseKernel::Clamp(x.dtype()),
+                    &grid::elementwise(n, c.props()),
                     &args,
                 )
             }
@@ -308,8 +308,8 @@ pub fn clamp_into(x: &Tensor, lo: f32, hi: f32, out: &mut Tensor) -> Result<()> 
 /// # Errors
 /// As [`scalar_into`].
 pub fn clamp(x: &Tensor, lo: f32, hi: f32) -> Result<Tensor> {
-    let mut out = new_output("clamp", x.shape(), x, &x.device())?;
-    clamp_into(x, lo, hi, &mut out)?;
+    let out = new_output("clamp", x.shape(), x, &x.device())?;
+    clamp_into(x, lo, hi, &out)?;
     Ok(out)
 }
 
@@ -317,7 +317,7 @@ pub fn clamp(x: &Tensor, lo: f32, hi: f32) -> Result<Tensor> {
 ///
 /// # Errors
 /// [`Error::DType`] unless `cond` is u8 and `a`, `b` share a float dtype; shape/device errors.
-pub fn where_into(cond: &Tensor, a: &Tensor, b: &Tensor, out: &mut Tensor) -> Result<()> {
+pub fn where_into(cond: &Tensor, a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
     let dev = same_device("where", &[cond, a, b])?;
     Error::expect_dtype("where (condition)", cond.dtype(), DType::U8)?;
     same_dtype("where", a, b)?;
@@ -345,8 +345,8 @@ pub fn where_into(cond: &Tensor, a: &Tensor, b: &Tensor, out: &mut Tensor) -> Re
             // SAFETY: as in `binary_into`.
             unsafe {
                 c.launch(
-                    Kernel::Where(a.dtype()),
-                    &launch::elementwise(n, c.props()),
+                    ElementwiseKernel::Where(a.dtype()),
+                    &grid::elementwise(n, c.props()),
                     &args,
                 )
             }
@@ -361,8 +361,8 @@ pub fn where_into(cond: &Tensor, a: &Tensor, b: &Tensor, out: &mut Tensor) -> Re
 pub fn where_cond(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let shape = broadcast_shapes("where", cond.shape(), a.shape())?;
     let shape = broadcast_shapes("where", &shape, b.shape())?;
-    let mut out = new_output("where", &shape, a, &same_device("where", &[cond, a, b])?)?;
-    where_into(cond, a, b, &mut out)?;
+    let out = new_output("where", &shape, a, &same_device("where", &[cond, a, b])?)?;
+    where_into(cond, a, b, &out)?;
     Ok(out)
 }
 
@@ -371,7 +371,7 @@ pub fn where_cond(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
 ///
 /// # Errors
 /// Shape, dtype and device errors.
-pub fn copy_into(x: &Tensor, out: &mut Tensor) -> Result<()> {
+pub fn copy_into(x: &Tensor, out: &Tensor) -> Result<()> {
     let dev = x.device();
     check_out("copy", out, x.shape(), x.dtype(), &dev, &[x])?;
     let n = out.numel();
@@ -412,8 +412,8 @@ pub fn copy_into(x: &Tensor, out: &mut Tensor) -> Result<()> {
             // SAFETY: as in `binary_into`.
             unsafe {
                 c.launch(
-                    Kernel::Copy(x.dtype()),
-                    &launch::elementwise(n, c.props()),
+                    ElementwiseKernel::Copy(x.dtype()),
+                    &grid::elementwise(n, c.props()),
                     &args,
                 )
             }
@@ -426,8 +426,8 @@ pub fn copy_into(x: &Tensor, out: &mut Tensor) -> Result<()> {
 /// # Errors
 /// Memory errors.
 pub fn copy(x: &Tensor) -> Result<Tensor> {
-    let mut out = new_output("copy", x.shape(), x, &x.device())?;
-    copy_into(x, &mut out)?;
+    let out = new_output("copy", x.shape(), x, &x.device())?;
+    copy_into(x, &out)?;
     Ok(out)
 }
 
@@ -436,7 +436,7 @@ pub fn copy(x: &Tensor) -> Result<Tensor> {
 ///
 /// # Errors
 /// [`Error::DType`] unless both are float (or `x` block-quantized); shape/device errors.
-pub fn cast_into(x: &Tensor, out: &mut Tensor) -> Result<()> {
+pub fn cast_into(x: &Tensor, out: &Tensor) -> Result<()> {
     if x.dtype().is_quantized() {
         return crate::quant::dequantize_into(x, out);
     }
@@ -460,12 +460,12 @@ pub fn cast_into(x: &Tensor, out: &mut Tensor) -> Result<()> {
                 .arg(dptr(out)?)
                 .arg(n as u64)
                 .arg(strided(x.shape(), &[x, out])?);
-            let kernel = Kernel::Cast {
+            let kernel = ElementwiseKernel::Cast {
                 from: x.dtype(),
                 to,
             };
             // SAFETY: as in `binary_into`.
-            unsafe { c.launch(kernel, &launch::elementwise(n, c.props()), &args) }
+            unsafe { c.launch(kernel, &grid::elementwise(n, c.props()), &args) }
         }
     }
 }
@@ -480,7 +480,7 @@ pub fn to_dtype(x: &Tensor, dtype: DType) -> Result<Tensor> {
     if let Some(format) = dtype.quant_format() {
         return crate::quant::quantize_tensor(x, format);
     }
-    let mut out = Tensor::empty(x.shape(), dtype, &x.device())?;
-    cast_into(x, &mut out)?;
+    let out = Tensor::empty(x.shape(), dtype, &x.device())?;
+    cast_into(x, &out)?;
     Ok(out)
 }

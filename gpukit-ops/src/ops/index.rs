@@ -1,8 +1,8 @@
 //! index_select (embedding lookup), gather along an axis, and concatenation.
 
 use gpukit_driver::KernelArgs;
-use gpukit_kernels::registry::launch;
-use gpukit_kernels::{DType, Kernel};
+use gpukit_kernels::gather::GatherKernel;
+use gpukit_kernels::{DType, grid};
 
 use super::{check_out, copy_into, dptr, new_output, same_device, u32_dim};
 use crate::device::Device;
@@ -30,7 +30,7 @@ fn select_shape(x: &Tensor, axis: usize, n: usize) -> Result<Vec<usize>> {
 ///
 /// # Errors
 /// [`Error::Index`] (CPU) for an id out of range; shape/dtype/device errors.
-pub fn index_select_into(x: &Tensor, axis: usize, ids: &Tensor, out: &mut Tensor) -> Result<()> {
+pub fn index_select_into(x: &Tensor, axis: usize, ids: &Tensor, out: &Tensor) -> Result<()> {
     let dev = same_device("index_select", &[x, ids])?;
     if !matches!(ids.dtype(), DType::I32 | DType::I64) || ids.rank() != 1 {
         return Err(Error::dtype(
@@ -89,13 +89,13 @@ pub fn index_select_into(x: &Tensor, axis: usize, ids: &Tensor, out: &mut Tensor
                 .arg(u32_dim("index_select", inner)?)
                 .arg(u32_dim("index_select", n)?)
                 .arg(c.err_ptr());
-            let kernel = Kernel::IndexSelect {
+            let kernel = GatherKernel::IndexSelect {
                 dtype: x.dtype(),
                 index: ids.dtype(),
             };
             // SAFETY: x holds outer·len·inner elements, ids n, out outer·n·inner; every id is
             // bounds-checked in the kernel; the error flag is 4 bytes.
-            unsafe { c.launch(kernel, &launch::elementwise(out.numel(), c.props()), &args) }
+            unsafe { c.launch(kernel, &grid::elementwise(out.numel(), c.props()), &args) }
         }
     }
 }
@@ -106,8 +106,8 @@ pub fn index_select_into(x: &Tensor, axis: usize, ids: &Tensor, out: &mut Tensor
 /// As [`index_select_into`].
 pub fn index_select(x: &Tensor, axis: usize, ids: &Tensor) -> Result<Tensor> {
     let n = ids.shape().first().copied().unwrap_or(0);
-    let mut out = new_output("index_select", &select_shape(x, axis, n)?, x, &x.device())?;
-    index_select_into(x, axis, ids, &mut out)?;
+    let out = new_output("index_select", &select_shape(x, axis, n)?, x, &x.device())?;
+    index_select_into(x, axis, ids, &out)?;
     Ok(out)
 }
 
@@ -125,7 +125,7 @@ pub fn embedding(table: &Tensor, ids: &Tensor) -> Result<Tensor> {
 ///
 /// # Errors
 /// [`Error::Index`] (CPU) for an id out of range; shape/dtype/device errors.
-pub fn gather_into(x: &Tensor, axis: usize, index: &Tensor, out: &mut Tensor) -> Result<()> {
+pub fn gather_into(x: &Tensor, axis: usize, index: &Tensor, out: &Tensor) -> Result<()> {
     let dev = same_device("gather", &[x, index])?;
     if !matches!(index.dtype(), DType::I32 | DType::I64) {
         return Err(Error::dtype(
@@ -190,13 +190,13 @@ pub fn gather_into(x: &Tensor, axis: usize, index: &Tensor, out: &mut Tensor) ->
                 .arg(u32_dim("gather", inner)?)
                 .arg(u32_dim("gather", n)?)
                 .arg(c.err_ptr());
-            let kernel = Kernel::Gather {
+            let kernel = GatherKernel::Gather {
                 dtype: x.dtype(),
                 index: index.dtype(),
             };
             // SAFETY: x holds outer·len·inner elements, index and out outer·n·inner; every id
             // is bounds-checked in the kernel; the error flag is 4 bytes.
-            unsafe { c.launch(kernel, &launch::elementwise(out.numel(), c.props()), &args) }
+            unsafe { c.launch(kernel, &grid::elementwise(out.numel(), c.props()), &args) }
         }
     }
 }
@@ -206,8 +206,8 @@ pub fn gather_into(x: &Tensor, axis: usize, index: &Tensor, out: &mut Tensor) ->
 /// # Errors
 /// As [`gather_into`].
 pub fn gather(x: &Tensor, axis: usize, index: &Tensor) -> Result<Tensor> {
-    let mut out = new_output("gather", index.shape(), x, &x.device())?;
-    gather_into(x, axis, index, &mut out)?;
+    let out = new_output("gather", index.shape(), x, &x.device())?;
+    gather_into(x, axis, index, &out)?;
     Ok(out)
 }
 
@@ -215,7 +215,7 @@ pub fn gather(x: &Tensor, axis: usize, index: &Tensor) -> Result<Tensor> {
 ///
 /// # Errors
 /// [`Error::Shape`] for mismatched shapes or an empty list; dtype/device errors.
-pub fn concat_into(tensors: &[&Tensor], axis: usize, out: &mut Tensor) -> Result<()> {
+pub fn concat_into(tensors: &[&Tensor], axis: usize, out: &Tensor) -> Result<()> {
     let first = tensors
         .first()
         .ok_or_else(|| Error::shape("concat", "no tensors to concatenate"))?;
@@ -225,8 +225,8 @@ pub fn concat_into(tensors: &[&Tensor], axis: usize, out: &mut Tensor) -> Result
     let mut start = 0;
     for t in tensors {
         let len = t.shape()[axis];
-        let mut view = out.narrow(axis, start, len)?;
-        copy_into(t, &mut view)?;
+        let view = out.narrow(axis, start, len)?;
+        copy_into(t, &view)?;
         start += len;
     }
     Ok(())
@@ -273,12 +273,12 @@ pub fn concat(tensors: &[&Tensor], axis: usize) -> Result<Tensor> {
     let first = tensors
         .first()
         .ok_or_else(|| Error::shape("concat", "no tensors to concatenate"))?;
-    let mut out = new_output(
+    let out = new_output(
         "concat",
         &concat_shape(tensors, axis)?,
         first,
         &first.device(),
     )?;
-    concat_into(tensors, axis, &mut out)?;
+    concat_into(tensors, axis, &out)?;
     Ok(out)
 }

@@ -6,8 +6,9 @@
 //! `gemm` crate in f32 (f16/bf16 operands converted, result rounded once).
 
 use gpukit_driver::KernelArgs;
-use gpukit_kernels::registry::launch;
-use gpukit_kernels::{BLayout, DType, Epilogue, F32Precision, GemmShape, Kernel};
+use gpukit_kernels::gemv::{self, GemvKernel};
+use gpukit_kernels::shared::BLOCK_THREADS;
+use gpukit_kernels::{BLayout, DType, Epilogue, F32Precision, GemmShape};
 
 use super::{
     check_out, dptr, float_only, need_contiguous, new_output, same_device, u32_dim, write_host,
@@ -17,7 +18,7 @@ use crate::tensor::Tensor;
 use crate::{Error, Result};
 
 /// Rows up to which `linear` uses the GEMV kernel on CUDA.
-pub const GEMV_MAX_M: usize = 8;
+pub use gpukit_kernels::shared::GEMV_MAX_M;
 
 /// An activation fused into `linear`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -124,7 +125,7 @@ fn cpu_gemm(a: &[f32], b: &[f32], c: &mut [f32], m: usize, k: usize, n: usize, b
 pub fn matmul_into_with(
     a: &Tensor,
     b: &Tensor,
-    out: &mut Tensor,
+    out: &Tensor,
     precision: F32Precision,
 ) -> Result<()> {
     let dev = same_device("matmul", &[a, b])?;
@@ -197,7 +198,7 @@ pub fn matmul_into_with(
 ///
 /// # Errors
 /// As [`matmul_into_with`].
-pub fn matmul_into(a: &Tensor, b: &Tensor, out: &mut Tensor) -> Result<()> {
+pub fn matmul_into(a: &Tensor, b: &Tensor, out: &Tensor) -> Result<()> {
     matmul_into_with(a, b, out, F32Precision::Full)
 }
 
@@ -207,8 +208,8 @@ pub fn matmul_into(a: &Tensor, b: &Tensor, out: &mut Tensor) -> Result<()> {
 /// As [`matmul_into_with`].
 pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let d = matmul_dims(a, b)?;
-    let mut out = new_output("matmul", &d.out, a, &same_device("matmul", &[a, b])?)?;
-    matmul_into(a, b, &mut out)?;
+    let out = new_output("matmul", &d.out, a, &same_device("matmul", &[a, b])?)?;
+    matmul_into(a, b, &out)?;
     Ok(out)
 }
 
@@ -259,7 +260,7 @@ pub fn linear_into(
     w: &Tensor,
     bias: Option<&Tensor>,
     act: Activation,
-    out: &mut Tensor,
+    out: &Tensor,
 ) -> Result<()> {
     let mut inputs = vec![x, w];
     inputs.extend(bias);
@@ -336,7 +337,7 @@ pub fn linear_into(
                 let per16 = 16 / dt.size_in_bytes();
                 let aligned = [dptr(&x)?, dptr(&w)?].iter().all(|p| p.0 % 16 == 0);
                 let vectorized = k % per16 == 0 && aligned;
-                let kernel = Kernel::Gemv {
+                let kernel = GemvKernel::Gemv {
                     dtype: dt,
                     vectorized,
                     single_row: m == 1,
@@ -346,17 +347,22 @@ pub fn linear_into(
                     .arg(dptr(&w)?)
                     .arg(bias_ptr.unwrap_or(gpukit_driver::DevicePtr(0)))
                     .arg(dptr(out)?);
-                let ring = if m == 1 && vectorized && c.kernels().target() == "sm_90a" {
-                    let props = c.props();
-                    launch::gemv_ring(
-                        n,
-                        k,
-                        dt.size_in_bytes(),
-                        props.multiprocessor_count as usize,
-                        props.shared_memory_per_block_optin_bytes as usize,
-                    )?
-                } else {
-                    None
+                let ring_rows = gemv::ring_rows(n, k, dt.size_in_bytes())
+                    .filter(|_| m == 1 && vectorized && c.kernels().target() == "sm_90a");
+                let ring = match ring_rows {
+                    Some(rows) => {
+                        let ring = GemvKernel::GemvRing { dtype: dt, rows };
+                        let props = c.props();
+                        gemv::ring(
+                            n,
+                            k,
+                            dt.size_in_bytes(),
+                            props.multiprocessor_count as usize,
+                            props.shared_memory_per_block_optin_bytes as usize,
+                            c.kernels().function(ring)?.static_shared_mem_bytes() as usize,
+                        )?
+                    }
+                    None => None,
                 };
                 if let Some((cfg, [split, rows, stages, prefetch])) = ring {
                     let args = args
@@ -365,22 +371,22 @@ pub fn linear_into(
                         .arg(split)
                         .arg(stages)
                         .arg(prefetch);
-                    let kernel = Kernel::GemvRing { dtype: dt, rows };
+                    let kernel = GemvKernel::GemvRing { dtype: dt, rows };
                     // SAFETY: as below; the ring's rows (the kernel's), stages, prefetched
-                    // stages and shared memory come from launch::gemv_ring for this shape.
+                    // stages and shared memory come from gemv::ring for this shape.
                     return unsafe { c.launch(kernel, &cfg, &args) };
                 }
                 let cfg = if m == 1 && vectorized {
                     // The persistent single-row kernel: (…, N, K, warps per row).
-                    let split = launch::gemv_split(n, k, dt.size_in_bytes());
-                    let resident = c.resident_blocks(kernel, launch::BLOCK, 0)?;
+                    let split = gemv::split(n, k, dt.size_in_bytes());
+                    let resident = c.resident_blocks(kernel, BLOCK_THREADS, 0)?;
                     args = args
                         .arg(u32_dim("linear", n)?)
                         .arg(u32_dim("linear", k)?)
                         .arg(split);
-                    launch::gemv_persistent(n, split, 0, resident)?
+                    gemv::persistent(n, split, 0, resident)?
                 } else {
-                    let (cfg, rows) = launch::gemv(n, k, dt.size_in_bytes())?;
+                    let (cfg, rows) = gemv::blocks(n, k, dt.size_in_bytes())?;
                     args = args
                         .arg(u32_dim("linear", m)?)
                         .arg(u32_dim("linear", n)?)
@@ -431,8 +437,8 @@ pub fn linear_into(
 /// As [`linear_into`].
 pub fn linear(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, act: Activation) -> Result<Tensor> {
     let (shape, ..) = linear_shape(x, w, bias)?;
-    let mut out = new_output("linear", &shape, x, &x.device())?;
-    linear_into(x, w, bias, act, &mut out)?;
+    let out = new_output("linear", &shape, x, &x.device())?;
+    linear_into(x, w, bias, act, &out)?;
     Ok(out)
 }
 
@@ -447,7 +453,7 @@ pub fn linear(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, act: Activation) ->
 /// # Errors
 /// [`Error::Shape`] for mismatched shapes, more than one row on CUDA or an unaligned operand;
 /// [`Error::DType`] for a non-float or mixed dtype; device errors.
-pub fn linear_swiglu_into(x: &Tensor, w_gate_up: &Tensor, out: &mut Tensor) -> Result<()> {
+pub fn linear_swiglu_into(x: &Tensor, w_gate_up: &Tensor, out: &Tensor) -> Result<()> {
     let dev = same_device("linear_swiglu", &[x, w_gate_up])?;
     float_only("linear_swiglu", x)?;
     super::same_dtype("linear_swiglu", x, w_gate_up)?;
@@ -503,7 +509,7 @@ pub fn linear_swiglu_into(x: &Tensor, w_gate_up: &Tensor, out: &mut Tensor) -> R
                     ),
                 ));
             }
-            let (cfg, outputs) = launch::gemv_swiglu(n, k, dt.size_in_bytes())?;
+            let (cfg, outputs) = gemv::swiglu_blocks(n, k, dt.size_in_bytes())?;
             let args = KernelArgs::new()
                 .arg(dptr(x)?)
                 .arg(dptr(w_gate_up)?)
@@ -513,7 +519,7 @@ pub fn linear_swiglu_into(x: &Tensor, w_gate_up: &Tensor, out: &mut Tensor) -> R
                 .arg(outputs);
             // SAFETY: x holds k, w 2n·k, out n elements (checked), k a multiple of the 16-byte
             // vector and both inputs 16-byte aligned.
-            unsafe { c.launch(Kernel::GemvSwiglu(dt), &cfg, &args) }
+            unsafe { c.launch(GemvKernel::GemvSwiglu(dt), &cfg, &args) }
         }
     }
 }

@@ -1,8 +1,8 @@
 //! Normalisations over the last axis: rms_norm, layer_norm and the fused residual-add + rms_norm.
 
 use gpukit_driver::KernelArgs;
-use gpukit_kernels::Kernel;
-use gpukit_kernels::registry::launch;
+use gpukit_kernels::grid;
+use gpukit_kernels::norm::NormKernel;
 
 use super::{
     check_out, dptr, host_values, need_contiguous, new_output, same_device, u32_dim, write_host,
@@ -55,7 +55,7 @@ fn cpu_rms_norm(v: &[f64], w: &[f64], hidden: usize, eps: f32) -> Vec<f64> {
 ///
 /// # Errors
 /// [`Error::Shape`] if `w` is not `[hidden]`; dtype/device errors.
-pub fn rms_norm_into(x: &Tensor, w: &Tensor, eps: f32, out: &mut Tensor) -> Result<()> {
+pub fn rms_norm_into(x: &Tensor, w: &Tensor, eps: f32, out: &Tensor) -> Result<()> {
     let dev = same_device("rms_norm", &[x, w])?;
     let (rows, hidden) = rows_hidden("rms_norm", x, w)?;
     check_out("rms_norm", out, x.shape(), x.dtype(), &dev, &[x, w])?;
@@ -70,7 +70,7 @@ pub fn rms_norm_into(x: &Tensor, w: &Tensor, eps: f32, out: &mut Tensor) -> Resu
         Device::Cuda(c) => {
             let (x, w) = (x.contiguous()?, w.contiguous()?);
             need_contiguous("rms_norm", out, "the output")?;
-            let (cfg, group) = launch::norm_rows(rows, hidden, x.dtype().size_in_bytes())?;
+            let (cfg, group) = gpukit_kernels::norm::rows(rows, hidden, x.dtype().size_in_bytes())?;
             let args = KernelArgs::new()
                 .arg(dptr(&x)?)
                 .arg(dptr(&w)?)
@@ -81,7 +81,7 @@ pub fn rms_norm_into(x: &Tensor, w: &Tensor, eps: f32, out: &mut Tensor) -> Resu
                 .arg(eps);
             // SAFETY: x and out hold rows·hidden elements, w hidden; the kernel skips rows
             // past `rows` in the last block.
-            unsafe { c.launch(Kernel::RmsNorm(x.dtype()), &cfg, &args) }
+            unsafe { c.launch(NormKernel::RmsNorm(x.dtype()), &cfg, &args) }
         }
     }
 }
@@ -91,8 +91,8 @@ pub fn rms_norm_into(x: &Tensor, w: &Tensor, eps: f32, out: &mut Tensor) -> Resu
 /// # Errors
 /// As [`rms_norm_into`].
 pub fn rms_norm(x: &Tensor, w: &Tensor, eps: f32) -> Result<Tensor> {
-    let mut out = new_output("rms_norm", x.shape(), x, &x.device())?;
-    rms_norm_into(x, w, eps, &mut out)?;
+    let out = new_output("rms_norm", x.shape(), x, &x.device())?;
+    rms_norm_into(x, w, eps, &out)?;
     Ok(out)
 }
 
@@ -106,8 +106,8 @@ pub fn add_rms_norm_into(
     residual: &Tensor,
     w: &Tensor,
     eps: f32,
-    out: &mut Tensor,
-    residual_out: &mut Tensor,
+    out: &Tensor,
+    residual_out: &Tensor,
 ) -> Result<()> {
     let dev = same_device("add_rms_norm", &[x, residual, w])?;
     let (rows, hidden) = rows_hidden("add_rms_norm", x, w)?;
@@ -164,7 +164,7 @@ pub fn add_rms_norm_into(
             let (x, residual, w) = (x.contiguous()?, residual.contiguous()?, w.contiguous()?);
             need_contiguous("add_rms_norm", out, "the output")?;
             need_contiguous("add_rms_norm", residual_out, "residual_out")?;
-            let (cfg, group) = launch::norm_rows(rows, hidden, x.dtype().size_in_bytes())?;
+            let (cfg, group) = gpukit_kernels::norm::rows(rows, hidden, x.dtype().size_in_bytes())?;
             let args = KernelArgs::new()
                 .arg(dptr(&x)?)
                 .arg(dptr(&residual)?)
@@ -177,7 +177,7 @@ pub fn add_rms_norm_into(
                 .arg(eps);
             // SAFETY: x, residual, out and residual_out hold rows·hidden elements, w hidden;
             // the kernel skips rows past `rows` in the last block.
-            unsafe { c.launch(Kernel::AddRmsNorm(x.dtype()), &cfg, &args) }
+            unsafe { c.launch(NormKernel::AddRmsNorm(x.dtype()), &cfg, &args) }
         }
     }
 }
@@ -192,9 +192,9 @@ pub fn add_rms_norm(
     w: &Tensor,
     eps: f32,
 ) -> Result<(Tensor, Tensor)> {
-    let mut out = new_output("add_rms_norm", x.shape(), x, &x.device())?;
-    let mut res = new_output("add_rms_norm", x.shape(), x, &x.device())?;
-    add_rms_norm_into(x, residual, w, eps, &mut out, &mut res)?;
+    let out = new_output("add_rms_norm", x.shape(), x, &x.device())?;
+    let res = new_output("add_rms_norm", x.shape(), x, &x.device())?;
+    add_rms_norm_into(x, residual, w, eps, &out, &res)?;
     Ok((out, res))
 }
 
@@ -208,7 +208,7 @@ pub fn layer_norm_into(
     w: &Tensor,
     b: Option<&Tensor>,
     eps: f32,
-    out: &mut Tensor,
+    out: &Tensor,
 ) -> Result<()> {
     let mut inputs = vec![x, w];
     inputs.extend(b);
@@ -255,7 +255,7 @@ pub fn layer_norm_into(
                 .arg(eps)
                 .arg(i32::from(b.is_some()));
             // SAFETY: x and out hold rows·hidden elements, w and b hidden.
-            unsafe { c.launch(Kernel::LayerNorm(x.dtype()), &launch::rows(rows)?, &args) }
+            unsafe { c.launch(NormKernel::LayerNorm(x.dtype()), &grid::rows(rows)?, &args) }
         }
     }
 }
@@ -265,7 +265,7 @@ pub fn layer_norm_into(
 /// # Errors
 /// As [`layer_norm_into`].
 pub fn layer_norm(x: &Tensor, w: &Tensor, b: Option<&Tensor>, eps: f32) -> Result<Tensor> {
-    let mut out = new_output("layer_norm", x.shape(), x, &x.device())?;
-    layer_norm_into(x, w, b, eps, &mut out)?;
+    let out = new_output("layer_norm", x.shape(), x, &x.device())?;
+    layer_norm_into(x, w, b, eps, &out)?;
     Ok(out)
 }

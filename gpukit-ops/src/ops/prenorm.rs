@@ -8,8 +8,10 @@
 //! rounding (the sums are taken in a different order).
 
 use gpukit_driver::{DevicePtr, KernelArgs};
-use gpukit_kernels::registry::launch;
-use gpukit_kernels::{DType, Kernel};
+use gpukit_kernels::DType;
+use gpukit_kernels::gemv::{self, GemvKernel};
+use gpukit_kernels::sampling::SamplingKernel;
+use gpukit_kernels::shared::{ARGMAX_PARTS_THREADS, BLOCK_THREADS};
 
 use super::{
     Activation, add_rms_norm_into, check_out, dptr, float_only, linear_into, linear_swiglu_into,
@@ -138,12 +140,12 @@ impl PreNorm<'_> {
     /// The normalised row, by the separate ops (the CPU path).
     fn normalised(&self) -> Result<Tensor> {
         let r = self.residual;
-        let mut h = Tensor::empty(r.shape(), r.dtype(), &r.device())?;
+        let h = Tensor::empty(r.shape(), r.dtype(), &r.device())?;
         match self.pending {
             Some((p, out)) => {
-                add_rms_norm_into(p, r, self.weight, self.eps, &mut h, &mut out.clone())?;
+                add_rms_norm_into(p, r, self.weight, self.eps, &h, &out.clone())?;
             }
-            None => rms_norm_into(r, self.weight, self.eps, &mut h)?,
+            None => rms_norm_into(r, self.weight, self.eps, &h)?,
         }
         Ok(h)
     }
@@ -194,19 +196,16 @@ impl PreNorm<'_> {
 /// its persistent grid and the warps sharing each row (the kernel's `S` argument).
 fn pre_norm_launch(
     c: &CudaDevice,
-    kernel: Kernel,
+    kernel: GemvKernel,
     units: usize,
     rows: usize,
     k: usize,
     dt: DType,
 ) -> Result<(gpukit_driver::LaunchConfig, u32)> {
     let smem = k * dt.size_in_bytes();
-    let resident = c.resident_blocks(kernel, launch::BLOCK, smem as u32)?;
-    let split = launch::gemv_split(rows, k, dt.size_in_bytes());
-    Ok((
-        launch::gemv_persistent(units, split, smem, resident)?,
-        split,
-    ))
+    let resident = c.resident_blocks(kernel, BLOCK_THREADS, smem as u32)?;
+    let split = gemv::split(rows, k, dt.size_in_bytes());
+    Ok((gemv::persistent(units, split, smem, resident)?, split))
 }
 
 /// The arguments the row-unit pre-norm kernels share after the leading ones: weight, bias (or
@@ -250,7 +249,7 @@ pub fn rms_norm_linear_into(
     x: &PreNorm,
     w: &Tensor,
     bias: Option<&Tensor>,
-    out: &mut Tensor,
+    out: &Tensor,
 ) -> Result<()> {
     const OP: &str = "rms_norm_linear";
     let (k, n, dev) = x.check_projection(OP, w, bias, Some(out), 1)?;
@@ -258,7 +257,7 @@ pub fn rms_norm_linear_into(
         Device::Cpu => linear_into(&x.normalised()?, w, bias, Activation::None, out),
         Device::Cuda(c) => {
             let dt = x.residual.dtype();
-            let kernel = Kernel::GemvNorm {
+            let kernel = GemvKernel::GemvNorm {
                 dtype: dt,
                 argmax: false,
             };
@@ -278,14 +277,14 @@ pub fn rms_norm_linear_into(
 ///
 /// # Errors
 /// As [`rms_norm_linear_into`].
-pub fn rms_norm_swiglu_into(x: &PreNorm, w_gate_up: &Tensor, out: &mut Tensor) -> Result<()> {
+pub fn rms_norm_swiglu_into(x: &PreNorm, w_gate_up: &Tensor, out: &Tensor) -> Result<()> {
     const OP: &str = "rms_norm_swiglu";
     let (k, n, dev) = x.check_projection(OP, w_gate_up, None, Some(out), 2)?;
     match &dev {
         Device::Cpu => linear_swiglu_into(&x.normalised()?, w_gate_up, out),
         Device::Cuda(c) => {
             let dt = x.residual.dtype();
-            let kernel = Kernel::GemvSwigluNorm(dt);
+            let kernel = GemvKernel::GemvSwigluNorm(dt);
             let args = x.cuda_args(OP, k, w_gate_up)?;
             let (cfg, split) = pre_norm_launch(c, kernel, n, 2 * n, k, dt)?;
             let args = args
@@ -303,8 +302,8 @@ pub fn rms_norm_swiglu_into(x: &PreNorm, w_gate_up: &Tensor, out: &mut Tensor) -
 /// f32 elements of the workspace [`rms_norm_linear_greedy_into`] needs for an `[n, k]` head:
 /// two per block of its grid, at most.
 pub fn rms_norm_linear_greedy_workspace_len(n: usize, k: usize, dtype: DType) -> usize {
-    let split = launch::gemv_split(n, k, dtype.size_in_bytes());
-    launch::gemv_persistent(n, split, 0, usize::MAX).map_or(2 * n, |cfg| 2 * cfg.grid.x as usize)
+    let split = gemv::split(n, k, dtype.size_in_bytes());
+    gemv::persistent(n, split, 0, usize::MAX).map_or(2 * n, |cfg| 2 * cfg.grid.x as usize)
 }
 
 /// The LM head with greedy sampling: `logits [1, n] = x · Wᵀ` on the pre-norm's row, and
@@ -321,7 +320,7 @@ pub fn rms_norm_linear_greedy_workspace_len(n: usize, k: usize, dtype: DType) ->
 pub fn rms_norm_linear_greedy_into(
     x: &PreNorm,
     w: &Tensor,
-    logits: &mut Tensor,
+    logits: &Tensor,
     workspace: &Tensor,
     token: &Tensor,
 ) -> Result<()> {
@@ -337,7 +336,7 @@ pub fn rms_norm_linear_greedy_into(
         }
         Device::Cuda(c) => {
             let dt = x.residual.dtype();
-            let kernel = Kernel::GemvNorm {
+            let kernel = GemvKernel::GemvNorm {
                 dtype: dt,
                 argmax: true,
             };
@@ -363,9 +362,9 @@ pub fn rms_norm_linear_greedy_into(
                 .arg(dptr(workspace)?)
                 .arg(parts as u32)
                 .arg(dptr(token)?);
-            let cfg = gpukit_driver::LaunchConfig::new(1, launch::ARGMAX_PARTS_THREADS);
+            let cfg = gpukit_driver::LaunchConfig::new(1, ARGMAX_PARTS_THREADS);
             // SAFETY: `parts` pairs were written above, in stream order; token is one i32.
-            unsafe { c.launch(Kernel::SampleArgmaxParts, &cfg, &args) }
+            unsafe { c.launch(SamplingKernel::SampleArgmaxParts, &cfg, &args) }
         }
     }
 }
@@ -388,7 +387,7 @@ pub fn rms_norm_linear_rope_kv_into(
     x: &PreNorm,
     w: &Tensor,
     bias: Option<&Tensor>,
-    q_out: &mut Tensor,
+    q_out: &Tensor,
     cache: &mut KvCache,
     position: &Tensor,
     rope: Option<(&Tensor, f32, RopeLayout)>,
@@ -409,12 +408,12 @@ pub fn rms_norm_linear_rope_kv_into(
     )?;
     match &dev {
         Device::Cpu => {
-            let mut qkv = Tensor::empty(&[1, n], dt, &dev)?;
-            rms_norm_linear_into(x, w, bias, &mut qkv)?;
+            let qkv = Tensor::empty(&[1, n], dt, &dev)?;
+            rms_norm_linear_into(x, w, bias, &qkv)?;
             rope_kv_append(&qkv, q_out, cache, position, rope, None)
         }
         Device::Cuda(c) => {
-            let kernel = Kernel::GemvNormRopeKv(dt);
+            let kernel = GemvKernel::GemvNormRopeKv(dt);
             need_contiguous(OP, q_out, "q_out")?;
             if shape.hd % 2 != 0 || shape.hd > 256 {
                 return Err(Error::shape(

@@ -6,8 +6,8 @@
 
 use gpukit_driver::KernelArgs;
 use gpukit_kernels::ops::ReduceOp;
-use gpukit_kernels::registry::launch;
-use gpukit_kernels::{DType, Kernel};
+use gpukit_kernels::reduce::ReduceKernel;
+use gpukit_kernels::{DType, grid};
 
 use super::{check_out, float_only, host_values, need_contiguous, new_output, u32_dim, write_host};
 use crate::device::Device;
@@ -46,7 +46,7 @@ fn reduced_shape(shape: &[usize], axis: usize) -> Vec<usize> {
 ///
 /// # Errors
 /// [`Error::Shape`] for an axis out of range or a wrong `out`; [`Error::DType`] for non-floats.
-pub fn reduce_into(op: ReduceOp, x: &Tensor, axis: usize, out: &mut Tensor) -> Result<()> {
+pub fn reduce_into(op: ReduceOp, x: &Tensor, axis: usize, out: &Tensor) -> Result<()> {
     let dev = x.device();
     float_only("reduce", x)?;
     let (outer, len, inner) = split("reduce", x.shape(), axis)?;
@@ -87,7 +87,13 @@ pub fn reduce_into(op: ReduceOp, x: &Tensor, axis: usize, out: &mut Tensor) -> R
                     .arg(super::dptr(out)?)
                     .arg(u32_dim("reduce", len)?);
                 // SAFETY: x holds outer·len elements, out holds outer.
-                unsafe { c.launch(Kernel::ReduceRows(x.dtype()), &launch::rows(outer)?, &args) }
+                unsafe {
+                    c.launch(
+                        ReduceKernel::ReduceRows(x.dtype()),
+                        &grid::rows(outer)?,
+                        &args,
+                    )
+                }
             } else {
                 let args = KernelArgs::new()
                     .arg(op_)
@@ -99,8 +105,8 @@ pub fn reduce_into(op: ReduceOp, x: &Tensor, axis: usize, out: &mut Tensor) -> R
                 // SAFETY: x holds outer·len·inner elements, out holds outer·inner.
                 unsafe {
                     c.launch(
-                        Kernel::ReduceCols(x.dtype()),
-                        &launch::threads(outer * inner)?,
+                        ReduceKernel::ReduceCols(x.dtype()),
+                        &grid::threads(outer * inner)?,
                         &args,
                     )
                 }
@@ -115,8 +121,8 @@ pub fn reduce_into(op: ReduceOp, x: &Tensor, axis: usize, out: &mut Tensor) -> R
 /// As [`reduce_into`].
 pub fn reduce(op: ReduceOp, x: &Tensor, axis: usize) -> Result<Tensor> {
     split("reduce", x.shape(), axis)?;
-    let mut out = new_output("reduce", &reduced_shape(x.shape(), axis), x, &x.device())?;
-    reduce_into(op, x, axis, &mut out)?;
+    let out = new_output("reduce", &reduced_shape(x.shape(), axis), x, &x.device())?;
+    reduce_into(op, x, axis, &out)?;
     Ok(out)
 }
 
@@ -165,10 +171,10 @@ fn whole(op: &'static str, x: &Tensor, out: &Tensor, shape: &[usize]) -> Result<
 ///
 /// # Errors
 /// As [`reduce_into`]; `out` must be contiguous.
-pub fn reduce_all_into(op: ReduceOp, x: &Tensor, out: &mut Tensor) -> Result<()> {
+pub fn reduce_all_into(op: ReduceOp, x: &Tensor, out: &Tensor) -> Result<()> {
     check_out("reduce_all", out, &[], x.dtype(), &x.device(), &[x])?;
-    let (row, mut o) = whole("reduce_all", x, out, &[1])?;
-    reduce_into(op, &row, 1, &mut o)
+    let (row, o) = whole("reduce_all", x, out, &[1])?;
+    reduce_into(op, &row, 1, &o)
 }
 
 /// Reduction of every element: a tensor of shape `[]`.
@@ -176,8 +182,8 @@ pub fn reduce_all_into(op: ReduceOp, x: &Tensor, out: &mut Tensor) -> Result<()>
 /// # Errors
 /// As [`reduce_all_into`].
 pub fn reduce_all(op: ReduceOp, x: &Tensor) -> Result<Tensor> {
-    let mut out = new_output("reduce", &[], x, &x.device())?;
-    reduce_all_into(op, x, &mut out)?;
+    let out = new_output("reduce", &[], x, &x.device())?;
+    reduce_all_into(op, x, &out)?;
     Ok(out)
 }
 
@@ -186,7 +192,7 @@ pub fn reduce_all(op: ReduceOp, x: &Tensor) -> Result<Tensor> {
 ///
 /// # Errors
 /// As [`reduce_into`]; `out` must be i64.
-pub fn argmax_into(x: &Tensor, axis: usize, out: &mut Tensor) -> Result<()> {
+pub fn argmax_into(x: &Tensor, axis: usize, out: &Tensor) -> Result<()> {
     let dev = x.device();
     float_only("argmax", x)?;
     let (outer, len, inner) = split("argmax", x.shape(), axis)?;
@@ -229,7 +235,13 @@ pub fn argmax_into(x: &Tensor, axis: usize, out: &mut Tensor) -> Result<()> {
                     .arg(super::dptr(out)?)
                     .arg(u32_dim("argmax", len)?);
                 // SAFETY: x holds outer·len elements, out outer i64.
-                unsafe { c.launch(Kernel::ArgmaxRows(x.dtype()), &launch::rows(outer)?, &args) }
+                unsafe {
+                    c.launch(
+                        ReduceKernel::ArgmaxRows(x.dtype()),
+                        &grid::rows(outer)?,
+                        &args,
+                    )
+                }
             } else {
                 let args = KernelArgs::new()
                     .arg(super::dptr(&x)?)
@@ -240,8 +252,8 @@ pub fn argmax_into(x: &Tensor, axis: usize, out: &mut Tensor) -> Result<()> {
                 // SAFETY: x holds outer·len·inner elements, out outer·inner i64.
                 unsafe {
                     c.launch(
-                        Kernel::ArgmaxCols(x.dtype()),
-                        &launch::threads(outer * inner)?,
+                        ReduceKernel::ArgmaxCols(x.dtype()),
+                        &grid::threads(outer * inner)?,
                         &args,
                     )
                 }
@@ -256,8 +268,8 @@ pub fn argmax_into(x: &Tensor, axis: usize, out: &mut Tensor) -> Result<()> {
 /// As [`argmax_into`].
 pub fn argmax(x: &Tensor, axis: usize) -> Result<Tensor> {
     split("argmax", x.shape(), axis)?;
-    let mut out = Tensor::empty(&reduced_shape(x.shape(), axis), DType::I64, &x.device())?;
-    argmax_into(x, axis, &mut out)?;
+    let out = Tensor::empty(&reduced_shape(x.shape(), axis), DType::I64, &x.device())?;
+    argmax_into(x, axis, &out)?;
     Ok(out)
 }
 
@@ -266,10 +278,10 @@ pub fn argmax(x: &Tensor, axis: usize) -> Result<Tensor> {
 ///
 /// # Errors
 /// As [`argmax_into`]; an empty `x`; `out` must be contiguous.
-pub fn argmax_all_into(x: &Tensor, out: &mut Tensor) -> Result<()> {
+pub fn argmax_all_into(x: &Tensor, out: &Tensor) -> Result<()> {
     check_out("argmax_all", out, &[], DType::I64, &x.device(), &[x])?;
-    let (row, mut o) = whole("argmax_all", x, out, &[1])?;
-    argmax_into(&row, 1, &mut o)
+    let (row, o) = whole("argmax_all", x, out, &[1])?;
+    argmax_into(&row, 1, &o)
 }
 
 /// Flat index of the maximum of every element (i64, shape `[]`).
@@ -277,8 +289,8 @@ pub fn argmax_all_into(x: &Tensor, out: &mut Tensor) -> Result<()> {
 /// # Errors
 /// As [`argmax_all_into`].
 pub fn argmax_all(x: &Tensor) -> Result<Tensor> {
-    let mut out = Tensor::empty(&[], DType::I64, &x.device())?;
-    argmax_all_into(x, &mut out)?;
+    let out = Tensor::empty(&[], DType::I64, &x.device())?;
+    argmax_all_into(x, &out)?;
     Ok(out)
 }
 
@@ -286,7 +298,7 @@ pub fn argmax_all(x: &Tensor) -> Result<Tensor> {
 ///
 /// # Errors
 /// As [`reduce_into`]; `out` has `x`'s shape.
-pub fn softmax_into(x: &Tensor, axis: usize, log: bool, out: &mut Tensor) -> Result<()> {
+pub fn softmax_into(x: &Tensor, axis: usize, log: bool, out: &Tensor) -> Result<()> {
     let dev = x.device();
     float_only("softmax", x)?;
     let (outer, len, inner) = split("softmax", x.shape(), axis)?;
@@ -321,7 +333,13 @@ pub fn softmax_into(x: &Tensor, axis: usize, log: bool, out: &mut Tensor) -> Res
                     .arg(u32_dim("softmax", len)?)
                     .arg(log);
                 // SAFETY: x and out hold outer·len elements.
-                unsafe { c.launch(Kernel::SoftmaxRows(x.dtype()), &launch::rows(outer)?, &args) }
+                unsafe {
+                    c.launch(
+                        ReduceKernel::SoftmaxRows(x.dtype()),
+                        &grid::rows(outer)?,
+                        &args,
+                    )
+                }
             } else {
                 let args = KernelArgs::new()
                     .arg(super::dptr(&x)?)
@@ -333,8 +351,8 @@ pub fn softmax_into(x: &Tensor, axis: usize, log: bool, out: &mut Tensor) -> Res
                 // SAFETY: x and out hold outer·len·inner elements.
                 unsafe {
                     c.launch(
-                        Kernel::SoftmaxCols(x.dtype()),
-                        &launch::threads(outer * inner)?,
+                        ReduceKernel::SoftmaxCols(x.dtype()),
+                        &grid::threads(outer * inner)?,
                         &args,
                     )
                 }
@@ -348,8 +366,8 @@ pub fn softmax_into(x: &Tensor, axis: usize, log: bool, out: &mut Tensor) -> Res
 /// # Errors
 /// As [`softmax_into`].
 pub fn softmax(x: &Tensor, axis: usize) -> Result<Tensor> {
-    let mut out = new_output("softmax", x.shape(), x, &x.device())?;
-    softmax_into(x, axis, false, &mut out)?;
+    let out = new_output("softmax", x.shape(), x, &x.device())?;
+    softmax_into(x, axis, false, &out)?;
     Ok(out)
 }
 
@@ -358,8 +376,8 @@ pub fn softmax(x: &Tensor, axis: usize) -> Result<Tensor> {
 /// # Errors
 /// As [`softmax_into`].
 pub fn log_softmax(x: &Tensor, axis: usize) -> Result<Tensor> {
-    let mut out = new_output("softmax", x.shape(), x, &x.device())?;
-    softmax_into(x, axis, true, &mut out)?;
+    let out = new_output("softmax", x.shape(), x, &x.device())?;
+    softmax_into(x, axis, true, &out)?;
     Ok(out)
 }
 
@@ -368,10 +386,10 @@ pub fn log_softmax(x: &Tensor, axis: usize) -> Result<Tensor> {
 ///
 /// # Errors
 /// As [`softmax_into`]; `out` must be contiguous.
-pub fn softmax_all_into(x: &Tensor, log: bool, out: &mut Tensor) -> Result<()> {
+pub fn softmax_all_into(x: &Tensor, log: bool, out: &Tensor) -> Result<()> {
     check_out("softmax_all", out, x.shape(), x.dtype(), &x.device(), &[x])?;
-    let (row, mut o) = whole("softmax_all", x, out, &[1, x.numel()])?;
-    softmax_into(&row, 1, log, &mut o)
+    let (row, o) = whole("softmax_all", x, out, &[1, x.numel()])?;
+    softmax_into(&row, 1, log, &o)
 }
 
 /// softmax over every element together.
@@ -379,8 +397,8 @@ pub fn softmax_all_into(x: &Tensor, log: bool, out: &mut Tensor) -> Result<()> {
 /// # Errors
 /// As [`softmax_all_into`].
 pub fn softmax_all(x: &Tensor) -> Result<Tensor> {
-    let mut out = new_output("softmax", x.shape(), x, &x.device())?;
-    softmax_all_into(x, false, &mut out)?;
+    let out = new_output("softmax", x.shape(), x, &x.device())?;
+    softmax_all_into(x, false, &out)?;
     Ok(out)
 }
 
@@ -389,7 +407,7 @@ pub fn softmax_all(x: &Tensor) -> Result<Tensor> {
 /// # Errors
 /// As [`softmax_all_into`].
 pub fn log_softmax_all(x: &Tensor) -> Result<Tensor> {
-    let mut out = new_output("softmax", x.shape(), x, &x.device())?;
-    softmax_all_into(x, true, &mut out)?;
+    let out = new_output("softmax", x.shape(), x, &x.device())?;
+    softmax_all_into(x, true, &out)?;
     Ok(out)
 }

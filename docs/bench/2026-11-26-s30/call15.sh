@@ -1,8 +1,0 @@
-#!/bin/bash
-# Session 30, call 15: the decode ring with the four-warp and split merges weighing by ex2.approx (working tree)
-# against bece7e7 (target/ab/base), alternated in the probe; the outputs differ in rounding (the
-# weights are rounded differently), so they are compared within bf16
-# tolerance; then traced.
-set -u
-. docs/bench/2026-11-26-s30/probe.sh
-probe_ab 2 bf16 trace

@@ -1,0 +1,413 @@
+//! Values and layouts that the Rust side and the CUDA sources both need, defined once, here.
+//!
+//! The build script includes this file and writes the header `gpukit_shared.cuh` from
+//! `cuda_header`: a `#define` per constant and op code, and a C `struct` per argument block.
+//! Every `.cu` file includes it (through `common.cuh`), so no value or layout is written a second
+//! time on the CUDA side. The run-time NVRTC fallback compiles against the same generated text.
+
+use gpukit_driver::DevicePtr;
+
+/// A Rust type's spelling in the generated C header: the base type and the array suffix.
+pub trait CType {
+    /// The C base type (`unsigned int`, `long long`, …).
+    fn c_base() -> String;
+    /// The array dimensions after the field name (`[3]`, `[3][6]`), empty for a scalar.
+    fn c_dims() -> String {
+        String::new()
+    }
+}
+
+macro_rules! c_scalars {
+    ($($t:ty => $c:literal),* $(,)?) => {
+        $(impl CType for $t {
+            fn c_base() -> String {
+                $c.into()
+            }
+        })*
+    };
+}
+
+c_scalars!(u32 => "unsigned int", i32 => "int", u64 => "unsigned long long", i64 => "long long",
+           f32 => "float");
+
+impl<T: CType, const N: usize> CType for [T; N] {
+    fn c_base() -> String {
+        T::c_base()
+    }
+    fn c_dims() -> String {
+        format!("[{N}]{}", T::c_dims())
+    }
+}
+
+/// Constants: `pub const NAME: T = value;` here, `#define NAME value` in the header.
+macro_rules! shared_constants {
+    ($($(#[$m:meta])* $name:ident: $t:ty = $v:expr;)*) => {
+        $($(#[$m])* pub const $name: $t = $v;)*
+        /// Every shared constant by name, for the header.
+        const CONSTANTS: &[(&str, i64)] = &[$((stringify!($name), $name as i64)),*];
+    };
+}
+
+/// A C-like enum of op codes: the Rust enum (its discriminants are the codes the kernels take),
+/// and `#define <PREFIX><NAME> <code>` per variant in the header.
+macro_rules! shared_enum {
+    ($(#[$m:meta])* pub enum $name:ident: $prefix:literal {
+        $($(#[$vm:meta])* $var:ident = $val:literal => $cname:literal,)*
+    }) => {
+        $(#[$m])*
+        #[repr(i32)]
+        pub enum $name {
+            $($(#[$vm])* $var = $val,)*
+        }
+
+        impl $name {
+            /// The header's `#define`s for this enum's codes.
+            pub(crate) const CUDA_CODES: &[(&str, i64)] = &[$((concat!($prefix, $cname), $val)),*];
+
+            /// The code the kernels take.
+            pub const fn code(self) -> i32 {
+                self as i32
+            }
+        }
+    };
+}
+
+/// An argument block passed to kernels by value: the `#[repr(C)]` Rust struct, and the C
+/// `struct` of the same fields in the header. A field's C type follows from its Rust type
+/// (`CType`); a device pointer names its C pointer type (`=> "float*"`).
+macro_rules! shared_struct {
+    ($(#[$m:meta])* pub struct $name:ident as $cname:literal {
+        $($(#[$fm:meta])* pub $f:ident: $t:ty $(=> $c:literal)?,)*
+    }) => {
+        $(#[$m])*
+        #[repr(C)]
+        pub struct $name {
+            $($(#[$fm])* pub $f: $t,)*
+        }
+
+        impl $name {
+            /// The C declaration of this struct for the header.
+            pub(crate) fn c_struct() -> String {
+                let mut s = format!("struct {} {{\n", $cname);
+                $(s.push_str(&shared_struct!(@field $f, $t $(, $c)?));)*
+                s.push_str("};\n");
+                s
+            }
+        }
+    };
+    (@field $f:ident, $t:ty, $c:literal) => {
+        format!("    {} {};\n", $c, stringify!($f))
+    };
+    (@field $f:ident, $t:ty) => {
+        format!(
+            "    {} {}{};\n",
+            <$t as CType>::c_base(),
+            stringify!($f),
+            <$t as CType>::c_dims()
+        )
+    };
+}
+
+shared_constants! {
+    /// Threads per block of the grid-stride elementwise kernels and the one-block-per-row
+    /// reductions (a power of two: the block reductions halve it).
+    BLOCK_THREADS: u32 = 256;
+    /// Most dimensions a strided (broadcasting, non-contiguous) kernel handles.
+    MAX_DIMS: usize = 6;
+    /// 16-byte vectors of a row each lane of `rms_norm` / `add_rms_norm` holds.
+    NORM_VEC: usize = 2;
+    /// Most rows of x the small-M GEMV kernels take.
+    GEMV_MAX_M: usize = 8;
+    /// Consumer warps of the Hopper ring GEMV; its blocks have one more, the producer.
+    GEMV_RING_WARPS: u32 = 8;
+    /// Most stages the ring GEMV has barriers for.
+    GEMV_RING_MAX_STAGES: usize = 32;
+    /// Most rows of x the quantized GEMV kernels take.
+    QGEMV_MAX_ROWS: usize = 8;
+    /// Consumer warps of the Hopper quantized-GEMV ring; its blocks have one more, the producer.
+    QGEMV_RING_WARPS: u32 = 8;
+    /// Weight rows per tile of the quantized-GEMV ring (one MMA's 16).
+    QGEMV_RING_ROWS: usize = 16;
+    /// Most stages the quantized-GEMV ring has barriers for.
+    QGEMV_RING_MAX_STAGES: usize = 8;
+    /// Threads per attention block (four warps).
+    SDPA_THREADS: u32 = 128;
+    /// Query rows one decode block handles (GQA group × queries per sequence).
+    SDPA_DECODE_ROWS: usize = 16;
+    /// Splits each group of the decode combine kernel loads at once.
+    SDPA_COMBINE_UNROLL: usize = 8;
+    /// Most K/V slots the Hopper decode ring has barriers for.
+    SDPA_RING_MAX_STAGES: usize = 8;
+    /// Keys per K/V tile of the Hopper prefill kernel at head_dim 64 (two blocks then fit an
+    /// SM's registers and shared memory).
+    SDPA_WGMMA_KEYS_D64: usize = 64;
+    /// Keys per K/V tile of the Hopper prefill kernel at the other head dims.
+    SDPA_WGMMA_KEYS: usize = 128;
+    /// Threads per block of `rope_kv_append` (one block per token and head).
+    ROPE_KV_THREADS: u32 = 128;
+    /// Threads per block of the sampler's stages.
+    SAMPLE_THREADS: u32 = 256;
+    /// Vocabulary ids per block of the sampler's stages (4 consecutive ids per thread).
+    SAMPLE_CHUNK: usize = 1024;
+    /// Bins of each round of the sampler's radix select.
+    SAMPLE_BINS: usize = 1024;
+    /// Bytes of a sampler workspace row before its histograms: the total weight (8), the
+    /// threshold (4, padded to 8) and two 32-byte radix-select records.
+    SAMPLE_HEAD_BYTES: usize = 80;
+    /// Threads of the one-block kernels that merge first maxima into a greedy pick
+    /// (`sample_greedy_merge` per row, `sample_argmax_parts`).
+    ARGMAX_PARTS_THREADS: u32 = 1024;
+}
+
+shared_enum! {
+    /// Binary elementwise operations.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum BinaryOp: "OP_" {
+        /// a + b
+        Add = 0 => "ADD",
+        /// a - b
+        Sub = 1 => "SUB",
+        /// a * b
+        Mul = 2 => "MUL",
+        /// a / b
+        Div = 3 => "DIV",
+        /// max(a, b) (IEEE fmax: a NaN operand is ignored)
+        Maximum = 4 => "MAX",
+        /// min(a, b) (IEEE fmin)
+        Minimum = 5 => "MIN",
+        /// a ^ b
+        Pow = 6 => "POW",
+    }
+}
+
+shared_enum! {
+    /// Unary elementwise operations.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum UnaryOp: "U_" {
+        /// -x
+        Neg = 0 => "NEG",
+        /// |x|
+        Abs = 1 => "ABS",
+        /// e^x
+        Exp = 2 => "EXP",
+        /// ln x
+        Log = 3 => "LOG",
+        /// √x
+        Sqrt = 4 => "SQRT",
+        /// 1/√x
+        Rsqrt = 5 => "RSQRT",
+        /// sin x
+        Sin = 6 => "SIN",
+        /// cos x
+        Cos = 7 => "COS",
+        /// tanh x
+        Tanh = 8 => "TANH",
+        /// 1 / (1 + e^-x)
+        Sigmoid = 9 => "SIGMOID",
+        /// max(x, 0)
+        Relu = 10 => "RELU",
+        /// max(x, 0)² (So et al., "Primer", 2021)
+        Relu2 = 11 => "RELU2",
+        /// x·Φ(x), exact erf form (Hendrycks & Gimpel 2016)
+        GeluErf = 12 => "GELU_ERF",
+        /// 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³))), the tanh approximation
+        GeluTanh = 13 => "GELU_TANH",
+        /// x·sigmoid(x) (SiLU / Swish)
+        Silu = 14 => "SILU",
+        /// x²
+        Square = 15 => "SQUARE",
+        /// 1/x
+        Recip = 16 => "RECIP",
+    }
+}
+
+shared_enum! {
+    /// Scalar operations: `x op s` or `s op x`.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum ScalarOp: "S_" {
+        /// x + s
+        Add = 0 => "ADD",
+        /// x · s
+        Mul = 1 => "MUL",
+        /// x − s
+        Sub = 2 => "SUB",
+        /// s − x
+        RSub = 3 => "RSUB",
+        /// x / s
+        Div = 4 => "DIV",
+        /// s / x
+        RDiv = 5 => "RDIV",
+        /// x ^ s
+        Pow = 6 => "POW",
+        /// max(x, s)
+        Maximum = 7 => "MAX",
+        /// min(x, s)
+        Minimum = 8 => "MIN",
+    }
+}
+
+shared_enum! {
+    /// Reductions. Max and min propagate NaN.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum ReduceOp: "R_" {
+        /// Σ
+        Sum = 0 => "SUM",
+        /// Σ / n
+        Mean = 1 => "MEAN",
+        /// max
+        Max = 2 => "MAX",
+        /// min
+        Min = 3 => "MIN",
+    }
+}
+
+shared_enum! {
+    /// A GGML block quantization format (ggml's `ggml_type`): the layouts GGUF files store
+    /// weights in. Its code is what the quantized kernels take (`QFMT_*` in the header). The
+    /// CPU reference dequantization and quantizers live in `gpukit_ops::quant`.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub enum QuantFormat: "QFMT_" {
+        /// 8-bit values, one f16 scale per 32.
+        Q8_0 = 0 => "Q8_0",
+        /// 4-bit values offset by 8, one f16 scale per 32.
+        Q4_0 = 1 => "Q4_0",
+        /// 4-bit values, f16 scale and f16 minimum per 32.
+        Q4_1 = 2 => "Q4_1",
+        /// 4-bit values in 256-value super-blocks of eight 32-value sub-blocks (6-bit
+        /// scales/mins).
+        Q4K = 3 => "Q4_K",
+        /// 5-bit values, laid out like Q4_K plus a plane of fifth bits.
+        Q5K = 4 => "Q5_K",
+        /// 6-bit values in 256-value super-blocks of sixteen 16-value sub-blocks (8-bit scales).
+        Q6K = 5 => "Q6_K",
+    }
+}
+
+shared_struct! {
+    /// The output shape and the element strides of up to three operands, for the `_strided`
+    /// kernels. A stride of 0 broadcasts.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct StridedIndex as "StridedIndex" {
+        /// Number of dimensions used.
+        pub ndim: u32,
+        /// Padding (keeps `shape` 8-byte aligned, as in C).
+        pub pad: u32,
+        /// Output shape.
+        pub shape: [u64; MAX_DIMS],
+        /// Element strides of operands 0, 1, 2.
+        pub stride: [[i64; MAX_DIMS]; 3],
+    }
+}
+
+shared_struct! {
+    /// Arguments of the attention kernels. Strides are in elements, for the batch, head and row
+    /// dimensions of `[batch, heads, len, head_dim]` operands (the head dimension is
+    /// contiguous).
+    #[derive(Clone, Copy, Debug, Default, PartialEq)]
+    pub struct AttentionArgs as "AttnArgs" {
+        /// Q strides (batch, head, row).
+        pub q_stride: [i64; 3],
+        /// K strides.
+        pub k_stride: [i64; 3],
+        /// V strides.
+        pub v_stride: [i64; 3],
+        /// Output strides.
+        pub o_stride: [i64; 3],
+        /// Query heads.
+        pub q_heads: u32,
+        /// Key/value heads (divides `q_heads`).
+        pub kv_heads: u32,
+        /// Queries per sequence.
+        pub q_len: u32,
+        /// Keys per sequence.
+        pub kv_len: u32,
+        /// Softmax scale × log2(e) (the kernels work in base 2).
+        pub scale_log2: f32,
+        /// 1 for the offset causal mask.
+        pub causal: u32,
+        /// Sliding window in positions (0: none).
+        pub window: u32,
+        /// 1 to add the ALiBi bias.
+        pub alibi: u32,
+        /// Decode: the first key any query sees (a multiple of 64).
+        pub key_begin: u32,
+        /// Decode: keys per split (a multiple of 64). Prefill: the key-tile width
+        /// `attention::prefill` chose.
+        pub chunk: u32,
+        /// Decode: splits per (batch, KV head).
+        pub splits: u32,
+        /// Decode: K/V tiles in flight (1 to 3), as
+        /// `attention::decode` sized the shared memory for.
+        pub stages: u32,
+        /// 1 where K and V are laid out pre-swizzled (gpukit-ops' `KvLayout::Swizzled`: within
+        /// each whole 128-byte block of a key's row, 16-byte chunk `j` lies at `j ^ (key mod
+        /// 8)`, the key counted from the operand's first).
+        pub kv_swizzled: u32,
+        /// Zero (keeps `partial` 8-byte aligned without implicit padding).
+        pub reserved: u32,
+        /// Decode with `splits > 1`: the f32 workspace of per-split partial results.
+        pub partial: DevicePtr => "float*",
+        /// Decode: when not null, an i32 on the device holding the first query's position; the
+        /// kernel then attends `min(kv_len, position + q_len)` keys (`kv_len` is the capacity).
+        pub position: DevicePtr => "const int*",
+    }
+}
+
+shared_struct! {
+    /// Arguments of the sampler's stages.
+    #[derive(Clone, Copy, Debug, Default, PartialEq)]
+    pub struct SamplerArgs as "SamplerArgs" {
+        /// 0 = greedy.
+        pub temperature: f32,
+        /// Top-p mass (1 = off).
+        pub top_p: f32,
+        /// Min-p fraction of the largest probability (0 = off).
+        pub min_p: f32,
+        /// Repetition penalty (1 = off).
+        pub penalty: f32,
+        /// Top-k (0 = off; also pass 0 when it is not below the vocabulary).
+        pub top_k: u32,
+        /// Vocabulary size (logits per row).
+        pub vocab: u32,
+        /// Recent ids per row.
+        pub window: u32,
+        /// Blocks per row of the stages at a temperature above 0
+        /// (`sampling::chunks`).
+        pub chunks: u32,
+        /// The request's seed.
+        pub seed: u64,
+        /// Workspace bytes per row (`sampling::row_bytes`).
+        pub row_bytes: u64,
+    }
+}
+
+/// The text of `gpukit_shared.cuh`: every shared constant, op code and argument struct.
+pub fn cuda_header() -> String {
+    let mut h = String::from(
+        "// Generated by gpukit-kernels' build script from src/shared.rs: edit that file, not \
+         this one.\n#pragma once\n\n",
+    );
+    let codes = [
+        CONSTANTS,
+        BinaryOp::CUDA_CODES,
+        UnaryOp::CUDA_CODES,
+        ScalarOp::CUDA_CODES,
+        ReduceOp::CUDA_CODES,
+        QuantFormat::CUDA_CODES,
+    ];
+    for list in codes {
+        for (name, value) in list {
+            h.push_str(&format!("#define {name} {value}\n"));
+        }
+        h.push('\n');
+    }
+    for s in [
+        StridedIndex::c_struct(),
+        AttentionArgs::c_struct(),
+        SamplerArgs::c_struct(),
+    ] {
+        h.push_str(&s);
+        h.push('\n');
+    }
+    h
+}
