@@ -939,9 +939,6 @@ __device__ __forceinline__ void ring_merge_head(const Src& src, unsigned splits,
 
 // Most split groups the staged merge has barriers for (splits ≤ RING_MERGE · RING_MERGE_GROUPS).
 #define RING_MERGE_GROUPS 9
-// The four-warp merge's shared memory after the ring (merge_warps: o, then m and l per row and
-// warp); attention::decode_ring sizes it the same way (merge_bytes).
-#define RING_RED_BYTES(D) ((4 * 16 * ((D) + 8) + 2 * 64) * 4)
 
 // PRE: K and V (k, v) laid out pre-swizzled, their rows contiguous (k_stride[2] = v_stride[2] = D)
 // and 16-byte aligned, copied by 1-d bulk copies; else through the tensor maps tk, tv.
@@ -1119,7 +1116,7 @@ __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __r
         const float* head = a.partial + first_unit * nrows * ring_row_floats<D>();
         const unsigned split_floats = nrows * ring_row_floats<D>();
         const bool stage = u + gridDim.x >= units && a.splits <= RING_MERGE * RING_MERGE_GROUPS &&
-                           a.splits * split_floats * 4 <= nst * STAGE_BYTES + RING_RED_BYTES(D);
+                           a.splits * split_floats * 4 <= nst * STAGE_BYTES + SDPA_MERGE_BYTES(D);
         float* const staged_parts = reinterpret_cast<float*>(base);
         sync();
         if (threadIdx.x == 0) {

@@ -28,7 +28,7 @@ use crate::kernel::{KernelFamily, half_name};
 pub use crate::shared::AttentionArgs;
 use crate::shared::{
     SDPA_COMBINE_UNROLL, SDPA_DECODE_ROWS, SDPA_RING_MAX_STAGES, SDPA_THREADS, SDPA_WGMMA_KEYS,
-    SDPA_WGMMA_KEYS_D64,
+    SDPA_WGMMA_KEYS_D64, sdpa_merge_bytes,
 };
 use crate::{DType, Error, Result};
 
@@ -289,13 +289,6 @@ fn split_keys(keys: usize, wanted: usize) -> (usize, usize) {
     (chunk, keys.div_ceil(chunk).max(1))
 }
 
-/// Shared memory of the decode kernels' four-warp merge at `head_dim`: o [4 × 16 rows]
-/// [head_dim + 8] f32, then per row and warp m and l (`merge_warps` in attention.cu; the ring
-/// kernel's `RING_RED_BYTES` is the same size).
-fn merge_bytes(head_dim: usize) -> usize {
-    (4 * SDPA_DECODE_ROWS * (head_dim + 8) + 2 * 64) * 4
-}
-
 /// The decode attention kernel: splits × KV heads × batch blocks; shared memory for a ring of
 /// K/V tiles of 64 keys or the four warps' merge, whichever is larger. The ring has the most
 /// tiles (up to 3) with which two blocks still fit `smem_per_sm`, else the most that fit one
@@ -314,7 +307,7 @@ pub fn decode(
     smem_optin: usize,
 ) -> Result<(LaunchConfig, u32)> {
     check_head_dim(head_dim)?;
-    let merge = merge_bytes(head_dim);
+    let merge = sdpa_merge_bytes(head_dim);
     let bytes = |stages: usize| (stages * 2 * 64 * (head_dim + 8) * 2).max(merge);
     // Per block the driver reserves 1 KiB of shared memory beside the kernel's own.
     let stages = (1..=3usize)
@@ -384,7 +377,7 @@ pub fn decode_ring(
     let stages = (RING_BYTES / stage).min(SDPA_RING_MAX_STAGES);
     // The kernel aligns the ring to 1024 bytes (the swizzle's) within the dynamic part: up to
     // 1024 bytes go to that.
-    let smem = stages * stage + merge_bytes(head_dim) + 1024;
+    let smem = stages * stage + sdpa_merge_bytes(head_dim) + 1024;
     if smem + static_smem.next_multiple_of(128) > smem_optin {
         return Ok(None);
     }

@@ -234,5 +234,7 @@ mod tests {
         assert!(h.contains("    long long stride[3][6];\n"));
         assert!(h.contains("    const int* position;\n"));
         assert_eq!(h.matches("#define SAMPLE_CHUNK ").count(), 1);
+        // The decode merge area's size, checked against sdpa_merge_bytes where it is compiled.
+        assert!(h.contains("static_assert(SDPA_MERGE_BYTES(128) == 35328, "));
     }
 }

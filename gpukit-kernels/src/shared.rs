@@ -381,6 +381,17 @@ shared_struct! {
     }
 }
 
+/// Bytes of the decode attention kernels' four-warp merge area at `head_dim`: per warp and
+/// query row, `head_dim + 8` f32 of the output (rows padded by 8), then per row and warp its
+/// running maximum and sum. The header defines `SDPA_MERGE_BYTES(D)` by the same formula and
+/// checks it against this function at each built head dim.
+pub const fn sdpa_merge_bytes(head_dim: usize) -> usize {
+    (4 * SDPA_DECODE_ROWS * (head_dim + 8) + 2 * 4 * SDPA_DECODE_ROWS) * 4
+}
+
+/// Head dims the header checks [`sdpa_merge_bytes`] at (the attention kernels' own).
+const MERGE_CHECKED_HEAD_DIMS: [usize; 5] = [64, 80, 96, 128, 256];
+
 /// The text of `gpukit_shared.cuh`: every shared constant, op code and argument struct.
 pub fn cuda_header() -> String {
     let mut h = String::from(
@@ -408,6 +419,14 @@ pub fn cuda_header() -> String {
     ] {
         h.push_str(&s);
         h.push('\n');
+    }
+    h.push_str("#define SDPA_MERGE_BYTES(D) ");
+    h.push_str("((4 * SDPA_DECODE_ROWS * ((D) + 8) + 2 * 4 * SDPA_DECODE_ROWS) * 4)\n");
+    for d in MERGE_CHECKED_HEAD_DIMS {
+        h.push_str(&format!(
+            "static_assert(SDPA_MERGE_BYTES({d}) == {}, \"sdpa_merge_bytes({d})\");\n",
+            sdpa_merge_bytes(d)
+        ));
     }
     h
 }

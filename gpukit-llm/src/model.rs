@@ -164,7 +164,7 @@ impl Model {
                 s.vocab
             )));
         }
-        match self.prefill(session, tokens) {
+        match self.forward_pass(session, tokens) {
             Ok(logits) => {
                 session.pos += t;
                 Ok(logits)
@@ -185,7 +185,7 @@ impl Model {
     /// norm, q/k/v with their norms and RoPE into the cache, attention over the cache, the
     /// output projection and residual add, the norm, the MLP and residual add; the final norm
     /// and the LM head on the last row.
-    fn prefill(&self, session: &mut Session, tokens: &[u32]) -> gpukit_ops::Result<Tensor> {
+    fn forward_pass(&self, session: &mut Session, tokens: &[u32]) -> gpukit_ops::Result<Tensor> {
         let s = &self.spec;
         let (t, dev, dt) = (tokens.len(), &self.device, self.dtype);
         let (nh, nkv, hd) = (s.n_heads, s.n_kv_heads, s.head_dim);
