@@ -393,11 +393,13 @@ fn record(
         attention_input(&mut r, m, layer, cache, b)?;
         attention(m, cache, *window, b)?;
         layer
+            .w
             .o
             .forward_into(&b.attn, Activation::None, &b.y, &b.scratch)?;
         r.pending = true;
         let act = mlp(&mut r, layer, b)?;
         layer
+            .w
             .down
             .forward_into(act, Activation::None, &b.y, &b.scratch)?;
         r.pending = true;
@@ -432,7 +434,7 @@ fn attention_input(
     let q3 = b.qkv.q.reshape(&[1, nh, hd])?;
     match &layer.plan.attn {
         AttnInput::NormQkvRopeKv { qkv, bias } => {
-            let x = r.pre_norm(&layer.attn_norm, &b.y);
+            let x = r.pre_norm(&layer.w.attn_norm, &b.y);
             ops::rms_norm_linear_rope_kv_into(
                 &x,
                 qkv,
@@ -446,18 +448,20 @@ fn attention_input(
             Ok(())
         }
         AttnInput::QkvRopeKv { qkv, fused_norm } => {
-            r.norm_linear(&layer.attn_norm, qkv, *fused_norm, b, &b.qkv_out)?;
-            let qk_norms = match (&layer.q_norm, &layer.k_norm) {
+            r.norm_linear(&layer.w.attn_norm, qkv, *fused_norm, b, &b.qkv_out)?;
+            let qk_norms = match (&layer.w.q_norm, &layer.w.k_norm) {
                 (Some(q), Some(k)) => Some((&q.w, &k.w, q.eps)),
                 _ => None,
             };
             rope_kv_append(&b.qkv_out, &q3, cache, &b.position, m.rope(), qk_norms)
         }
         AttnInput::Separate => {
-            r.norm_into(&layer.attn_norm, &b.y, &b.h)?;
+            r.norm_into(&layer.w.attn_norm, &b.y, &b.h)?;
             let heads = (nh, nkv, hd);
             let (pos, rope) = (&b.position, m.rope());
-            layer.qkv_separate_into(&b.h, &b.qkv, heads, pos, pos, rope, cache, &b.scratch)
+            layer
+                .w
+                .qkv_separate_into(&b.h, &b.qkv, heads, pos, pos, rope, cache, &b.scratch)
         }
     }
 }
@@ -497,22 +501,25 @@ fn attention(
 fn mlp<'b>(r: &mut Residual, layer: &Layer, b: &'b Buffers) -> gpukit_ops::Result<&'b Tensor> {
     match &layer.plan.mlp {
         Mlp::NormSwiglu { gate_up } => {
-            ops::rms_norm_swiglu_into(&r.pre_norm(&layer.mlp_norm, &b.y), gate_up, &b.act)?;
+            ops::rms_norm_swiglu_into(&r.pre_norm(&layer.w.mlp_norm, &b.y), gate_up, &b.act)?;
             r.added();
             Ok(&b.act)
         }
         Mlp::Swiglu { gate_up } => {
-            r.norm_into(&layer.mlp_norm, &b.y, &b.h)?;
+            r.norm_into(&layer.w.mlp_norm, &b.y, &b.h)?;
             ops::linear_swiglu_into(&b.h, gate_up, &b.act)?;
             Ok(&b.act)
         }
         Mlp::SwigluSeparate => {
-            r.norm_into(&layer.mlp_norm, &b.y, &b.h)?;
-            layer.swiglu_separate_into(&b.h, &b.gate, &b.up, &b.act, &b.scratch)
+            r.norm_into(&layer.w.mlp_norm, &b.y, &b.h)?;
+            layer
+                .w
+                .swiglu_separate_into(&b.h, &b.gate, &b.up, &b.act, &b.scratch)
         }
         Mlp::Gelu => {
-            r.norm_into(&layer.mlp_norm, &b.y, &b.h)?;
+            r.norm_into(&layer.w.mlp_norm, &b.y, &b.h)?;
             layer
+                .w
                 .up
                 .forward_into(&b.h, Activation::GeluTanh, &b.up, &b.scratch)?;
             Ok(&b.up)

@@ -163,7 +163,7 @@ pub(crate) enum AttnInput {
         fused_norm: bool,
     },
     /// The norm, then q, k and v through their own projections, the q/k norms, RoPE and the
-    /// append one by one ([`Layer::qkv_separate_into`], as in the forward pass): quantized
+    /// append one by one ([`LayerWeights::qkv_separate_into`], as in the forward pass): quantized
     /// weights, which are not stacked.
     Separate,
 }
@@ -182,7 +182,7 @@ pub(crate) enum Mlp {
         gate_up: Tensor,
     },
     /// The norm, gate and up through their own projections, SiLU, the product
-    /// ([`Layer::swiglu_separate_into`], as in the forward pass): quantized weights.
+    /// ([`LayerWeights::swiglu_separate_into`], as in the forward pass): quantized weights.
     SwigluSeparate,
     /// The norm, the up projection with GELU (tanh) fused (GPT-2).
     Gelu,
@@ -194,26 +194,15 @@ pub(crate) struct LayerPlan {
     pub(crate) mlp: Mlp,
 }
 
-/// One decoder layer's weights.
+/// One decoder layer: its weights and the fusions of its decode step.
 pub(crate) struct Layer {
-    pub(crate) attn_norm: Norm,
-    /// Row views of the stacked weight where [`LayerPlan::attn`] stacks them.
-    pub(crate) q: Linear,
-    pub(crate) k: Linear,
-    pub(crate) v: Linear,
-    pub(crate) o: Linear,
-    pub(crate) q_norm: Option<Norm>,
-    pub(crate) k_norm: Option<Norm>,
-    pub(crate) mlp_norm: Norm,
-    /// SwiGLU's gate (None for GPT-2's MLP); a row view where [`LayerPlan::mlp`] stacks it.
-    pub(crate) gate: Option<Linear>,
-    pub(crate) up: Linear,
-    pub(crate) down: Linear,
+    pub(crate) w: LayerWeights,
     pub(crate) plan: LayerPlan,
 }
 
-/// A layer's weights as loaded, before [`LayerParts::plan`] chooses its fusions.
-pub(crate) struct LayerParts {
+/// A decoder layer's weights. Where [`LayerPlan`] stacks q, k and v (or gate and up), these are
+/// row views of the stacked weight.
+pub(crate) struct LayerWeights {
     pub(crate) attn_norm: Norm,
     pub(crate) q: Linear,
     pub(crate) k: Linear,
@@ -222,12 +211,13 @@ pub(crate) struct LayerParts {
     pub(crate) q_norm: Option<Norm>,
     pub(crate) k_norm: Option<Norm>,
     pub(crate) mlp_norm: Norm,
+    /// SwiGLU's gate (None for GPT-2's MLP).
     pub(crate) gate: Option<Linear>,
     pub(crate) up: Linear,
     pub(crate) down: Linear,
 }
 
-impl LayerParts {
+impl LayerWeights {
     /// Stacks the projections that read the same input and chooses the layer's decode-step
     /// fusions, then moves every projection to `device`. `pre_norm_fits`: the hidden row fits
     /// the pre-norm kernels (`ops::pre_norm_row_fits`).
@@ -284,17 +274,7 @@ impl LayerParts {
             l.move_to(device)?;
         }
         Ok(Layer {
-            attn_norm: self.attn_norm,
-            q: self.q,
-            k: self.k,
-            v: self.v,
-            o: self.o,
-            q_norm: self.q_norm,
-            k_norm: self.k_norm,
-            mlp_norm: self.mlp_norm,
-            gate: self.gate,
-            up: self.up,
-            down: self.down,
+            w: self,
             plan: LayerPlan { attn, mlp },
         })
     }
@@ -316,7 +296,7 @@ pub(crate) struct QkvBuffers {
 /// RoPE's tables and layout: f32 inverse frequencies `[rotary_dim / 2]`, the cos/sin scale.
 pub(crate) type Rope<'a> = Option<(&'a Tensor, f32, RopeLayout)>;
 
-impl Layer {
+impl LayerWeights {
     /// The attention input from its own projections, for `t` tokens of normed hidden rows `h`
     /// `[t, hidden]`: q, k, v = h · Wᵀ into `b`, Qwen3's per-head q/k RMSNorms, RoPE at
     /// `positions` (i32 `[t]` on the device), and the keys and values into `cache` at the

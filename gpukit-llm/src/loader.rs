@@ -8,7 +8,7 @@
 //! GEMM. A tied, quantized embedding is also kept as blocks for the LM head. GGUF Llama files
 //! store Q/K rows permuted for adjacent-pair RoPE (llama.cpp's convention); RoPE is applied in
 //! that layout rather than rewriting the weights. Each layer's decode-step fusions are chosen
-//! here, once (`LayerParts::plan`).
+//! here, once (`LayerWeights::plan`).
 
 use std::path::Path;
 
@@ -18,7 +18,7 @@ use gpukit_ops::{DType, Device, Tensor};
 
 use crate::checkpoint::Checkpoint;
 use crate::gguf::{GgmlType, GgufFile};
-use crate::layers::{Layer, LayerParts, Linear, Norm, Weight};
+use crate::layers::{Layer, LayerWeights, Linear, Norm, Weight};
 use crate::le::{self, Float, f32s};
 use crate::model::Model;
 use crate::spec::{Arch, ModelSpec, Positions};
@@ -226,7 +226,7 @@ impl Loader<'_> {
             let mut up = self.conv1d(&p("mlp.c_fc"), h, s.ffn, 1)?;
             let mut down = self.conv1d(&p("mlp.c_proj"), s.ffn, h, 1)?;
             let one = |v: &mut Vec<Linear>, n: &str| v.pop().ok_or_else(|| self.bad(n, "split"));
-            return LayerParts {
+            return LayerWeights {
                 attn_norm: self.norm(&p("ln_1.weight"), Some(&p("ln_1.bias")), h)?,
                 q: wq,
                 k: wk,
@@ -279,7 +279,7 @@ impl Loader<'_> {
                 Ok(None)
             }
         };
-        LayerParts {
+        LayerWeights {
             attn_norm: self.norm(&name("input_layernorm", "attn_norm", "weight"), None, h)?,
             q: staged("self_attn.q_proj", "attn_q", s.qkv_bias, q, h)?,
             k: staged("self_attn.k_proj", "attn_k", s.qkv_bias, kv, h)?,

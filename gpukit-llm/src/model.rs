@@ -101,7 +101,10 @@ impl Model {
         let t = Tensor::nbytes;
         let lin = |l: &Linear| t(l.w.tensor()) + l.b.as_ref().map_or(0, t);
         let norm = |n: &Norm| t(&n.w) + n.b.as_ref().map_or(0, t);
-        self.layers.iter().map(Layer::weight_bytes).sum::<usize>()
+        self.layers
+            .iter()
+            .map(|l| l.w.weight_bytes())
+            .sum::<usize>()
             + t(&self.embedding)
             + self.position_embedding.as_ref().map_or(0, t)
             + norm(&self.norm)
@@ -218,10 +221,12 @@ impl Model {
             .zip(session.caches.iter_mut())
             .zip(&s.sliding_window)
         {
-            let h = layer.attn_norm.forward(&x)?;
+            let h = layer.w.attn_norm.forward(&x)?;
             let heads = (nh, nkv, hd);
             let rope = self.rope();
-            layer.qkv_separate_into(&h, &qkv, heads, &positions, &start, rope, cache, &scratch)?;
+            layer
+                .w
+                .qkv_separate_into(&h, &qkv, heads, &positions, &start, rope, cache, &scratch)?;
             cache.set_len(len)?;
             let mask = AttentionMask {
                 causal: true,
@@ -236,21 +241,22 @@ impl Model {
                 .reshape(&[nh, t, hd])?
                 .transpose(0, 1)?
                 .reshape(&[t, nh * hd])?;
-            x = ops::binary(BinaryOp::Add, &x, &layer.o.forward(&o, Activation::None)?)?;
-            let h = layer.mlp_norm.forward(&x)?;
-            let a = match (&layer.gate, s.mlp) {
+            x = ops::binary(BinaryOp::Add, &x, &layer.w.o.forward(&o, Activation::None)?)?;
+            let h = layer.w.mlp_norm.forward(&x)?;
+            let a = match (&layer.w.gate, s.mlp) {
                 (Some(_), MlpKind::SwiGlu) => {
                     let (gate, up, act) = (empty(s.ffn)?, empty(s.ffn)?, empty(s.ffn)?);
                     layer
+                        .w
                         .swiglu_separate_into(&h, &gate, &up, &act, &scratch)?
                         .clone()
                 }
-                _ => layer.up.forward(&h, Activation::GeluTanh)?,
+                _ => layer.w.up.forward(&h, Activation::GeluTanh)?,
             };
             x = ops::binary(
                 BinaryOp::Add,
                 &x,
-                &layer.down.forward(&a, Activation::None)?,
+                &layer.w.down.forward(&a, Activation::None)?,
             )?;
         }
         let h = self.norm.forward(&x.narrow(0, t - 1, 1)?)?;
