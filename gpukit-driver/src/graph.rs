@@ -12,12 +12,18 @@ use crate::stream::Stream;
 /// the same device addresses, the same scalars. Inputs that change between replays must therefore
 /// live in device memory that the captured kernels read (e.g. a position counter).
 ///
-/// Not thread-safe (CUDA graph objects are not internally synchronised), hence neither `Send` nor
-/// `Sync`.
+/// `Send` but not `Sync`: a graph may move to another thread, but CUDA graph objects are not
+/// internally synchronised, so two threads must not launch it at once (wrap it in a mutex to
+/// share it).
 pub struct Graph {
     inner: CudaGraph,
     stream: Stream,
 }
+
+// SAFETY: the graph and its executable are driver handles of the device's primary context,
+// usable from any thread that binds that context (every call here does); `Graph` is not `Sync`,
+// so no two threads use one at the same time without a lock.
+unsafe impl Send for Graph {}
 
 impl std::fmt::Debug for Graph {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

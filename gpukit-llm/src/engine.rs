@@ -7,6 +7,8 @@
 //! `tokenizer.json`, `tokenizer_config.json` / `chat_template.jinja`).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use gpukit_ops::sampling::{SamplingParams, sample_tokens_into, sampler_workspace_len};
@@ -144,6 +146,9 @@ pub struct GenerateOptions {
     pub repetition_window: usize,
     /// Generation ends when the text contains one of these (which is not emitted).
     pub stop: Vec<String>,
+    /// When set (by another thread: a Ctrl-C handler, a client that went away), generation
+    /// ends before the next decode step with [`StopReason::Cancelled`]; the model stays usable.
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Default for GenerateOptions {
@@ -153,6 +158,7 @@ impl Default for GenerateOptions {
             sampling: SamplingParams::default(),
             repetition_window: 64,
             stop: Vec::new(),
+            cancel: None,
         }
     }
 }
@@ -182,6 +188,8 @@ pub enum StopReason {
     StopString,
     /// `max_new_tokens` were produced.
     MaxTokens,
+    /// [`GenerateOptions::cancel`] was set.
+    Cancelled,
 }
 
 /// What a generation did.
@@ -472,6 +480,14 @@ impl Engine {
         let mut stop = StopReason::MaxTokens;
         let mut produced = 0;
         for step in 0..budget {
+            if opts
+                .cancel
+                .as_ref()
+                .is_some_and(|c| c.load(Ordering::Relaxed))
+            {
+                stop = StopReason::Cancelled;
+                break;
+            }
             let id = next;
             if self.eos.contains(&id) {
                 stop = StopReason::Eos;

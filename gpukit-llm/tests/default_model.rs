@@ -10,6 +10,9 @@
 // Test code: a failed expectation is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use gpukit_llm::chat::{ChatTemplate, Message};
 use gpukit_llm::engine::{Engine, GenerateOptions, Prompt, StopReason};
 use gpukit_llm::gguf::{GgmlType, GgufFile};
@@ -148,4 +151,32 @@ fn default_model_answers_on_the_cpu() {
         (text.as_str(), stats.stop),
         ("The capital of France", StopReason::StopString)
     );
+    // A cancel flag set from elsewhere (Ctrl-C in the Python module) ends the generation before
+    // its next decode step, and the engine answers the next request as before.
+    let cancel = Arc::new(AtomicBool::new(false));
+    let opts = GenerateOptions {
+        max_new_tokens: 64,
+        cancel: Some(cancel.clone()),
+        ..Default::default()
+    };
+    let stats = engine
+        .generate(Prompt::Chat(&messages), &opts, &mut |_| {
+            cancel.store(true, Ordering::Relaxed)
+        })
+        .unwrap();
+    assert_eq!(stats.stop, StopReason::Cancelled);
+    assert!(
+        stats.new_tokens <= 2,
+        "{} tokens after the cancel",
+        stats.new_tokens
+    );
+    let mut again = String::new();
+    let opts = GenerateOptions {
+        max_new_tokens: 24,
+        ..Default::default()
+    };
+    engine
+        .generate(Prompt::Chat(&messages), &opts, &mut |p| again.push_str(p))
+        .unwrap();
+    assert!(again.contains("Paris"), "{again:?}");
 }

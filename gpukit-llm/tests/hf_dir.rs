@@ -197,6 +197,7 @@ fn exercise(device: &Device) {
         StopReason::MaxTokens => assert_eq!(sa.new_tokens, 24),
         StopReason::Eos => assert!(sa.new_tokens < 24),
         StopReason::StopString => panic!("no stop strings were given"),
+        StopReason::Cancelled => panic!("nothing cancelled the generation"),
     }
     assert!(!a.contains('!') && !a.contains("<|im_end|>"), "{a:?}");
     // Greedy: the first token is the argmax of the prompt's logits.

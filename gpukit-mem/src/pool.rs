@@ -251,7 +251,7 @@ impl DevicePool {
             match r {
                 Ok(a) => {
                     return Ok(DeviceBuffer {
-                        alloc: a,
+                        backing: Backing::Pool(a),
                         len: bytes,
                         stream: stream.clone(),
                         pool: self.clone(),
@@ -327,6 +327,47 @@ impl DevicePool {
         self.shared.clock.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// Wraps `len` bytes of device memory at `addr` that another library allocated (a tensor
+    /// imported through DLPack, for example) as a buffer ordered on `stream`, without copying.
+    /// The pool neither counts nor frees it: dropping the buffer waits for `stream` and then
+    /// drops `owner`, which keeps the memory alive until then.
+    ///
+    /// # Safety
+    /// `addr..addr + len` must be device memory of this pool's device (or memory the device can
+    /// address), valid for reads and writes for as long as `owner` lives.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for zero bytes or a stream of another device.
+    pub unsafe fn adopt(
+        &self,
+        addr: u64,
+        len: usize,
+        stream: &Stream,
+        owner: Box<dyn std::any::Any + Send + Sync>,
+    ) -> Result<DeviceBuffer> {
+        if len == 0 {
+            return Err(Error::InvalidArgument(
+                "a device buffer needs at least one byte".into(),
+            ));
+        }
+        if stream.device() != &self.shared.device {
+            return Err(Error::InvalidArgument(format!(
+                "stream of {:?} given to a pool of {:?}",
+                stream.device(),
+                self.shared.device
+            )));
+        }
+        Ok(DeviceBuffer {
+            backing: Backing::Foreign {
+                addr,
+                owner: Some(owner),
+            },
+            len,
+            stream: stream.clone(),
+            pool: self.clone(),
+        })
+    }
+
     /// Spills unlocked evictable buffers, least recently used first, until `need` bytes are freed
     /// (counting only buffers charged to `scope` when one is given). Returns the bytes freed.
     fn evict(&self, need: usize, scope: Option<&Arc<Quota>>) -> Result<usize> {
@@ -358,7 +399,7 @@ impl DevicePool {
                     .memcpy_dtoh_async(host.as_mut_ptr(), buf.ptr(), slot.len)
             }?;
             buf.stream.synchronize()?;
-            freed += buf.alloc.charged;
+            freed += buf.charged();
             *home = Home::Host(host); // drops the device buffer: its block returns to the cache
             self.shared.evictions.fetch_add(1, Ordering::Relaxed);
         }
@@ -366,10 +407,23 @@ impl DevicePool {
     }
 }
 
+/// Where a [`DeviceBuffer`]'s bytes come from.
+enum Backing {
+    /// A block of the pool's allocator, returned to its cache on drop.
+    Pool(Allocation),
+    /// Memory another library allocated ([`DevicePool::adopt`]): on drop, `owner` is dropped
+    /// (which lets that library free it) and the pool frees nothing.
+    Foreign {
+        addr: u64,
+        owner: Option<Box<dyn std::any::Any + Send + Sync>>,
+    },
+}
+
 /// A block of device memory from a [`DevicePool`], ordered on a stream; returned to the pool's
-/// cache when dropped (reusable at once by its stream, by others after an event).
+/// cache when dropped (reusable at once by its stream, by others after an event). A buffer made
+/// by [`DevicePool::adopt`] wraps memory the pool did not allocate instead.
 pub struct DeviceBuffer {
-    alloc: Allocation,
+    backing: Backing,
     len: usize,
     stream: Stream,
     pool: DevicePool,
@@ -377,26 +431,35 @@ pub struct DeviceBuffer {
 
 impl std::fmt::Debug for DeviceBuffer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "DeviceBuffer({:#x}, {} bytes)",
-            self.alloc.addr, self.len
-        )
+        write!(f, "DeviceBuffer({:#x}, {} bytes)", self.ptr().0, self.len)
     }
 }
 
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
-        let quotas: Vec<&Quota> = self.pool.quotas.iter().map(|q| &**q).collect();
-        // The buffer owns its allocation alone: it is live until this free.
-        let _ = lock(&self.pool.shared.allocator).free(self.alloc, &self.stream, &quotas);
+        match &mut self.backing {
+            Backing::Pool(alloc) => {
+                let quotas: Vec<&Quota> = self.pool.quotas.iter().map(|q| &**q).collect();
+                // The buffer owns its allocation alone: it is live until this free.
+                let _ = lock(&self.pool.shared.allocator).free(*alloc, &self.stream, &quotas);
+            }
+            Backing::Foreign { owner, .. } => {
+                // The owner may free the memory at once: work queued on it must end first. A
+                // failed wait (a device error) leaves the memory with its owner all the same.
+                let _ = self.stream.synchronize();
+                drop(owner.take());
+            }
+        }
     }
 }
 
 impl DeviceBuffer {
     /// The first byte's device address.
     pub fn ptr(&self) -> DevicePtr {
-        DevicePtr(self.alloc.addr)
+        match &self.backing {
+            Backing::Pool(a) => DevicePtr(a.addr),
+            Backing::Foreign { addr, .. } => DevicePtr(*addr),
+        }
     }
 
     /// Bytes asked for.
@@ -409,9 +472,25 @@ impl DeviceBuffer {
         self.len == 0
     }
 
-    /// Bytes of the underlying block (≥ `len`).
+    /// Bytes of the underlying block (≥ `len`; `len` for adopted memory).
     pub fn capacity(&self) -> usize {
-        self.alloc.size
+        match &self.backing {
+            Backing::Pool(a) => a.size,
+            Backing::Foreign { .. } => self.len,
+        }
+    }
+
+    /// Whether the bytes belong to another library ([`DevicePool::adopt`]).
+    pub fn is_adopted(&self) -> bool {
+        matches!(self.backing, Backing::Foreign { .. })
+    }
+
+    /// Bytes charged to the pool's quotas (none for adopted memory).
+    fn charged(&self) -> usize {
+        match &self.backing {
+            Backing::Pool(a) => a.charged,
+            Backing::Foreign { .. } => 0,
+        }
     }
 
     /// The stream this buffer is ordered on.

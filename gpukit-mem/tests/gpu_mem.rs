@@ -423,3 +423,55 @@ fn gpu_buffers_move_between_streams_in_order() {
     buf.copy_to_host(&mut host).unwrap(); // on b: must see a's fill
     assert!(host.iter().all(|&v| v == 5));
 }
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn gpu_adopted_memory_is_used_in_place_and_released_by_its_owner() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// Memory of another allocator, and a flag set when it is released.
+    struct Owner {
+        _memory: gpukit_driver::DeviceAllocation,
+        released: Arc<AtomicBool>,
+    }
+    impl Drop for Owner {
+        fn drop(&mut self) {
+            self.released.store(true, Ordering::SeqCst);
+        }
+    }
+
+    let dev = device();
+    let pool = DevicePool::new(&dev);
+    let s = dev.new_stream().unwrap();
+    let foreign = dev.alloc(4096).unwrap();
+    let addr = foreign.ptr().0;
+    let released = Arc::new(AtomicBool::new(false));
+    // SAFETY: `foreign` is 4096 bytes of this device's memory, owned by the box until the drop.
+    let mut buf = unsafe {
+        pool.adopt(
+            addr,
+            4096,
+            &s,
+            Box::new(Owner {
+                _memory: foreign,
+                released: released.clone(),
+            }),
+        )
+    }
+    .unwrap();
+    assert!(buf.is_adopted());
+    assert_eq!((buf.ptr().0, buf.len(), buf.capacity()), (addr, 4096, 4096));
+    let data = random_bytes(4096);
+    buf.copy_from_host(&data).unwrap();
+    assert_eq!(read_back(&buf), data);
+    // The pool neither counts nor frees adopted memory.
+    assert_eq!(pool.stats().allocator.allocated_bytes, 0);
+    assert!(!released.load(Ordering::SeqCst));
+    drop(buf);
+    assert!(released.load(Ordering::SeqCst));
+    assert_eq!(pool.stats().allocator.allocations, 0);
+    // SAFETY: refused before the memory is touched.
+    let empty = unsafe { pool.adopt(addr, 0, &s, Box::new(())) };
+    assert!(matches!(empty, Err(Error::InvalidArgument(_))));
+}

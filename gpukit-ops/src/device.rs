@@ -176,6 +176,12 @@ impl CudaDevice {
         Ok(self.inner.lane.alloc(bytes.max(1))?)
     }
 
+    /// Handles to this lane's ops state alive now: this one, its clones, and one per tensor
+    /// and per lane workspace holder using it (for refusing to close a device still in use).
+    pub fn handle_count(&self) -> usize {
+        Arc::strong_count(&self.inner)
+    }
+
     /// cuBLASLt plans this device's GEMM provider has built so far: one per distinct product
     /// (shape, dtype, layout, epilogue, precision, alignment), chosen once and reused, never
     /// re-picked (0 before the first product).

@@ -76,6 +76,16 @@ impl Layout {
         }
     }
 
+    /// A layout with explicit element strides from storage index `offset` (a stride of 0
+    /// repeats an element; callers check that the layout stays inside its storage).
+    pub(crate) fn strided(shape: &[usize], strides: &[isize], offset: usize) -> Self {
+        Layout {
+            shape: shape.to_vec(),
+            strides: strides.to_vec(),
+            offset,
+        }
+    }
+
     /// The shape.
     pub fn shape(&self) -> &[usize] {
         &self.shape
@@ -189,6 +199,27 @@ impl Layout {
         let stride = l.strides.get(dim).map_or(1, |&s| s * l.shape[dim] as isize);
         l.shape.insert(dim, 1);
         l.strides.insert(dim, stride);
+        Ok(l)
+    }
+
+    /// Dimension `dim`, of size 1, removed (the inverse of [`Layout::unsqueeze`]).
+    ///
+    /// # Errors
+    /// [`Error::Shape`] if `dim` is out of range or its size is not 1.
+    pub fn squeeze(&self, dim: usize) -> Result<Self> {
+        self.check_dim("squeeze", dim)?;
+        if self.shape[dim] != 1 {
+            return Err(Error::shape(
+                "squeeze",
+                format!(
+                    "dimension {dim} of {:?} has size {}, not 1",
+                    self.shape, self.shape[dim]
+                ),
+            ));
+        }
+        let mut l = self.clone();
+        l.shape.remove(dim);
+        l.strides.remove(dim);
         Ok(l)
     }
 

@@ -400,6 +400,80 @@ impl Tensor {
         }
     }
 
+    /// The address of the element at the view's offset: a device address for a CUDA tensor, a
+    /// host address for a CPU one (for a block-quantized tensor, its first block). For handing
+    /// the memory to foreign code (a DLPack consumer, a jit kernel's pointer argument); it stays
+    /// valid while this tensor or another handle to its storage lives. Writes through it race
+    /// with ops on the tensor unless ordered with them (on the tensor's lane, or after a
+    /// synchronize).
+    pub fn data_ptr(&self) -> u64 {
+        let at = units_bytes(self.dtype, self.layout.offset()) as u64;
+        match &self.storage {
+            Storage::Cpu(d) => lock_read(d).as_bytes().as_ptr() as u64 + at,
+            Storage::Cuda(buf, _) => buf.ptr().0 + at,
+        }
+    }
+
+    /// A tensor over device memory that another library allocated (a tensor imported through
+    /// DLPack), without copying: `shape` and element `strides` (non-negative) from `addr`, ops
+    /// on `device`'s lane. `owner` keeps the memory alive; it is dropped after the last handle
+    /// to the storage, once the lane has finished its work.
+    ///
+    /// # Safety
+    /// `addr..addr + bytes` must be device memory of `device`'s GPU holding `dtype` elements,
+    /// valid for reads and writes while `owner` lives, and nothing else may write it while ops
+    /// on the tensor run unless ordered with them.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] for a negative stride or a layout that reaches past `bytes`;
+    /// [`Error::DType`] for a block-quantized dtype; memory errors for a stream of another
+    /// device.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn from_device_memory(
+        device: &CudaDevice,
+        addr: u64,
+        bytes: usize,
+        shape: &[usize],
+        strides: &[isize],
+        dtype: DType,
+        owner: Box<dyn std::any::Any + Send + Sync>,
+    ) -> Result<Tensor> {
+        const OP: &str = "from_device_memory";
+        if dtype.is_quantized() {
+            return Err(Error::dtype(OP, format!("{dtype}: only element dtypes")));
+        }
+        if shape.len() != strides.len() || strides.iter().any(|&s| s < 0) {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "shape {shape:?} with strides {strides:?}: one non-negative stride per dimension"
+                ),
+            ));
+        }
+        let layout = Layout::strided(shape, strides, 0);
+        let need = layout.span().saturating_mul(dtype.size_in_bytes());
+        if need > bytes {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "shape {shape:?} with strides {strides:?} reaches {need} bytes; the memory \
+                     holds {bytes}"
+                ),
+            ));
+        }
+        // SAFETY: the caller vouches for the memory and its owner.
+        let buf = unsafe {
+            device
+                .pool()
+                .adopt(addr, bytes.max(1), device.stream(), owner)?
+        };
+        Ok(Tensor {
+            storage: Storage::Cuda(Arc::new(buf), device.clone()),
+            layout,
+            dtype,
+        })
+    }
+
     /// Elements `start..start + len` of dimension `dim` (a view).
     ///
     /// # Errors
@@ -422,6 +496,14 @@ impl Tensor {
     /// [`Error::Shape`] for `dim` beyond the rank.
     pub fn unsqueeze(&self, dim: usize) -> Result<Tensor> {
         self.with_layout("unsqueeze", self.layout.unsqueeze(dim)?)
+    }
+
+    /// Dimension `dim`, of size 1, removed (a view).
+    ///
+    /// # Errors
+    /// [`Error::Shape`] if `dim` is out of range or its size is not 1.
+    pub fn squeeze(&self, dim: usize) -> Result<Tensor> {
+        self.with_layout("squeeze", self.layout.squeeze(dim)?)
     }
 
     /// Dimensions reordered (a view).
@@ -526,10 +608,23 @@ impl Tensor {
     /// blocking the host.
     ///
     /// # Errors
-    /// Memory and transfer errors.
+    /// [`Error::Capture`] while either lane is capturing a CUDA graph (the copy would be
+    /// recorded, not made); memory and transfer errors.
     pub fn to_device(&self, device: &Device) -> Result<Tensor> {
         if self.device().same(device) {
             return Ok(self.clone());
+        }
+        for end in [self.device(), device.clone()] {
+            if let Device::Cuda(c) = end
+                && c.stream().is_capturing()?
+            {
+                return Err(Error::Capture {
+                    op: "to_device",
+                    detail: "a copy between host and device cannot be recorded into a CUDA graph: \
+                             make the tensor (or read it) before or after the capture"
+                        .into(),
+                });
+            }
         }
         match (&self.storage, device) {
             (Storage::Cpu(_), Device::Cuda(c)) => {

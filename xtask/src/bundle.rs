@@ -12,6 +12,8 @@
 //!
 //! The binaries are stored gzipped (`*.gz`, a third of their size, so the bundle fits what the
 //! device tool carries); `run.sh` unpacks them in place first.
+//! - `python/`: the `gpukit` wheel (same profile) and pytest's wheels, which `run.sh` installs
+//!   into a folder on `PYTHONPATH` for the machine's own python3 (which has torch and cupy);
 //! - `BUNDLE.txt`: what was built from which commit.
 
 use std::io::{BufRead, BufReader};
@@ -102,6 +104,30 @@ pub fn build(root: &Path) -> Result<()> {
         packed.push(".gz");
         total += std::fs::metadata(&packed)?.len();
     }
+    // The Python package and what its tests need that the GPU machine lacks (it has no network).
+    let python = crate::python::venv(root)?;
+    let wheels = out.join("python");
+    let wheel = crate::python::build_wheel(root, &python, "bundle", &wheels)?;
+    total += std::fs::metadata(&wheel)?.len();
+    manifest.push_str(&format!(
+        "python: {}\n",
+        wheel.file_name().unwrap_or_default().to_string_lossy()
+    ));
+    crate::run(
+        root,
+        &python.to_string_lossy(),
+        &[
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--disable-pip-version-check",
+            "--only-binary=:all:",
+            "-d",
+            &wheels.to_string_lossy(),
+            "pytest>=8",
+        ],
+    )?;
     let run = out.join("run.sh");
     std::fs::write(&run, RUN_SH)?;
     set_executable(&run)?;

@@ -3,6 +3,7 @@
 mod bundle;
 mod cuda;
 mod layering;
+mod python;
 mod testrun;
 
 use std::path::{Path, PathBuf};
@@ -21,8 +22,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Task {
-    /// What CI runs: `cargo fmt --check`, `cargo clippy -D warnings`, the layering check and
-    /// every test. GPU tests run when a CUDA device is present and are reported as skipped
+    /// What CI runs: `cargo fmt --check`, `cargo clippy -D warnings`, the layering check, every
+    /// Rust test, then the Python package's wheel (maturin, into `target/py-venv`) under its
+    /// pytest suite. GPU tests run when a CUDA device is present and are reported as skipped
     /// otherwise. Installs NVRTC from PyPI into the gpukit cache first if it is missing.
     Test,
     /// Runs every test including the GPU tests; fails if no CUDA device is present.
@@ -37,7 +39,7 @@ enum Task {
     /// Fails without a CUDA device: on a GPU-less machine, build the bundle and run
     /// `run.sh bench` on the GPU machine.
     Bench {
-        /// Only this benchmark: mem, ops or decode (default: all).
+        /// Only this benchmark: mem, ops, decode or python (default: all).
         name: Option<String>,
     },
     /// Runs every test, GPU tests included, under compute-sanitizer memcheck and then racecheck
@@ -141,7 +143,7 @@ fn test(root: &Path) -> Result<()> {
     if gpu {
         args.push("--include-ignored");
     }
-    let counts = testrun::cargo_test(root, &args)?;
+    let mut counts = testrun::cargo_test(root, &args)?;
     // The examples users are pointed at run (the others need a GPU, which CI has not).
     run(
         root,
@@ -153,6 +155,11 @@ fn test(root: &Path) -> Result<()> {
         &cargo,
         &["run", "-q", "-p", "gpukit-llm", "--example", "generate"],
     )?;
+    // The Python package: its wheel, installed in a virtual environment, under pytest.
+    let py = python::test(root)?;
+    counts.passed += py.passed;
+    counts.failed += py.failed;
+    counts.ignored += py.ignored;
     testrun::report(&counts, gpu)
 }
 
@@ -176,9 +183,10 @@ fn bench(root: &Path, only: Option<&str>) -> Result<()> {
         .iter()
         .filter(|(_, b)| only.is_none_or(|o| *b == o))
         .collect();
-    if chosen.is_empty() {
+    let python_bench = only.is_none_or(|o| o == "python");
+    if chosen.is_empty() && !python_bench {
         bail!(
-            "no benchmark named {}: choose mem, ops or decode",
+            "no benchmark named {}: choose mem, ops, decode or python",
             only.unwrap_or_default()
         );
     }
@@ -206,6 +214,37 @@ fn bench(root: &Path, only: Option<&str>) -> Result<()> {
         if root.join(&peer).is_file() {
             run(root, "python3", &[&peer, &out])?;
         }
+    }
+    if python_bench {
+        // The module as users install it (release), beside torch and the release CLI.
+        let python = python::venv(root)?;
+        let wheel = python::build_wheel(
+            root,
+            &python,
+            "release",
+            &root.join("target/wheels-release"),
+        )?;
+        let py = python.to_string_lossy().into_owned();
+        run(
+            root,
+            &py,
+            &[
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--force-reinstall",
+                "--no-deps",
+                &wheel.to_string_lossy(),
+            ],
+        )?;
+        run(root, &cargo(), &["build", "--release", "-p", "gpukit-cli"])?;
+        let cli = root.join("target/release/gpukit");
+        run(
+            root,
+            &py,
+            &["bench/python.py", &out, &cli.to_string_lossy()],
+        )?;
     }
     Ok(())
 }
@@ -239,7 +278,7 @@ fn sanitize(root: &Path) -> Result<()> {
 fn test_gpu(root: &Path) -> Result<()> {
     cuda::setup()?;
     require_gpu("test-gpu")?;
-    let counts = testrun::cargo_test(
+    let mut counts = testrun::cargo_test(
         root,
         &[
             "test",
@@ -249,5 +288,9 @@ fn test_gpu(root: &Path) -> Result<()> {
             "--test-threads=1",
         ],
     )?;
+    let py = python::test(root)?;
+    counts.passed += py.passed;
+    counts.failed += py.failed;
+    counts.ignored += py.ignored;
     testrun::report(&counts, true)
 }

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # gpukit GPU bundle runner (written by `cargo xtask gpu-bundle`).
 #
-# Usage: bash target/gpu-bundle/run.sh [test|bench|all|sanitize] [BENCH]    (default: test)
+# Usage: bash target/gpu-bundle/run.sh [test|python|bench|all|sanitize] [BENCH]  (default: test)
 #
 # test:     every bundled test binary with its GPU tests included (they fail, not skip, without
 #           a device); first builds the HF-parity models with transformers
 #           (gpukit-llm/tests/hf_parity/make_models.py) into $GPUKIT_PARITY_DIR
-#           (default /tmp/gpukit-parity; kept between runs on a warm machine);
+#           (default /tmp/gpukit-parity; kept between runs on a warm machine); then python;
+# python:   the Python package's pytest suite (gpukit-py/tests) against the bundled wheel, with
+#           the machine's python3 (torch and cupy for the interop tests; pytest's wheels bundled);
 # bench:    every bench binary (or those whose name contains BENCH: ops, mem, decode), each
 #           followed by its peer bench/peer_<name>.py; the decode bench first builds its
 #           random-weight models (bench/decode_models.py) in $GPUKIT_DECODE_MODELS
@@ -99,6 +101,48 @@ if [ "$mode" = test ] || [ "$mode" = all ]; then
   grep -E '^\[gpu\]' "$log" | head -60
 fi
 
+# The Python package: its wheel and pytest installed into a folder on PYTHONPATH for the
+# machine's own python3 (which has numpy, torch and cupy for the interop tests).
+pysite="$here/py-site"
+python_setup() {
+  [ -f "$pysite/.complete" ] && return 0
+  rm -rf "$pysite"
+  python3 -m pip install -q --no-index --no-deps --target "$pysite" "$here"/python/*.whl \
+    >>"$out/python-setup.log" 2>&1 &&
+    touch "$pysite/.complete"
+}
+pyrun() { PYTHONPATH="$pysite${PYTHONPATH:+:$PYTHONPATH}" python3 "$@"; }
+if [ "$mode" = test ] || [ "$mode" = all ] || [ "$mode" = python ]; then
+  if python_setup; then
+    # No network here for the default model: the LLM tests use a random-weight HF model.
+    export GPUKIT_TEST_MODEL="${GPUKIT_TEST_MODEL:-/tmp/gpukit-py-test-model}"
+    [ -f "$GPUKIT_TEST_MODEL/.complete" ] ||
+      python3 "$repo/gpukit-py/tests/make_test_model.py" "$GPUKIT_TEST_MODEL" --shape tiny 2>&1 | tail -n 2
+    echo "---- pytest gpukit-py/tests" >>"$log"
+    (cd "$repo" && pyrun -m pytest gpukit-py/tests -q -rs -p no:cacheprovider --durations=8) \
+      >>"$out/pytest.log" 2>&1
+    rc=$?
+    cat "$out/pytest.log" >>"$log"
+    line="$(grep -E '[0-9]+ (passed|failed)' "$out/pytest.log" | tail -n 1)"
+    p=$(echo "$line" | grep -oE '[0-9]+ passed' | awk '{print $1}')
+    f=$(echo "$line" | grep -oE '[0-9]+ (failed|error)' | awk '{s+=$1} END {print s+0}')
+    s=$(echo "$line" | grep -oE '[0-9]+ skipped' | awk '{print $1}')
+    if [ -z "$p" ] && [ "${f:-0}" -eq 0 ]; then
+      broken=$((broken + 1))
+      echo "   pytest: CRASHED (exit $rc); see pytest.log"
+    else
+      passed=$((passed + ${p:-0})); failed=$((failed + ${f:-0})); skipped=$((skipped + ${s:-0}))
+      echo "   pytest: ${p:-0} passed, ${f:-0} failed, ${s:-0} skipped"
+    fi
+    grep -E '^(FAILED|ERROR|SKIPPED)' "$out/pytest.log" | head -30
+    grep -A12 -E 'slowest .*durations' "$out/pytest.log" | head -12
+  else
+    broken=$((broken + 1))
+    echo "   pytest: the wheel could not be installed; see python-setup.log"
+    tail -n 5 "$out/python-setup.log"
+  fi
+fi
+
 if [ "$mode" = bench ] || [ "$mode" = all ]; then
   export GPUKIT_DECODE_MODELS="${GPUKIT_DECODE_MODELS:-/tmp/gpukit-decode-models}"
   for b in "$here"/benches/*; do
@@ -120,6 +164,21 @@ if [ "$mode" = bench ] || [ "$mode" = all ]; then
     python3 "$py" "$out" 2>&1 | tee "$out/peer-$short.log" | tail -n 40
     [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "   peer $(basename "$py") FAILED"; broken=$((broken + 1)); }
   done
+fi
+
+if { [ "$mode" = bench ] || [ "$mode" = all ]; } && { [ -z "$only" ] || [ "$only" = python ]; }; then
+  echo "== bench python (gk.add overhead beside torch; Model.stream beside the gpukit CLI)"
+  # No network here for the default model: a Llama-3.2-1B-shaped model with random weights.
+  export GPUKIT_BENCH_MODEL="${GPUKIT_BENCH_MODEL:-/tmp/gpukit-py-bench-model}"
+  [ -f "$GPUKIT_BENCH_MODEL/.complete" ] || [ -f "$GPUKIT_BENCH_MODEL" ] ||
+    python3 "$repo/gpukit-py/tests/make_test_model.py" "$GPUKIT_BENCH_MODEL" --shape 1b 2>&1 | tail -n 2
+  if python_setup; then
+    pyrun "$repo/bench/python.py" "$out" "$here/bin/gpukit" 2>&1 | tee "$out/bench-python.log" | tail -n 12
+    [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "   bench python FAILED"; broken=$((broken + 1)); }
+  else
+    echo "   bench python: the wheel could not be installed; see python-setup.log"
+    broken=$((broken + 1))
+  fi
 fi
 
 if [ "$mode" = sanitize ]; then

@@ -392,3 +392,125 @@ op_test!(
         assert!(table.is_err());
     }
 );
+
+// Views by squeeze, and the address handed to foreign code (DLPack, jit kernels): the first
+// element of the view, in the storage of the tensor it came from.
+op_test!(squeeze_and_data_ptr, |dev: &Device| {
+    let t = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 1, 3], dev).unwrap();
+    let s = t.squeeze(1).unwrap();
+    assert_eq!(s.shape(), &[2, 3]);
+    assert_eq!(s.to_vec::<f32>().unwrap(), t.to_vec::<f32>().unwrap());
+    assert!(t.squeeze(0).is_err());
+    assert!(t.squeeze(3).is_err());
+    let col = t
+        .transpose(0, 2)
+        .unwrap()
+        .narrow(0, 1, 1)
+        .unwrap()
+        .squeeze(0)
+        .unwrap();
+    assert_eq!(col.shape(), &[1, 2]);
+    assert_eq!(col.to_vec::<f32>().unwrap(), vec![2.0, 5.0]);
+    let row = t.narrow(0, 1, 1).unwrap();
+    assert_eq!(row.data_ptr(), t.data_ptr() + 3 * 4);
+    assert_ne!(t.data_ptr(), 0);
+});
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn gpu_tensor_over_foreign_device_memory() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// Another allocator's memory, and a flag set when it is released.
+    struct Owner {
+        _memory: gpukit_driver::DeviceAllocation,
+        released: Arc<AtomicBool>,
+    }
+    impl Drop for Owner {
+        fn drop(&mut self) {
+            self.released.store(true, Ordering::SeqCst);
+        }
+    }
+    let dev = cuda();
+    let Device::Cuda(c) = &dev else {
+        unreachable!("cuda() is a CUDA device")
+    };
+    // 2 rows of 4 f32 with a row stride of 5 (a padded view), in memory gpukit did not allocate.
+    let mut foreign = c.stream().device().alloc(10 * 4).unwrap();
+    let host: Vec<f32> = (0..10).map(|i| i as f32).collect();
+    c.stream().copy_to_device(&host, &mut foreign, 0).unwrap();
+    let addr = foreign.ptr().0;
+    let released = Arc::new(AtomicBool::new(false));
+    // SAFETY: 40 bytes of f32 on this device, alive while the owner lives.
+    let t = unsafe {
+        Tensor::from_device_memory(
+            c,
+            addr,
+            40,
+            &[2, 4],
+            &[5, 1],
+            DType::F32,
+            Box::new(Owner {
+                _memory: foreign,
+                released: released.clone(),
+            }),
+        )
+    }
+    .unwrap();
+    assert_eq!(t.data_ptr(), addr);
+    assert_eq!(
+        t.to_vec::<f32>().unwrap(),
+        vec![0.0, 1.0, 2.0, 3.0, 5.0, 6.0, 7.0, 8.0]
+    );
+    // Ops read and write it in place.
+    let doubled = ops::scalar(ScalarOp::Mul, &t, 2.0).unwrap();
+    ops::copy_into(&doubled, &t).unwrap();
+    assert_eq!(
+        t.narrow(0, 1, 1).unwrap().to_vec::<f32>().unwrap(),
+        vec![10.0, 12.0, 14.0, 16.0]
+    );
+    assert!(!released.load(Ordering::SeqCst));
+    drop(doubled);
+    drop(t);
+    assert!(released.load(Ordering::SeqCst));
+    // A layout reaching past the memory, or a negative stride, is refused.
+    let spare = c.stream().device().alloc(16).unwrap();
+    let a = spare.ptr().0;
+    // SAFETY: refused before the memory is touched.
+    let past =
+        unsafe { Tensor::from_device_memory(c, a, 16, &[2, 4], &[4, 1], DType::F32, Box::new(())) };
+    assert!(past.is_err());
+    // SAFETY: as above.
+    let negative =
+        unsafe { Tensor::from_device_memory(c, a, 16, &[4], &[-1], DType::F32, Box::new(())) };
+    assert!(negative.is_err());
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn gpu_host_copies_are_refused_inside_a_capture() {
+    let dev = cuda();
+    let Device::Cuda(c) = &dev else {
+        unreachable!("cuda() is a CUDA device")
+    };
+    let x = Tensor::from_slice(&[1.0f32, 2.0], &[2], &dev).unwrap();
+    let y = Tensor::zeros(&[2], DType::F32, &dev).unwrap();
+    let mut during = Vec::new();
+    let graph = c.capture(|| {
+        during.push(Tensor::from_slice(&[3.0f32], &[1], &dev).map(|_| ()));
+        during.push(x.to_device(&Device::Cpu).map(|_| ()));
+        ops::scalar_into(ScalarOp::Mul, &x, 2.0, &y)
+    });
+    assert!(
+        during
+            .iter()
+            .all(|r| matches!(r, Err(gpukit_ops::Error::Capture { .. }))),
+        "{during:?}"
+    );
+    // The capture itself holds the op, and the lane and its transfers work as before.
+    graph.unwrap().launch(c.stream()).unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap(), vec![2.0, 4.0]);
+    let z = Tensor::from_slice(&[5.0f32], &[1], &dev).unwrap();
+    assert_eq!(z.to_vec::<f32>().unwrap(), vec![5.0]);
+}

@@ -1,0 +1,113 @@
+"""Streams, events and CUDA graphs (GPU), and what they say without a GPU."""
+
+import numpy as np
+import pytest
+
+import gpukit as gk
+from conftest import HAS_GPU, requires_gpu
+
+
+@pytest.mark.skipif(HAS_GPU, reason="checks the message without a GPU")
+def test_streams_need_a_gpu():
+    with pytest.raises((RuntimeError, ValueError)):
+        gk.Stream()
+
+
+@requires_gpu
+def test_stream_context_places_new_tensors_and_orders_work():
+    s = gk.Stream(priority="high")
+    assert s.priority == "high"
+    with s:
+        a = gk.full((1 << 20,), 2.0, device="cuda")
+        b = a * 3.0
+    assert b.device == "cuda:0"
+    s.synchronize()
+    assert b.sum().item() == 6.0 * (1 << 20)
+
+
+@requires_gpu
+def test_events_time_gpu_work():
+    x = gk.rand(4096, 4096, seed=1, device="cuda")
+    start, end = gk.Event(), gk.Event()
+    start.record()
+    for _ in range(5):
+        x = gk.matmul(x, x) * 1e-3
+    end.record()
+    end.synchronize()
+    assert end.query()
+    assert start.elapsed_time(end) > 0.0
+
+
+@requires_gpu
+def test_graph_replay_equals_eager_bitwise():
+    s = gk.Stream()
+    with s:
+        x = gk.rand(64, 256, seed=2, device="cuda")
+        w = gk.rand(256, 256, seed=3, device="cuda")
+        h = gk.zeros(64, 256, device="cuda")
+        out = gk.zeros(64, 256, device="cuda")
+    saxpy = gk.jit(
+        'extern "C" __global__ void scale(float* y, float a, int n) {'
+        " int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] *= a; }",
+        "scale",
+    )
+
+    def step():
+        gk.linear(x, w, out=h)
+        gk.silu(h, out=out)
+        saxpy((64 * 256 + 255) // 256, 256, [out, 0.5, 64 * 256], stream=s)
+
+    step()
+    s.synchronize()
+    eager = out.numpy().copy()
+    out[...] = 0.0
+    g = gk.Graph.capture(step, stream=s)
+    g.upload()
+    g.replay()
+    g.synchronize()
+    np.testing.assert_array_equal(out.numpy(), eager)
+    # New inputs written before a replay are seen by it.
+    with s:
+        x[...] = 1.0
+    g.replay()
+    g.synchronize()
+    assert not np.array_equal(out.numpy(), eager)
+
+
+@requires_gpu
+def test_graph_capture_refuses_host_work_and_passes_exceptions_through():
+    s = gk.Stream()
+
+    def allocates():
+        with s:
+            gk.zeros(4, device="cuda").numpy()
+
+    with pytest.raises((ValueError, RuntimeError)):
+        gk.Graph.capture(allocates, stream=s)
+
+    def raises():
+        raise KeyError("mine")
+
+    with pytest.raises(KeyError, match="mine"):
+        gk.Graph.capture(raises, stream=s)
+    # The stream still works afterwards.
+    with s:
+        assert (gk.ones(3, device="cuda") * 2).sum().item() == 6.0
+
+
+@requires_gpu
+def test_memory_stats_tenant_quota_and_close():
+    d = gk.device("cuda")
+    stats = d.memory_stats()
+    assert stats["allocated_bytes"] >= 0 and "cache_hits" in stats
+    tenant = d.tenant("small", 1 << 20)
+    ok = gk.zeros(1 << 17, device=tenant)  # 512 KiB
+    assert tenant.memory_stats()["limit_bytes"] == 1 << 20
+    with pytest.raises(MemoryError):
+        gk.zeros(1 << 19, device=tenant)  # 2 MiB over the 1 MiB quota
+    del ok
+    d.empty_cache()
+    with pytest.raises(ValueError, match="still used"):
+        keep = gk.zeros(4, device="cuda")
+        gk.device("cuda:0").close()
+    del keep

@@ -1,0 +1,159 @@
+//! The Python package `gpukit` (gpukit-py): a virtual environment under `target/`, the wheel
+//! built by maturin, and its pytest suite.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+
+use crate::testrun::Counts;
+
+/// What the build and the tests need in the environment (pinned to ranges known to work).
+const TOOLS: [&str; 3] = ["maturin>=1.9.4,<2", "numpy>=1.23", "pytest>=8"];
+
+/// `target/py-venv`, created (with maturin, numpy and pytest from PyPI) if missing; returns its
+/// `python`.
+pub fn venv(root: &Path) -> Result<PathBuf> {
+    let dir = root.join("target/py-venv");
+    let python = dir.join("bin/python");
+    if !python.exists() {
+        crate::run(root, "python3", &["-m", "venv", &dir.to_string_lossy()])
+            .context("creating the Python virtual environment (is python3-venv installed?)")?;
+    }
+    let py = python.to_string_lossy().into_owned();
+    let mut args = vec!["-m", "pip", "install", "-q", "--disable-pip-version-check"];
+    args.extend(TOOLS);
+    crate::run(root, &py, &args)?;
+    Ok(python)
+}
+
+/// Builds the wheel with cargo profile `profile` into `out` (emptied first); returns its path.
+pub fn build_wheel(root: &Path, python: &Path, profile: &str, out: &Path) -> Result<PathBuf> {
+    if out.exists() {
+        std::fs::remove_dir_all(out).with_context(|| format!("removing {}", out.display()))?;
+    }
+    let maturin = python.with_file_name("maturin");
+    crate::run(
+        root,
+        &maturin.to_string_lossy(),
+        &[
+            "build",
+            "--quiet",
+            "-m",
+            "gpukit-py/Cargo.toml",
+            "--profile",
+            profile,
+            "--interpreter",
+            &python.to_string_lossy(),
+            "-o",
+            &out.to_string_lossy(),
+        ],
+    )?;
+    let wheel = std::fs::read_dir(out)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|e| e == "whl"))
+        .context("maturin built no wheel")?;
+    Ok(wheel)
+}
+
+/// Totals of one pytest summary line (`3 passed, 1 skipped, 2 failed in 1.2s`).
+pub fn add_pytest_summary(line: &str, counts: &mut Counts) -> bool {
+    let line = line.trim().trim_matches('=').trim();
+    if !line.contains(" in ") || !(line.contains("passed") || line.contains("failed")) {
+        return false;
+    }
+    let body = line.split(" in ").next().unwrap_or_default();
+    for part in body.split(',') {
+        let mut words = part.split_whitespace();
+        let (Some(n), Some(what)) = (words.next(), words.next()) else {
+            continue;
+        };
+        let Ok(n) = n.parse::<u64>() else { continue };
+        match what {
+            "passed" => counts.passed += n,
+            "failed" | "error" | "errors" => counts.failed += n,
+            "skipped" => counts.ignored += n,
+            _ => {}
+        }
+    }
+    true
+}
+
+/// Builds the wheel (dev profile: shares the test build's compiled crates), installs it into
+/// the virtual environment and runs the pytest suite; returns its totals.
+pub fn test(root: &Path) -> Result<Counts> {
+    let python = venv(root)?;
+    let wheel = build_wheel(root, &python, "dev", &root.join("target/wheels"))?;
+    let py = python.to_string_lossy().into_owned();
+    crate::run(
+        root,
+        &py,
+        &[
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            "--force-reinstall",
+            "--no-deps",
+            &wheel.to_string_lossy(),
+        ],
+    )?;
+    let args = [
+        "-m",
+        "pytest",
+        "gpukit-py/tests",
+        "-q",
+        "-rs",
+        "-p",
+        "no:cacheprovider",
+    ];
+    eprintln!("$ {py} {}", args.join(" "));
+    let mut child = Command::new(&python)
+        .args(args)
+        .current_dir(root)
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("starting pytest")?;
+    let mut counts = Counts::default();
+    let stdout = child.stdout.take().context("no stdout")?;
+    let mut summarised = false;
+    for line in BufReader::new(stdout).lines() {
+        let line = line.context("reading pytest output")?;
+        println!("{line}");
+        summarised |= add_pytest_summary(&line, &mut counts);
+    }
+    let status = child.wait().context("waiting for pytest")?;
+    if !status.success() && counts.failed == 0 {
+        bail!("pytest failed before running every test ({status})");
+    }
+    if !summarised {
+        bail!("pytest printed no summary");
+    }
+    Ok(counts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pytest_summaries_are_totalled() {
+        let mut c = Counts::default();
+        assert!(add_pytest_summary(
+            "==== 77 passed, 72 skipped, 2 failed, 1 error in 12.29s ====",
+            &mut c
+        ));
+        assert!(add_pytest_summary("3 passed in 0.5s", &mut c));
+        assert!(!add_pytest_summary("tests/test_ops.py ....s", &mut c));
+        assert_eq!(
+            c,
+            Counts {
+                passed: 80,
+                failed: 3,
+                ignored: 72
+            }
+        );
+    }
+}
