@@ -10,6 +10,7 @@
 //! - `ops`: the op set as functions.
 //! - `dlpack`: zero-copy exchange with torch and cupy.
 //! - `jit` and `graph`: NVRTC kernels, CUDA graphs.
+//! - `memory`: evictable tensors (spilled to host memory under pressure).
 //! - `llm`: models.
 //!
 //! Every function releases the GIL during GPU work, loading and generation; every Rust error
@@ -25,6 +26,7 @@ mod errors;
 mod graph;
 mod jit;
 mod llm;
+mod memory;
 mod ops;
 mod tensor;
 
@@ -53,6 +55,7 @@ fn _gpukit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<jit::PyKernel>()?;
     m.add_class::<graph::PyGraph>()?;
+    m.add_class::<memory::PyEvictable>()?;
     m.add_class::<llm::PyModel>()?;
     m.add_class::<llm::PyTokenizer>()?;
     m.add_class::<llm::TextStream>()?;
@@ -72,6 +75,7 @@ fn _gpukit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tensor::from_numpy, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::asarray, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack::from_dlpack, m)?)?;
+    m.add_function(wrap_pyfunction!(memory::evictable, m)?)?;
     m.add_function(wrap_pyfunction!(jit::jit, m)?)?;
     m.add_function(wrap_pyfunction!(llm::load, m)?)?;
     for f in [

@@ -111,3 +111,25 @@ def test_memory_stats_tenant_quota_and_close():
         keep = gk.zeros(4, device="cuda")
         gk.device("cuda:0").close()
     del keep
+
+
+def test_evictable_needs_a_gpu_tensor():
+    with pytest.raises(ValueError, match="GPU"):
+        gk.evictable(gk.ones(4))
+
+
+@requires_gpu
+def test_evictable_tensors_spill_to_the_host_under_a_quota_and_come_back():
+    tenant = gk.device("cuda").tenant("spill", 8 << 20)
+    x = gk.rand(1 << 20, seed=5, device=tenant)  # 4 MiB
+    want = x.numpy()
+    parked = gk.evictable(x)
+    del x
+    assert parked.is_resident and parked.nbytes == 4 << 20 and parked.shape == [1 << 20]
+    big = gk.zeros(6 << 18, device=tenant)  # 6 MiB: fits the 8 MiB quota only if parked moves
+    stats = tenant.memory_stats()
+    assert stats["evictions"] >= 1 and not parked.is_resident
+    del big
+    back = parked.load()
+    np.testing.assert_array_equal(back.numpy(), want)
+    assert parked.is_resident and tenant.memory_stats()["restores"] >= 1

@@ -16,6 +16,7 @@ from . import llm
 from ._gpukit import (
     Device,
     Event,
+    Evictable,
     Graph,
     Kernel,
     PanicException,
@@ -40,6 +41,7 @@ from ._gpukit import (
     dtype,
     embedding,
     empty,
+    evictable,
     exp,
     float16,
     float32,

@@ -86,6 +86,23 @@ def device(name: str) -> Device:
 
 def cuda_available() -> bool: ...
 
+class Evictable:
+    """A GPU tensor's values in memory the pool may spill to pinned host memory under pressure."""
+
+    def load(self) -> Tensor:
+        """The values as a new device tensor (copied back first if spilled)."""
+    @property
+    def is_resident(self) -> bool: ...
+    @property
+    def shape(self) -> list[int]: ...
+    @property
+    def dtype(self) -> dtype: ...
+    @property
+    def nbytes(self) -> int: ...
+
+def evictable(t: Tensor) -> Evictable:
+    """A copy of GPU tensor `t` in evictable memory of its device and tenant."""
+
 class Stream:
     """A CUDA stream with a priority. `with stream:` makes new tensors belong to it."""
 
