@@ -2,6 +2,7 @@
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use gpukit_driver::{DeviceProperties, DevicePtr, Graph, KernelArgs, LaunchConfig, Stream};
@@ -51,8 +52,14 @@ pub(crate) struct CudaInner {
     pub(crate) lane: Lane,
     pub(crate) kernels: Arc<KernelRegistry>,
     gemm: Mutex<Option<Arc<GemmProvider>>>,
-    /// Device-side error flag: kernels that find a bad index set bit 0 (see `check_errors`).
+    /// Device-side error flag: kernels that find a bad index set bit 0 (see `synchronize`).
     pub(crate) err: DeviceBuffer,
+    /// Set by every launch that is handed the flag since the last `synchronize`, which reads the
+    /// flag back only then: the 4-byte copy would otherwise cost every synchronize.
+    err_armed: AtomicBool,
+    /// Set once a captured graph holds such a launch: its replays may set the flag at any time,
+    /// so from then on every `synchronize` reads it.
+    err_in_graph: AtomicBool,
     /// The ops' lane workspaces ([`LaneWorkspace`]), by type.
     workspaces: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
     /// Launch the kernels that support it with programmatic dependent launch (sm_90+, unless
@@ -112,6 +119,8 @@ impl CudaDevice {
                 kernels,
                 gemm: Mutex::new(None),
                 err,
+                err_armed: AtomicBool::new(false),
+                err_in_graph: AtomicBool::new(false),
                 workspaces: Mutex::new(HashMap::new()),
                 pdl,
                 occupancy: Mutex::new(HashMap::new()),
@@ -226,7 +235,9 @@ impl CudaDevice {
         Ok(())
     }
 
+    /// The error flag's address, for a launch that may set it.
     pub(crate) fn err_ptr(&self) -> DevicePtr {
+        self.inner.err_armed.store(true, Ordering::Release);
         self.inner.err.ptr()
     }
 
@@ -266,6 +277,13 @@ impl CudaDevice {
     /// # Errors
     /// [`Error::Index`]; asynchronous errors of earlier work.
     pub fn synchronize(&self) -> Result<()> {
+        let armed = self.inner.err_armed.swap(false, Ordering::AcqRel)
+            || self.inner.err_in_graph.load(Ordering::Acquire);
+        if !armed {
+            // No launch since the last check could have set the flag.
+            self.stream().synchronize()?;
+            return Ok(());
+        }
         let mut flag = [0u32];
         self.inner.err.copy_to_host(&mut flag)?;
         if flag[0] != 0 {
@@ -291,6 +309,7 @@ impl CudaDevice {
     where
         F: FnOnce() -> Result<()>,
     {
+        let armed_before = self.inner.err_armed.swap(false, Ordering::AcqRel);
         let mut inner: Option<Error> = None;
         let graph = self.stream().capture(|_| {
             record().map_err(|e| {
@@ -299,6 +318,12 @@ impl CudaDevice {
                 gpukit_driver::Error::InvalidArgument(msg)
             })
         });
+        if self.inner.err_armed.load(Ordering::Acquire) {
+            self.inner.err_in_graph.store(true, Ordering::Release);
+        }
+        if armed_before {
+            self.inner.err_armed.store(true, Ordering::Release);
+        }
         match (graph, inner) {
             (_, Some(e)) => Err(e),
             (g, None) => Ok(g?),
