@@ -14,6 +14,8 @@
 //! - [`tokenizer`] (HF `tokenizer.json`, or the byte-level BPE a GGUF file describes) and
 //!   [`chat`] (chat templates rendered as HF transformers renders them);
 //! - [`engine`]: prefill, decode and sampling where the model runs, streaming text;
+//! - [`paged`]: the paged KV cache's block pool and block tables, with prefix caching (the
+//!   bookkeeping a batching server allocates sequences with);
 //! - [`store`]: the default model (fetched with pip into the cache, SHA-256 checked).
 //!
 //! Generating text with the default model, on CUDA device 0 when there is one:
@@ -57,6 +59,7 @@ mod layers;
 mod le;
 pub mod loader;
 pub mod model;
+pub mod paged;
 pub mod spec;
 pub mod store;
 pub mod tokenizer;
