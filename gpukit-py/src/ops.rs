@@ -416,8 +416,8 @@ pub fn log_softmax(
 }
 
 /// The matrix product `a @ b`: `[m, k] @ [k, n] → [m, n]`, batched over leading dimensions
-/// (broadcast). Float tensors of one dtype; on CUDA through cuBLASLt (f32 inputs use TF32
-/// only if asked through the Rust API; here full f32).
+/// (broadcast). Float tensors of one dtype; on CUDA through cuBLASLt, f32 at full precision
+/// (no TF32).
 #[pyfunction]
 #[pyo3(signature = (a, b, *, out=None))]
 pub fn matmul(
