@@ -81,7 +81,10 @@ def main():
                 p.normal_(0.0, 0.02)
     sd = {k: v.to(torch.bfloat16).contiguous() for k, v in model.state_dict().items() if k != "lm_head.weight"}
     save_file(sd, os.path.join(args.out, "model.safetensors"), metadata={"format": "pt"})
-    config.torch_dtype = "bfloat16"
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        config.dtype = "bfloat16"
+    else:
+        config.torch_dtype = "bfloat16"
     config.save_pretrained(args.out)
     open(os.path.join(args.out, ".complete"), "w").close()
     print(f"{args.out}: {args.shape}, vocab {vocab}, {sum(v.numel() for v in sd.values()) / 1e6:.1f} M parameters")

@@ -162,7 +162,8 @@ def test_bad_arguments_and_files(model, tmp_path):
 def test_logits_match_transformers(model):
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    hf = transformers.AutoModelForCausalLM.from_pretrained(MODEL_PATH, torch_dtype=torch.float32)
+    dtype_kw = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
+    hf = transformers.AutoModelForCausalLM.from_pretrained(MODEL_PATH, **{dtype_kw: torch.float32})
     ids = model.tokenizer.encode("def main():\n    return 0")
     with torch.no_grad():
         want = hf(torch.tensor([ids])).logits[0, -1].numpy()
