@@ -225,13 +225,8 @@ impl DevicePool {
         Ok(lock(&self.shared.allocator).release_cached()?)
     }
 
-    /// Allocates `bytes` (contents undefined) ordered on `stream`.
-    ///
-    /// # Errors
-    /// [`Error::OutOfMemory`] over a quota, [`Error::DeviceOutOfMemory`] when the device is full —
-    /// in both cases only after evicting what could be evicted; [`Error::InvalidArgument`] for
-    /// zero bytes or a stream of another device.
-    pub fn alloc(&self, bytes: usize, stream: &Stream) -> Result<DeviceBuffer> {
+    /// Refuses a buffer of zero bytes or one ordered on a stream of another device.
+    fn check_request(&self, bytes: usize, stream: &Stream) -> Result<()> {
         if bytes == 0 {
             return Err(Error::InvalidArgument(
                 "a device buffer needs at least one byte".into(),
@@ -244,6 +239,17 @@ impl DevicePool {
                 self.shared.device
             )));
         }
+        Ok(())
+    }
+
+    /// Allocates `bytes` (contents undefined) ordered on `stream`.
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`] over a quota, [`Error::DeviceOutOfMemory`] when the device is full —
+    /// in both cases only after evicting what could be evicted; [`Error::InvalidArgument`] for
+    /// zero bytes or a stream of another device.
+    pub fn alloc(&self, bytes: usize, stream: &Stream) -> Result<DeviceBuffer> {
+        self.check_request(bytes, stream)?;
         let quotas: Vec<&Quota> = self.quotas.iter().map(|q| &**q).collect();
         let mut evicted = false;
         loop {
@@ -345,18 +351,7 @@ impl DevicePool {
         stream: &Stream,
         owner: Box<dyn std::any::Any + Send + Sync>,
     ) -> Result<DeviceBuffer> {
-        if len == 0 {
-            return Err(Error::InvalidArgument(
-                "a device buffer needs at least one byte".into(),
-            ));
-        }
-        if stream.device() != &self.shared.device {
-            return Err(Error::InvalidArgument(format!(
-                "stream of {:?} given to a pool of {:?}",
-                stream.device(),
-                self.shared.device
-            )));
-        }
+        self.check_request(len, stream)?;
         Ok(DeviceBuffer {
             backing: Backing::Foreign {
                 addr,

@@ -9,17 +9,19 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
+use gpukit_llm::engine::ComputeDevice;
 use gpukit_ops::{CudaDevice, Device};
-use gpukit_sched::{Lane, LanePriority, Runtime};
+use gpukit_sched::{Lane, LanePriority};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
 use crate::errors::{self, value};
 
-/// Opened CUDA devices by ordinal: the runtime and its default lane's device.
-type Registry = HashMap<usize, (Arc<Runtime>, Device)>;
+/// Opened CUDA devices by ordinal, each opened as the `gpukit` command opens one (its runtime
+/// and default lane).
+type Registry = HashMap<usize, ComputeDevice>;
 
 fn registry() -> MutexGuard<'static, Registry> {
     static REGISTRY: OnceLock<Mutex<Registry>> = OnceLock::new();
@@ -31,8 +33,9 @@ fn registry() -> MutexGuard<'static, Registry> {
 
 /// The default lane of CUDA device `ordinal`, opening the device the first time.
 fn open_cuda(ordinal: usize) -> PyResult<Device> {
-    if let Some((_, d)) = registry().get(&ordinal) {
-        return Ok(d.clone());
+    let mut reg = registry();
+    if let Some(d) = reg.get(&ordinal) {
+        return Ok(d.device().clone());
     }
     if !gpukit_driver::driver_available() {
         return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
@@ -40,14 +43,38 @@ fn open_cuda(ordinal: usize) -> PyResult<Device> {
              device=\"cpu\""
         )));
     }
-    let runtime = Runtime::with_devices(&[ordinal]).map_err(errors::sch)?;
-    let lane = runtime
-        .device(0)
-        .and_then(|d| d.default_tenant().lane(LanePriority::Normal))
-        .map_err(errors::sch)?;
-    let device = Device::cuda(&lane).map_err(errors::ops)?;
-    registry().insert(ordinal, (Arc::new(runtime), device.clone()));
+    if let Ok(count) = gpukit_driver::device_count()
+        && ordinal >= count
+    {
+        return Err(value(format!(
+            "cuda:{ordinal} does not exist: {count} CUDA device(s) present"
+        )));
+    }
+    let opened = ComputeDevice::open(&format!("cuda:{ordinal}")).map_err(errors::llm)?;
+    let device = opened.device().clone();
+    reg.insert(ordinal, opened);
     Ok(device)
+}
+
+/// The current stream if a `with stream:` block is open, else GPU 0's default stream: where
+/// work goes that names no device.
+pub(crate) fn default_cuda() -> PyResult<Device> {
+    current().map_or_else(|| open_cuda(0), Ok)
+}
+
+/// The device named `name` (`cpu`, `cuda`, `cuda:N`); inside `with stream:` of that GPU, the
+/// stream.
+pub(crate) fn named(name: &str) -> PyResult<Device> {
+    let dev = match parse_name(name)? {
+        None => return Ok(Device::Cpu),
+        Some(n) => open_cuda(n)?,
+    };
+    if let (Device::Cuda(a), Some(Device::Cuda(cur))) = (&dev, current())
+        && a.stream().device() == cur.stream().device()
+    {
+        return Ok(Device::Cuda(cur));
+    }
+    Ok(dev)
 }
 
 /// Parses `cpu`, `cuda`, `cuda:N`.
@@ -298,29 +325,18 @@ pub(crate) fn resolve(device: Option<&Bound<'_, PyAny>>) -> PyResult<Device> {
     let Some(d) = device.filter(|d| !d.is_none()) else {
         return Ok(current().unwrap_or(Device::Cpu));
     };
-    let dev = if let Ok(d) = d.cast::<PyDevice>() {
-        d.get().get()?.clone()
+    if let Ok(d) = d.cast::<PyDevice>() {
+        Ok(d.get().get()?.clone())
     } else if let Ok(s) = d.cast::<PyStream>() {
-        s.get().device.clone()
+        Ok(s.get().device.clone())
     } else if let Ok(s) = d.extract::<String>() {
-        match parse_name(&s)? {
-            None => Device::Cpu,
-            Some(n) => open_cuda(n)?,
-        }
+        named(&s)
     } else {
-        return Err(errors::type_error(format!(
+        Err(errors::type_error(format!(
             "device: expected a gk.Device, a gk.Stream or a name such as \"cuda:0\", got {}",
             d.get_type().name()?
-        )));
-    };
-    // A named GPU inside `with stream:` of that GPU means the stream.
-    if let (Device::Cuda(a), Some(Device::Cuda(cur))) = (&dev, current())
-        && a.stream().device() == cur.stream().device()
-        && d.cast::<PyDevice>().is_err()
-    {
-        return Ok(Device::Cuda(cur));
+        )))
     }
-    Ok(dev)
 }
 
 thread_local! {
@@ -500,7 +516,7 @@ impl PyEvent {
     #[pyo3(signature = (device=None, timing=true))]
     fn new(device: Option<&Bound<'_, PyAny>>, timing: bool) -> PyResult<Self> {
         let dev = match device {
-            None => current().map_or_else(|| open_cuda(0), Ok)?,
+            None => default_cuda()?,
             Some(d) => resolve(Some(d))?,
         };
         let Device::Cuda(c) = dev else {
@@ -516,7 +532,7 @@ impl PyEvent {
     fn record(&self, stream: Option<&PyStream>) -> PyResult<()> {
         let dev = match stream {
             Some(s) => s.device.clone(),
-            None => current().map_or_else(|| open_cuda(0), Ok)?,
+            None => default_cuda()?,
         };
         let Device::Cuda(c) = dev else {
             return Err(value("events are recorded on CUDA streams"));

@@ -175,7 +175,7 @@ pub(crate) fn import(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Tensor>
         return match device.device_type {
             DLDeviceType::CPU => host_copy(&imported),
             DLDeviceType::CUDA => {
-                let lane = lane_of(py, device)?;
+                let lane = lane_of(device)?;
                 adopt(imported, &lane, device)
             }
             other => Err(value(format!(
@@ -197,15 +197,14 @@ pub(crate) fn import(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Tensor>
             device.device_type.0
         )));
     }
-    let lane = lane_of(py, device)?;
+    let lane = lane_of(device)?;
     let imported = dlpark::python::from_dlpack(obj.as_borrowed(), Some(&Lane(&lane)), None)?;
     adopt(imported, &lane, device)
 }
 
 /// The lane imports of `device` go on: the current stream of that GPU, else its default lane.
-fn lane_of(py: Python<'_>, device: DLDevice) -> PyResult<gpukit_ops::CudaDevice> {
-    let name = pyo3::types::PyString::new(py, &format!("cuda:{}", device.device_id));
-    match crate::device::resolve(Some(&name.into_any()))? {
+fn lane_of(device: DLDevice) -> PyResult<gpukit_ops::CudaDevice> {
+    match crate::device::named(&format!("cuda:{}", device.device_id))? {
         Device::Cuda(c) => Ok(c),
         Device::Cpu => Err(value("from_dlpack: expected a CUDA device")),
     }

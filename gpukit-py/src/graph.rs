@@ -3,7 +3,7 @@
 use gpukit_ops::Device;
 use pyo3::prelude::*;
 
-use crate::device::{PyStream, current, resolve};
+use crate::device::{PyStream, default_cuda};
 use crate::errors::{self, value};
 
 /// A CUDA graph: the GPU work a Python function queued on one stream, recorded once and
@@ -36,17 +36,10 @@ impl PyGraph {
     /// `RuntimeError` when the capture fails.
     #[staticmethod]
     #[pyo3(signature = (fn_, stream=None))]
-    fn capture(
-        py: Python<'_>,
-        fn_: &Bound<'_, PyAny>,
-        stream: Option<&Bound<'_, PyStream>>,
-    ) -> PyResult<PyGraph> {
+    fn capture(fn_: &Bound<'_, PyAny>, stream: Option<&Bound<'_, PyStream>>) -> PyResult<PyGraph> {
         let device = match stream {
             Some(s) => s.get().device.clone(),
-            None => match current() {
-                Some(d) => d,
-                None => resolve(Some(&pyo3::types::PyString::new(py, "cuda").into_any()))?,
-            },
+            None => default_cuda()?,
         };
         let Device::Cuda(c) = device else {
             return Err(value("graphs capture CUDA streams"));

@@ -10,7 +10,7 @@ use gpukit_ops::Device;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
 
-use crate::device::{PyStream, current, resolve};
+use crate::device::{PyStream, default_cuda, resolve};
 use crate::errors::{self, type_error, value};
 use crate::tensor::PyTensor;
 
@@ -115,10 +115,7 @@ impl PyKernel {
     ) -> PyResult<()> {
         let device = match stream {
             Some(s) => s.get().device.clone(),
-            None => match current() {
-                Some(d) => d,
-                None => resolve(Some(&pyo3::types::PyString::new(py, "cuda").into_any()))?,
-            },
+            None => default_cuda()?,
         };
         let Device::Cuda(c) = &device else {
             return Err(value("a jit kernel launches on a CUDA device"));
@@ -269,12 +266,10 @@ pub fn jit(
                         return Err(value("jit compiles for a CUDA device, not the CPU"));
                     }
                 },
-                None if crate::device::cuda_available() => {
-                    match resolve(Some(&pyo3::types::PyString::new(py, "cuda").into_any()))? {
-                        Device::Cuda(c) => Some(c),
-                        Device::Cpu => None,
-                    }
-                }
+                None if crate::device::cuda_available() => match default_cuda()? {
+                    Device::Cuda(c) => Some(c),
+                    Device::Cpu => None,
+                },
                 None => None,
             };
             let sm = dev.map_or(80, |c| {

@@ -15,7 +15,6 @@ use gpukit_llm::chat::Message;
 use gpukit_llm::engine::{Engine, GenerateOptions, GenerateStats, Prompt, StopReason};
 use gpukit_llm::model::LoadOptions;
 use gpukit_llm::store::DEFAULT_MODEL;
-use gpukit_ops::sampling::SamplingParams;
 use gpukit_ops::{DType, Device, Tensor};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -236,22 +235,20 @@ fn options(
     seed: u64,
     stop: Option<Vec<String>>,
 ) -> PyResult<GenerateOptions> {
-    let opts = GenerateOptions {
+    Ok(GenerateOptions {
         max_new_tokens: max_tokens,
-        sampling: SamplingParams {
+        sampling: crate::ops::sampling_params(
             temperature,
             top_k,
             top_p,
             min_p,
             repetition_penalty,
             seed,
-        },
+        )?,
         stop: stop.unwrap_or_default(),
         cancel: Some(Arc::new(AtomicBool::new(false))),
         ..Default::default()
-    };
-    opts.sampling.validate().map_err(errors::ops)?;
-    Ok(opts)
+    })
 }
 
 impl PyModel {
@@ -583,9 +580,7 @@ pub fn load(
 ) -> PyResult<PyModel> {
     let device = match device {
         Some(d) if !d.is_none() => resolve(Some(d))?,
-        _ if crate::device::cuda_available() => {
-            resolve(Some(&pyo3::types::PyString::new(py, "cuda").into_any()))?
-        }
+        _ if crate::device::cuda_available() => crate::device::default_cuda()?,
         _ => Device::Cpu,
     };
     let dtype = dtype.map(dtype_arg).transpose()?;

@@ -55,8 +55,9 @@ pub(crate) fn binary_op(
     })?))
 }
 
-fn scalar_of(op: BinaryOp) -> PyResult<ScalarOp> {
-    Ok(match op {
+/// The scalar op computing `x op s` for a tensor `x` and a number `s`.
+fn scalar_of(op: BinaryOp) -> ScalarOp {
+    match op {
         BinaryOp::Add => ScalarOp::Add,
         BinaryOp::Sub => ScalarOp::Sub,
         BinaryOp::Mul => ScalarOp::Mul,
@@ -64,7 +65,38 @@ fn scalar_of(op: BinaryOp) -> PyResult<ScalarOp> {
         BinaryOp::Pow => ScalarOp::Pow,
         BinaryOp::Maximum => ScalarOp::Maximum,
         BinaryOp::Minimum => ScalarOp::Minimum,
-    })
+    }
+}
+
+/// The scalar op computing `s op x` for a number `s` and a tensor `x` (none for a power of a
+/// number).
+fn reflected_of(op: BinaryOp) -> Option<ScalarOp> {
+    match op {
+        BinaryOp::Add => Some(ScalarOp::Add),
+        BinaryOp::Mul => Some(ScalarOp::Mul),
+        BinaryOp::Sub => Some(ScalarOp::RSub),
+        BinaryOp::Div => Some(ScalarOp::RDiv),
+        BinaryOp::Maximum => Some(ScalarOp::Maximum),
+        BinaryOp::Minimum => Some(ScalarOp::Minimum),
+        BinaryOp::Pow => None,
+    }
+}
+
+/// `s op x` for a number `s`, into `out` if given.
+pub(crate) fn reflected_scalar_op(
+    py: Python<'_>,
+    op: BinaryOp,
+    s: f64,
+    x: &Tensor,
+    out: Option<Tensor>,
+) -> PyResult<PyTensor> {
+    let sop = reflected_of(op)
+        .ok_or_else(|| type_error("pow(number, tensor): give the base as a tensor"))?;
+    let x = x.clone();
+    Ok(PyTensor::new(run(py, move || match out {
+        Some(o) => ops::scalar_into(sop, &x, s as f32, &o).map(|_| o),
+        None => ops::scalar(sop, &x, s as f32),
+    })?))
 }
 
 /// `x op s` for a number `s`, into `out` if given.
@@ -75,7 +107,7 @@ pub(crate) fn scalar_op(
     s: f64,
     out: Option<Tensor>,
 ) -> PyResult<PyTensor> {
-    let sop = scalar_of(op)?;
+    let sop = scalar_of(op);
     let x = x.clone();
     Ok(PyTensor::new(run(py, move || match out {
         Some(o) => ops::scalar_into(sop, &x, s as f32, &o).map(|_| o),
@@ -101,23 +133,7 @@ fn binary_fn(
     ) {
         (Operand::Tensor(a), Operand::Tensor(b)) => binary_op(py, op, &a, &b, out),
         (Operand::Tensor(a), Operand::Scalar(s)) => scalar_op(py, op, &a, s, out),
-        (Operand::Scalar(s), Operand::Tensor(b)) => {
-            let sop = match op {
-                BinaryOp::Add => ScalarOp::Add,
-                BinaryOp::Mul => ScalarOp::Mul,
-                BinaryOp::Sub => ScalarOp::RSub,
-                BinaryOp::Div => ScalarOp::RDiv,
-                BinaryOp::Maximum => ScalarOp::Maximum,
-                BinaryOp::Minimum => ScalarOp::Minimum,
-                BinaryOp::Pow => {
-                    return Err(type_error("pow(number, tensor): give the base as a tensor"));
-                }
-            };
-            Ok(PyTensor::new(run(py, move || match out {
-                Some(o) => ops::scalar_into(sop, &b, s as f32, &o).map(|_| o),
-                None => ops::scalar(sop, &b, s as f32),
-            })?))
-        }
+        (Operand::Scalar(s), Operand::Tensor(b)) => reflected_scalar_op(py, op, s, &b, out),
         (Operand::Scalar(_), Operand::Scalar(_)) => {
             Err(type_error("at least one operand must be a tensor"))
         }
@@ -652,6 +668,28 @@ pub fn sdpa(
     })?))
 }
 
+/// Sampling parameters from the arguments `sample` and the LLM's generating methods take.
+/// Raises `ValueError` for values out of range.
+pub(crate) fn sampling_params(
+    temperature: f32,
+    top_k: usize,
+    top_p: f32,
+    min_p: f32,
+    repetition_penalty: f32,
+    seed: u64,
+) -> PyResult<SamplingParams> {
+    let params = SamplingParams {
+        temperature,
+        top_k,
+        top_p,
+        min_p,
+        repetition_penalty,
+        seed,
+    };
+    params.validate().map_err(errors::ops)?;
+    Ok(params)
+}
+
 /// One token id per row of `logits [rows, vocab]`, int32 `[rows]`: greedy at temperature 0,
 /// else a seeded draw (Philox, counter `(step, row)`) after the repetition penalty (over the
 /// ids in `recent [rows, window]`, int32, negative entries empty), temperature, top-k, top-p
@@ -672,15 +710,7 @@ pub fn sample(
     step: i64,
     recent: Option<&Bound<'_, PyTensor>>,
 ) -> PyResult<PyTensor> {
-    let params = SamplingParams {
-        temperature,
-        top_k,
-        top_p,
-        min_p,
-        repetition_penalty,
-        seed,
-    };
-    params.validate().map_err(errors::ops)?;
+    let params = sampling_params(temperature, top_k, top_p, min_p, repetition_penalty, seed)?;
     let logits = logits.get().t.clone();
     let recent = recent.map(|r| r.get().t.clone());
     Ok(PyTensor::new(run(py, move || {

@@ -1,7 +1,7 @@
 //! `gk.Tensor`, dtypes, tensor creation and numpy conversion.
 
 use gpukit_kernels::QuantFormat;
-use gpukit_ops::{BinaryOp, DType, Device, Element, ReduceOp, ScalarOp, Tensor, UnaryOp, ops};
+use gpukit_ops::{BinaryOp, DType, Device, Element, ReduceOp, Tensor, UnaryOp, ops};
 use half::{bf16, f16};
 use numpy::{PyArray1, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::PyTypeError;
@@ -10,7 +10,7 @@ use pyo3::types::{PyEllipsis, PySlice, PyString, PyTuple};
 
 use crate::device::{PyDevice, PyStream, resolve};
 use crate::errors::{self, type_error, value};
-use crate::ops::{Operand, binary_op, scalar_op};
+use crate::ops::{Operand, binary_op, reflected_scalar_op, scalar_op};
 
 /// An element type: `gk.float32`, `gk.float16`, `gk.bfloat16`, `gk.int32`, `gk.int64`,
 /// `gk.uint8`, and the GGUF block formats `gk.q8_0`, `gk.q4_0`, `gk.q4_1`, `gk.q4_K`,
@@ -338,17 +338,6 @@ pub(crate) fn tensor_arg(
     from_array(py, &arr, device, true)
 }
 
-/// `(op, scalar)` pairs for the reflected scalar forms.
-fn reflected(op: BinaryOp) -> Option<ScalarOp> {
-    match op {
-        BinaryOp::Add => Some(ScalarOp::Add),
-        BinaryOp::Mul => Some(ScalarOp::Mul),
-        BinaryOp::Sub => Some(ScalarOp::RSub),
-        BinaryOp::Div => Some(ScalarOp::RDiv),
-        _ => None,
-    }
-}
-
 impl PyTensor {
     fn arith(&self, py: Python<'_>, op: BinaryOp, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         match Operand::extract(py, other, &self.t.device())? {
@@ -360,14 +349,7 @@ impl PyTensor {
     fn rarith(&self, py: Python<'_>, op: BinaryOp, other: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
         match Operand::extract(py, other, &self.t.device())? {
             Operand::Tensor(o) => binary_op(py, op, &o, &self.t, None),
-            Operand::Scalar(s) => {
-                let sop =
-                    reflected(op).ok_or_else(|| type_error("unsupported reflected operand"))?;
-                let t = self.t.clone();
-                Ok(PyTensor::new(run(py, move || {
-                    ops::scalar(sop, &t, s as f32)
-                })?))
-            }
+            Operand::Scalar(s) => reflected_scalar_op(py, op, s, &self.t, None),
         }
     }
 
@@ -879,6 +861,22 @@ impl PyTensor {
     }
 }
 
+/// A new tensor from `make(shape, dtype, device)`, with the arguments every creation function
+/// takes: the shape, `dtype` (default float32) and `device` (default: the current stream's
+/// device, else the CPU).
+fn create(
+    py: Python<'_>,
+    shape: &[isize],
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    make: impl FnOnce(&[usize], DType, &Device) -> gpukit_ops::Result<Tensor> + Send,
+) -> PyResult<PyTensor> {
+    let s = sizes(shape)?;
+    let dt = dtype.map(dtype_arg).transpose()?.unwrap_or(DType::F32);
+    let d = resolve(device)?;
+    Ok(PyTensor::new(run(py, move || make(&s, dt, &d))?))
+}
+
 /// A tensor of `shape` filled with `fill_value`, of `dtype` (default float32) on `device`
 /// (default: the current stream's device, else the CPU).
 #[pyfunction]
@@ -890,12 +888,10 @@ pub fn full(
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    let s = sizes(&shape_arg(&PyTuple::new(py, [shape])?)?)?;
-    let dt = dtype.map(dtype_arg).transpose()?.unwrap_or(DType::F32);
-    let d = resolve(device)?;
-    Ok(PyTensor::new(run(py, move || {
-        Tensor::full(&s, fill_value, dt, &d)
-    })?))
+    let shape = shape_arg(&PyTuple::new(py, [shape])?)?;
+    create(py, &shape, dtype, device, move |s, dt, d| {
+        Tensor::full(s, fill_value, dt, d)
+    })
 }
 
 /// A tensor of zeros: `gk.zeros(2, 3)` or `gk.zeros((2, 3), dtype=gk.float16, device="cuda")`.
@@ -907,10 +903,7 @@ pub fn zeros(
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    let s = sizes(&shape_arg(shape)?)?;
-    let dt = dtype.map(dtype_arg).transpose()?.unwrap_or(DType::F32);
-    let d = resolve(device)?;
-    Ok(PyTensor::new(run(py, move || Tensor::zeros(&s, dt, &d))?))
+    create(py, &shape_arg(shape)?, dtype, device, Tensor::zeros)
 }
 
 /// A tensor of ones (as `zeros`).
@@ -922,10 +915,7 @@ pub fn ones(
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    let s = sizes(&shape_arg(shape)?)?;
-    let dt = dtype.map(dtype_arg).transpose()?.unwrap_or(DType::F32);
-    let d = resolve(device)?;
-    Ok(PyTensor::new(run(py, move || Tensor::ones(&s, dt, &d))?))
+    create(py, &shape_arg(shape)?, dtype, device, Tensor::ones)
 }
 
 /// A tensor whose contents are undefined (as `zeros`, without the fill).
@@ -937,10 +927,7 @@ pub fn empty(
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    let s = sizes(&shape_arg(shape)?)?;
-    let dt = dtype.map(dtype_arg).transpose()?.unwrap_or(DType::F32);
-    let d = resolve(device)?;
-    Ok(PyTensor::new(run(py, move || Tensor::empty(&s, dt, &d))?))
+    create(py, &shape_arg(shape)?, dtype, device, Tensor::empty)
 }
 
 /// Uniform random values in `[low, high)`, reproducible from `seed` (as `zeros` otherwise).
@@ -956,12 +943,9 @@ pub fn rand(
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    let s = sizes(&shape_arg(shape)?)?;
-    let dt = dtype.map(dtype_arg).transpose()?.unwrap_or(DType::F32);
-    let d = resolve(device)?;
-    Ok(PyTensor::new(run(py, move || {
-        Tensor::rand(&s, low, high, dt, seed, &d)
-    })?))
+    create(py, &shape_arg(shape)?, dtype, device, move |s, dt, d| {
+        Tensor::rand(s, low, high, dt, seed, d)
+    })
 }
 
 /// Values `start, start + step, …` below `stop` (`gk.arange(5)`, `gk.arange(1, 2, 0.25)`):
@@ -995,26 +979,24 @@ pub fn arange(
         None => DType::F32,
     };
     let d = resolve(device)?;
-    let values: Vec<f64> = (0..n).map(|i| a + st * i as f64).collect();
-    Ok(PyTensor::new(run(py, move || {
-        let t = Tensor::from_slice(
-            &values.iter().map(|&v| v as f32).collect::<Vec<_>>(),
+    let values = (0..n).map(|i| a + st * i as f64);
+    // Made on the host in int64 or float32, then moved and converted as `to` does.
+    let host = if dt.is_float() {
+        Tensor::from_slice(
+            &values.map(|v| v as f32).collect::<Vec<_>>(),
             &[n],
             &Device::Cpu,
-        )?;
-        let t = if dt == DType::I64 {
-            Tensor::from_slice(
-                &values.iter().map(|&v| v as i64).collect::<Vec<_>>(),
-                &[n],
-                &Device::Cpu,
-            )?
-        } else if dt == DType::F32 {
-            t
-        } else {
-            ops::to_dtype(&t, dt)?
-        };
-        t.to_device(&d)
-    })?))
+        )
+    } else {
+        Tensor::from_slice(
+            &values.map(|v| v as i64).collect::<Vec<_>>(),
+            &[n],
+            &Device::Cpu,
+        )
+    }
+    .map_err(errors::ops)?;
+    let on_device = run(py, move || host.to_device(&d))?;
+    Ok(PyTensor::new(crate::ops::cast(py, &on_device, dt)?))
 }
 
 /// A tensor holding a copy of numpy array `array` (float32, float16, bfloat16 from ml_dtypes,
