@@ -8,7 +8,7 @@
 //!   forward fallback) and embeds them; without NVRTC at build time they are compiled at first
 //!   use instead.
 //! - One module per family — [`elementwise`], [`reduce`], [`norm`], [`gather`], [`gemv`],
-//!   [`rope`], [`quant`], [`kv`], [`attention`], [`sampling`] — owning its kernel ids, their
+//!   [`rope`], [`quant`], [`kv`], [`attention`], [`paged`], [`sampling`] — owning its kernel ids, their
 //!   entry-point names, its launch geometry (and why it is what it is) and their tests.
 //!   [`Kernel`] wraps a family's id for the registry; [`grid`] holds the launch shapes several
 //!   families share.
@@ -48,6 +48,7 @@ mod kernel;
 pub mod kv;
 pub mod norm;
 pub mod ops;
+pub mod paged;
 pub mod quant;
 pub mod reduce;
 pub mod registry;

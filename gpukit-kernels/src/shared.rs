@@ -157,6 +157,11 @@ shared_constants! {
     /// Threads of the one-block kernels that merge first maxima into a greedy pick
     /// (`sample_greedy_merge` per row, `sample_argmax_parts`).
     ARGMAX_PARTS_THREADS: u32 = 1024;
+    /// Warps per block of the paged attention (one warp per token and query head).
+    PAGED_WARPS: u32 = 4;
+    /// Largest head dimension the paged attention takes (its queries sit in shared memory and
+    /// each lane keeps `PAGED_MAX_HEAD_DIM / 32` output values in registers).
+    PAGED_MAX_HEAD_DIM: usize = 256;
 }
 
 shared_enum! {

@@ -290,9 +290,9 @@ impl CudaDevice {
             // SAFETY: the flag buffer is 4 bytes, ordered on the lane's stream.
             unsafe { self.stream().memset_d8_async(self.inner.err.ptr(), 0, 4) }?;
             return Err(Error::Index {
-                op: "index_select / embedding / gather",
-                detail: "an index was outside the indexed dimension; the rows it selected were \
-                         filled with zeros"
+                op: "index_select / embedding / gather / paged KV cache",
+                detail: "an index (a token id, a gather index, a KV-cache slot or block id) was \
+                         outside its range; what it selected was filled with zeros or not written"
                     .into(),
             });
         }
