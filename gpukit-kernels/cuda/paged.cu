@@ -43,16 +43,16 @@ __device__ __forceinline__ void paged_kv_write_impl(T* __restrict__ k_cache, T* 
 // over head_dim in order), the tile's maximum and sum come from fixed butterflies, and the
 // running output (each lane owning head_dim / 32 of its values) is rescaled and accumulated key by
 // key in order — the online softmax of Milakov & Gimelshein 2018. Nothing depends on the other
-// tokens of the batch. A block id outside [0, num_blocks) sets bit 0 of *err and the token's
-// output is zero.
+// tokens of the batch. A sequence row outside the block tables, a position past them or a
+// block id outside [0, num_blocks) sets bit 0 of *err and the token's output is zero.
 template <typename T>
 __device__ __forceinline__ void paged_attention_impl(
     T* __restrict__ out, const T* __restrict__ q, const T* __restrict__ k_cache,
     const T* __restrict__ v_cache, const int* __restrict__ block_tables,
     const int* __restrict__ token_seq, const int* __restrict__ token_pos, unsigned int tokens,
     unsigned int heads, unsigned int kv_heads, unsigned int head_dim, unsigned int block_size,
-    unsigned int max_blocks, unsigned int num_blocks, float scale, unsigned int window,
-    unsigned int* __restrict__ err) {
+    unsigned int seqs, unsigned int max_blocks, unsigned int num_blocks, float scale,
+    unsigned int window, unsigned int* __restrict__ err) {
     __shared__ float qs[PAGED_WARPS][PAGED_MAX_HEAD_DIM];
     const unsigned int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const unsigned long long item = (unsigned long long)blockIdx.x * PAGED_WARPS + warp;
@@ -64,16 +64,17 @@ __device__ __forceinline__ void paged_attention_impl(
     const T* qr = q + ((unsigned long long)t * heads + h) * head_dim;
     for (unsigned int d = lane; d < head_dim; d += 32) qs[warp][d] = to_f32(qr[d]);
     __syncwarp();
-    const int pos = token_pos[t];
-    const int* table = block_tables + (unsigned long long)token_seq[t] * max_blocks;
+    const int pos = token_pos[t], seq = token_seq[t];
+    bool bad = seq < 0 || (unsigned int)seq >= seqs || pos < 0 ||
+               (unsigned int)pos / block_size >= max_blocks;
+    const int* table = block_tables + (unsigned long long)(bad ? 0 : seq) * max_blocks;
     const int lo = (window > 0 && pos + 1 > (int)window) ? pos + 1 - (int)window : 0;
     const int PER = PAGED_MAX_HEAD_DIM / 32;
     float acc[PER];
 #pragma unroll
     for (int i = 0; i < PER; ++i) acc[i] = 0.0f;
     float m = -GPUKIT_INF, l = 0.0f;
-    bool bad = false;
-    for (int base = lo; base <= pos; base += 32) {
+    for (int base = lo; !bad && base <= pos; base += 32) {
         const int key = base + (int)lane;
         float s = -GPUKIT_INF;
         unsigned long long slot = 0;
@@ -131,12 +132,12 @@ extern "C" __global__ void paged_kv_write_##NAME(T* k_cache, T* v_cache, const T
 extern "C" __global__ void __launch_bounds__(PAGED_WARPS * 32) paged_attention_##NAME(T* out,     \
         const T* q, const T* k_cache, const T* v_cache, const int* block_tables,                  \
         const int* token_seq, const int* token_pos, unsigned int tokens, unsigned int heads,      \
-        unsigned int kv_heads, unsigned int head_dim, unsigned int block_size,                    \
+        unsigned int kv_heads, unsigned int head_dim, unsigned int block_size, unsigned int seqs, \
         unsigned int max_blocks, unsigned int num_blocks, float scale, unsigned int window,       \
         unsigned int* err) {                                                                      \
     paged_attention_impl<T>(out, q, k_cache, v_cache, block_tables, token_seq, token_pos, tokens, \
-                            heads, kv_heads, head_dim, block_size, max_blocks, num_blocks, scale, \
-                            window, err);                                                         \
+                            heads, kv_heads, head_dim, block_size, seqs, max_blocks, num_blocks,  \
+                            scale, window, err);                                                  \
 }
 
 PAGED_KERNELS(float, f32)

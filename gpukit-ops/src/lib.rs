@@ -46,6 +46,7 @@ mod error;
 pub mod kv_cache;
 mod layout;
 pub mod ops;
+pub mod paged;
 pub mod quant;
 pub mod rope;
 pub mod sampling;

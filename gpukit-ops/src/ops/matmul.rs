@@ -7,8 +7,9 @@
 
 use gpukit_driver::KernelArgs;
 use gpukit_kernels::gemv::{self, GemvKernel};
-use gpukit_kernels::shared::BLOCK_THREADS;
+use gpukit_kernels::shared::{BLOCK_THREADS, QGEMV_MAX_ROWS};
 use gpukit_kernels::{BLayout, DType, Epilogue, F32Precision, GemmShape};
+use rayon::prelude::*;
 
 use super::{
     check_out, dptr, float_only, need_contiguous, new_output, same_device, u32_dim, write_host,
@@ -386,13 +387,9 @@ pub fn linear_into(
                         .arg(split);
                     gemv::persistent(n, split, 0, resident)?
                 } else {
-                    let (cfg, rows) = gemv::blocks(n, k, dt.size_in_bytes())?;
-                    args = args
-                        .arg(u32_dim("linear", m)?)
-                        .arg(u32_dim("linear", n)?)
-                        .arg(u32_dim("linear", k)?)
-                        .arg(rows);
-                    cfg
+                    let (x, out) = (dptr(&x)?, dptr(out)?);
+                    // SAFETY: as below.
+                    return unsafe { gemv_blocks(c, x, &w, bias_ptr, out, [m, n, k], vectorized) };
                 };
                 // SAFETY: x holds m·k, w n·k, out m·n elements, bias n (or null, unread);
                 // the vector variant only when k is a multiple of the 16-byte width and rows
@@ -428,6 +425,190 @@ pub fn linear_into(
             }?;
             Ok(())
         }
+    }
+}
+
+/// The multi-row GEMV (`GemvKernel::Gemv`, not the single-row variant) for `[m, n, k]`, m at
+/// most [`GEMV_MAX_M`]: each output row's sums over k run in an order fixed by n and k alone.
+///
+/// # Safety
+/// x holds m·k, w n·k, out m·n elements of w's dtype on this lane, bias n (or null); with
+/// `vectorized`, k is a multiple of the 16-byte width and x and w are 16-byte aligned.
+unsafe fn gemv_blocks(
+    c: &crate::CudaDevice,
+    x: gpukit_driver::DevicePtr,
+    w: &Tensor,
+    bias: Option<gpukit_driver::DevicePtr>,
+    out: gpukit_driver::DevicePtr,
+    [m, n, k]: [usize; 3],
+    vectorized: bool,
+) -> Result<()> {
+    let dt = w.dtype();
+    let kernel = GemvKernel::Gemv {
+        dtype: dt,
+        vectorized,
+        single_row: false,
+    };
+    let (cfg, rows) = gemv::blocks(n, k, dt.size_in_bytes())?;
+    let args = KernelArgs::new()
+        .arg(x)
+        .arg(dptr(w)?)
+        .arg(bias.unwrap_or(gpukit_driver::DevicePtr(0)))
+        .arg(out)
+        .arg(u32_dim("linear", m)?)
+        .arg(u32_dim("linear", n)?)
+        .arg(u32_dim("linear", k)?)
+        .arg(rows);
+    // SAFETY: forwarded to the caller.
+    unsafe { c.launch(kernel, &cfg, &args) }
+}
+
+/// A dot product whose order of additions is fixed by the length alone: eight running sums
+/// over strided elements (which the compiler keeps in vector registers), combined pairwise.
+fn dot_fixed(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (xa, xb) in ca.zip(cb) {
+        for i in 0..8 {
+            acc[i] += xa[i] * xb[i];
+        }
+    }
+    ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7])) + tail
+}
+
+/// `out [m, n] = x [m, k] · Wᵀ + bias`, **batch invariant**: every row of `out` is computed
+/// from its row of x the same way whatever m is and whatever the other rows hold, so a
+/// sequence's projections are bit for bit the same alone or in any batch (what a serving
+/// engine needs for batch-invariant results; He et al. 2025, "Defeating Nondeterminism in LLM
+/// Inference", explain why ordinary GEMMs are not).
+///
+/// `w` is `[n, k]` in x's float dtype, or block-quantized (GGUF); `bias` `[n]` in x's dtype.
+/// On the CPU each sum runs in an order fixed by k ([`dot_fixed`], f32); on CUDA dense weights
+/// go through the multi-row GEMV kernel [`GEMV_MAX_M`] rows at a time (its reduction order is
+/// fixed by n and k) and quantized ones through the quantized GEMV one row at a time. This
+/// trades the tensor cores' throughput at large m for invariance: every row reads the weights
+/// again (once per [`GEMV_MAX_M`] rows on CUDA).
+///
+/// # Errors
+/// [`Error::Shape`] for mismatched shapes; [`Error::DType`] for a non-float x or a dtype
+/// mismatch; device errors.
+pub fn linear_batch_invariant_into(
+    x: &Tensor,
+    w: &Tensor,
+    bias: Option<&Tensor>,
+    out: &Tensor,
+) -> Result<()> {
+    const OP: &str = "linear_batch_invariant";
+    if w.dtype().is_quantized() {
+        return quantized_rows(x, w, bias, out);
+    }
+    let mut inputs = vec![x, w];
+    inputs.extend(bias);
+    let dev = same_device(OP, &inputs)?;
+    float_only(OP, x)?;
+    for t in &inputs[1..] {
+        super::same_dtype(OP, x, t)?;
+    }
+    let (shape, m, k, n) = linear_shape(x, w, bias)?;
+    check_out(OP, out, &shape, x.dtype(), &dev, &inputs)?;
+    if out.numel() == 0 {
+        return Ok(());
+    }
+    match &dev {
+        Device::Cpu => {
+            let xv = x.to_vec_f32()?;
+            let wv = w.to_vec_f32()?;
+            let bv = bias.map(Tensor::to_vec_f32).transpose()?;
+            // Column blocks in parallel; within one, each weight row against every row of x
+            // (the row stays in L1 while x streams by). Results land transposed, [n][m].
+            let cols: Vec<f32> = wv
+                .par_chunks(16 * k.max(1))
+                .flat_map_iter(|wc| {
+                    let xv = &xv;
+                    wc.chunks_exact(k.max(1))
+                        .flat_map(move |wr| {
+                            xv.chunks_exact(k.max(1)).map(move |xr| dot_fixed(xr, wr))
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            let vals = (0..m * n).map(|i| {
+                let (r, j) = (i / n, i % n);
+                let y = cols.get(j * m + r).copied().unwrap_or(0.0);
+                f64::from(y + bv.as_ref().map_or(0.0, |b| b[j]))
+            });
+            write_host(out, vals.collect::<Vec<_>>())
+        }
+        Device::Cuda(c) => {
+            let (x, w) = (x.contiguous()?, w.contiguous()?);
+            let bias = bias.map(Tensor::contiguous).transpose()?;
+            need_contiguous(OP, out, "the output")?;
+            let dt = x.dtype();
+            let per16 = 16 / dt.size_in_bytes();
+            let (xp, op) = (dptr(&x)?, dptr(out)?);
+            let vectorized = k % per16 == 0 && xp.0 % 16 == 0 && dptr(&w)?.0 % 16 == 0;
+            let bias_ptr = bias.as_ref().map(dptr).transpose()?;
+            let size = dt.size_in_bytes();
+            for r0 in (0..m).step_by(GEMV_MAX_M) {
+                let rows = GEMV_MAX_M.min(m - r0);
+                let xr = xp.offset(r0 * k * size)?;
+                let or = op.offset(r0 * n * size)?;
+                // SAFETY: rows r0..r0 + rows of x (k each) and out (n each) lie inside the
+                // contiguous tensors; w holds n·k, bias n; with `vectorized` k is a multiple of
+                // the 16-byte width, so every chunk of x starts 16-byte aligned like x.
+                unsafe { gemv_blocks(c, xr, &w, bias_ptr, or, [rows, n, k], vectorized) }?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// [`linear_batch_invariant_into`] for block-quantized weights: the quantized GEMV, whose rows
+/// are independent on the CPU (taken [`QGEMV_MAX_ROWS`] at a time) and which runs one row per
+/// launch on CUDA (its single-row and multi-row kernels sum in different orders).
+fn quantized_rows(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, out: &Tensor) -> Result<()> {
+    const OP: &str = "linear_batch_invariant";
+    let &[n, k] = w.shape() else {
+        return Err(Error::shape(
+            OP,
+            format!("weights {:?} must be [n, k]", w.shape()),
+        ));
+    };
+    if x.rank() != 2 || x.shape()[1] != k || out.shape() != [x.shape()[0], n] {
+        return Err(Error::shape(
+            OP,
+            format!(
+                "x {:?} must be [m, {k}] and out {:?} [m, {n}] for weights {:?}",
+                x.shape(),
+                out.shape(),
+                w.shape()
+            ),
+        ));
+    }
+    let m = x.shape()[0];
+    let step = match x.device() {
+        Device::Cpu => QGEMV_MAX_ROWS,
+        Device::Cuda(_) => 1,
+    };
+    // With a bias the products go to a temporary first (an op's output aliases no input).
+    let products = match bias {
+        Some(_) => Tensor::empty(out.shape(), out.dtype(), &out.device())?,
+        None => out.clone(),
+    };
+    for r0 in (0..m).step_by(step) {
+        let rows = step.min(m - r0);
+        let (xr, pr) = (x.narrow(0, r0, rows)?, products.narrow(0, r0, rows)?);
+        crate::quant::qgemv_into(&xr, w, &pr)?;
+    }
+    match bias {
+        Some(b) => super::binary_into(crate::BinaryOp::Add, &products, b, out),
+        None => Ok(()),
     }
 }
 

@@ -254,6 +254,7 @@ mod elementwise;
 mod index;
 mod matmul;
 mod norm;
+mod paged;
 mod quant;
 mod reduce;
 mod rope;
