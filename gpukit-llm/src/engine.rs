@@ -168,15 +168,25 @@ impl GenerateOptions {
     /// `repetition_window` ids, oldest first, right-aligned (negative entries are empty slots);
     /// empty when the penalty is off.
     fn penalty_window(&self, history: &[u32]) -> Vec<i32> {
-        let window = self.repetition_window;
-        if window == 0 || self.sampling.repetition_penalty == 1.0 {
-            return Vec::new();
-        }
-        let tail = &history[history.len().saturating_sub(window)..];
-        let mut ids = vec![-1i32; window - tail.len()];
-        ids.extend(tail.iter().map(|&i| i as i32));
-        ids
+        penalty_window(self.repetition_window, &self.sampling, history)
     }
+}
+
+/// The repetition penalty's window over `history` for the device sampler: the last `window`
+/// ids, oldest first, right-aligned (negative entries are empty slots); empty when the penalty
+/// is off.
+pub(crate) fn penalty_window(
+    window: usize,
+    sampling: &SamplingParams,
+    history: &[u32],
+) -> Vec<i32> {
+    if window == 0 || sampling.repetition_penalty == 1.0 {
+        return Vec::new();
+    }
+    let tail = &history[history.len().saturating_sub(window)..];
+    let mut ids = vec![-1i32; window - tail.len()];
+    ids.extend(tail.iter().map(|&i| i as i32));
+    ids
 }
 
 /// Why generation ended.
@@ -233,30 +243,28 @@ pub enum Prompt<'a> {
 
 /// Turns token ids into text pieces made of whole UTF-8 characters: a token that ends inside a
 /// multi-byte character is held back until the character is complete.
-struct TextStream<'a> {
-    tokenizer: &'a Tokenizer,
+struct TextStream {
     ids: Vec<u32>,
     emitted: usize,
 }
 
-impl<'a> TextStream<'a> {
-    fn new(tokenizer: &'a Tokenizer) -> Self {
+impl TextStream {
+    fn new() -> Self {
         TextStream {
-            tokenizer,
             ids: Vec::new(),
             emitted: 0,
         }
     }
 
     /// The full text so far.
-    fn text(&self) -> Result<String> {
-        self.tokenizer.decode(&self.ids)
+    fn text(&self, tokenizer: &Tokenizer) -> Result<String> {
+        tokenizer.decode(&self.ids)
     }
 
     /// Adds a token; returns the new complete text, if any.
-    fn push(&mut self, id: u32) -> Result<Option<String>> {
+    fn push(&mut self, tokenizer: &Tokenizer, id: u32) -> Result<Option<String>> {
         self.ids.push(id);
-        let text = self.text()?;
+        let text = self.text(tokenizer)?;
         let piece = self.unseen(&text);
         if text.ends_with('\u{FFFD}') || piece.is_empty() {
             return Ok(None);
@@ -275,6 +283,61 @@ impl<'a> TextStream<'a> {
             .find(|&i| text.is_char_boundary(i))
             .unwrap_or(text.len());
         &text[start..]
+    }
+}
+
+/// A generation's text as its tokens arrive: whole UTF-8 characters, cut before the first stop
+/// string, and holding back what could still be the start of one.
+pub(crate) struct TextOutput {
+    stream: TextStream,
+    held: String,
+    stop: Vec<String>,
+    longest_stop: usize,
+}
+
+impl TextOutput {
+    pub(crate) fn new(stop: &[String]) -> Self {
+        TextOutput {
+            stream: TextStream::new(),
+            held: String::new(),
+            stop: stop.to_vec(),
+            longest_stop: stop.iter().map(String::len).max().unwrap_or(0),
+        }
+    }
+
+    /// Adds a token. Returns the text that can be handed out now and whether a stop string
+    /// appeared (the text then ends before it, and the generation is over).
+    pub(crate) fn push(&mut self, tokenizer: &Tokenizer, id: u32) -> Result<(String, bool)> {
+        let Some(piece) = self.stream.push(tokenizer, id)? else {
+            return Ok((String::new(), false));
+        };
+        self.held.push_str(&piece);
+        if let Some(at) = self
+            .stop
+            .iter()
+            .filter_map(|s| self.held.find(s.as_str()))
+            .min()
+        {
+            let out = self.held[..at].to_string();
+            self.held.clear();
+            return Ok((out, true));
+        }
+        let keep = self.longest_stop.saturating_sub(1).min(self.held.len());
+        let mut cut = self.held.len() - keep;
+        while !self.held.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        Ok((self.held.drain(..cut).collect(), false))
+    }
+
+    /// The rest, when generation ends other than by a stop string: the held-back text and any
+    /// incomplete character.
+    pub(crate) fn finish(&mut self, tokenizer: &Tokenizer) -> Result<String> {
+        let rest = self.stream.text(tokenizer)?;
+        let mut out = std::mem::take(&mut self.held);
+        out.push_str(self.stream.unseen(&rest));
+        self.stream.emitted = rest.len();
+        Ok(out)
     }
 }
 
@@ -408,6 +471,29 @@ impl Engine {
         chat.render(messages, true)
     }
 
+    /// The token ids of a prompt: text encoded (BOS added as the tokenizer asks), a
+    /// conversation rendered with the chat template and encoded, ids as they are.
+    ///
+    /// # Errors
+    /// Tokenizer errors; a chat prompt for a model without a chat template.
+    pub fn encode_prompt(&self, prompt: Prompt<'_>) -> Result<Vec<u32>> {
+        match prompt {
+            Prompt::Text(text) => self.tokenizer.encode(text),
+            Prompt::Chat(messages) => self.tokenizer.encode_rendered(&self.chat_prompt(messages)?),
+            Prompt::Ids(ids) => Ok(ids.to_vec()),
+        }
+    }
+
+    /// The ids that end generation (EOS, and e.g. Llama 3's `<|eot_id|>`).
+    pub fn eos_ids(&self) -> &[u32] {
+        &self.eos
+    }
+
+    /// Whether the model has a chat template.
+    pub fn has_chat_template(&self) -> bool {
+        self.chat.is_some()
+    }
+
     /// Generates a continuation of `prompt`, calling `on_text` with each new piece of text as
     /// soon as it is complete. Sampling runs where the model runs (on CUDA, only the chosen id
     /// comes back to the host each step).
@@ -425,13 +511,7 @@ impl Engine {
             what: "generation options",
             detail: e.to_string(),
         })?;
-        let ids = match prompt {
-            Prompt::Text(text) => self.tokenizer.encode(text)?,
-            Prompt::Chat(messages) => self
-                .tokenizer
-                .encode_rendered(&self.chat_prompt(messages)?)?,
-            Prompt::Ids(ids) => ids.to_vec(),
-        };
+        let ids = self.encode_prompt(prompt)?;
         let ctx = self.model.spec().max_positions;
         if ids.is_empty() || ids.len() >= ctx {
             return Err(Error::Invalid {
@@ -474,9 +554,7 @@ impl Engine {
         };
         let prefill = t0.elapsed();
         let t1 = Instant::now();
-        let mut stream = TextStream::new(&self.tokenizer);
-        let mut held = String::new();
-        let longest_stop = opts.stop.iter().map(String::len).max().unwrap_or(0);
+        let mut text = TextOutput::new(&opts.stop);
         let mut stop = StopReason::MaxTokens;
         let mut produced = 0;
         for step in 0..budget {
@@ -495,22 +573,13 @@ impl Engine {
             }
             produced += 1;
             history.push(id);
-            if let Some(piece) = stream.push(id)? {
-                held.push_str(&piece);
-                if let Some(at) = opts.stop.iter().filter_map(|s| held.find(s.as_str())).min() {
-                    on_text(&held[..at]);
-                    held.clear();
-                    stop = StopReason::StopString;
-                    break;
-                }
-                // Keep back what could still be the start of a stop string.
-                let keep = longest_stop.saturating_sub(1).min(held.len());
-                let mut cut = held.len() - keep;
-                while !held.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                on_text(&held[..cut]);
-                held.drain(..cut);
+            let (piece, stopped) = text.push(&self.tokenizer, id)?;
+            if !piece.is_empty() || stopped {
+                on_text(&piece);
+            }
+            if stopped {
+                stop = StopReason::StopString;
+                break;
             }
             if step + 1 < budget {
                 next = match &mut decoder {
@@ -523,9 +592,7 @@ impl Engine {
             }
         }
         if stop != StopReason::StopString {
-            let rest = stream.text()?;
-            held.push_str(stream.unseen(&rest));
-            on_text(&held);
+            on_text(&text.finish(&self.tokenizer)?);
         }
         Ok(GenerateStats {
             prompt_tokens: ids.len(),
@@ -616,11 +683,12 @@ mod tests {
         std::fs::write(dir.join("tokenizer.json"), json).unwrap();
         let tokenizer = Tokenizer::from_hf_dir(&dir).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
-        let mut stream = TextStream::new(&tokenizer);
-        assert_eq!(stream.push(0).unwrap().as_deref(), Some("a"));
+        let mut stream = TextStream::new();
+        let t = &tokenizer;
+        assert_eq!(stream.push(t, 0).unwrap().as_deref(), Some("a"));
         // "é" is two bytes; one was emitted (as "a"): nothing new at a character boundary.
-        assert_eq!(stream.push(1).unwrap(), None);
-        assert_eq!(stream.push(0).unwrap().as_deref(), Some("a"));
-        assert_eq!(stream.unseen(&stream.text().unwrap()), "");
+        assert_eq!(stream.push(t, 1).unwrap(), None);
+        assert_eq!(stream.push(t, 0).unwrap().as_deref(), Some("a"));
+        assert_eq!(stream.unseen(&stream.text(t).unwrap()), "");
     }
 }

@@ -50,6 +50,7 @@
 //! # Ok::<(), gpukit_llm::Error>(())
 //! ```
 
+pub mod batch;
 pub mod chat;
 pub mod checkpoint;
 pub mod decode;
@@ -60,6 +61,7 @@ mod le;
 pub mod loader;
 pub mod model;
 pub mod paged;
+pub mod serving;
 pub mod spec;
 pub mod store;
 pub mod tokenizer;

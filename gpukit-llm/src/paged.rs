@@ -170,24 +170,7 @@ impl BlockPool {
     /// another sequence, and tries again).
     pub fn allocate(&mut self, tokens: &[u32]) -> Result<BlockTable> {
         let bs = self.block_size;
-        // The cached prefix: full blocks whose chained hash and tokens match.
-        let mut shared = Vec::new();
-        let mut prev = 0u64;
-        for chunk in tokens.chunks_exact(bs) {
-            let h = block_hash(prev, chunk);
-            match self.cached.get(&h) {
-                Some(&b)
-                    if self.blocks[b as usize]
-                        .key
-                        .as_ref()
-                        .is_some_and(|(_, t)| **t == *chunk) =>
-                {
-                    shared.push(b);
-                    prev = h;
-                }
-                _ => break,
-            }
-        }
+        let (shared, prev) = self.cached_prefix(tokens);
         let cached = shared.len() * bs;
         let fresh_needed = self.blocks_for(cached, tokens.len() - cached);
         // Shared blocks nobody used are counted in `available` too: they stop being takeable.
@@ -209,6 +192,47 @@ impl BlockPool {
         };
         self.push_tokens(&mut table, &tokens[cached..])?;
         Ok(table)
+    }
+
+    /// The cached prefix of `tokens`: the full leading blocks whose chained hash and tokens
+    /// match, and the chain's hash after them.
+    fn cached_prefix(&self, tokens: &[u32]) -> (Vec<BlockId>, u64) {
+        let mut shared = Vec::new();
+        let mut prev = 0u64;
+        for chunk in tokens.chunks_exact(self.block_size) {
+            let h = block_hash(prev, chunk);
+            match self.cached.get(&h) {
+                Some(&b)
+                    if self.blocks[b as usize]
+                        .key
+                        .as_ref()
+                        .is_some_and(|(_, t)| **t == *chunk) =>
+                {
+                    shared.push(b);
+                    prev = h;
+                }
+                _ => break,
+            }
+        }
+        (shared, prev)
+    }
+
+    /// A table for a new sequence holding only the cached prefix of `tokens` (shared, reference
+    /// counted; possibly empty). Its other positions are added chunk by chunk with
+    /// [`BlockPool::append`] as they are computed, so a block enters the prefix cache only in
+    /// the step that writes its keys and values. Takes no fresh block; cannot fail.
+    pub fn share_prefix(&mut self, tokens: &[u32]) -> BlockTable {
+        let (shared, chain) = self.cached_prefix(tokens);
+        for &b in &shared {
+            self.blocks[b as usize].refs += 1;
+        }
+        let cached = shared.len() * self.block_size;
+        BlockTable {
+            blocks: shared,
+            tokens: tokens[..cached].to_vec(),
+            chain,
+            cached,
+        }
     }
 
     fn full(&self, needed: usize) -> Error {
