@@ -12,7 +12,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::ModelArgs;
 
-type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+pub(crate) type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 /// A loaded model and the device it runs on.
 struct Loaded {
@@ -33,13 +33,24 @@ fn dtype(name: Option<&str>) -> Result<Option<DType>> {
 fn load(args: &ModelArgs) -> Result<Loaded> {
     // Refuse bad options before the (slow) model load.
     options(args).sampling.validate()?;
+    let (engine, device) = load_engine(args.model.as_deref(), &args.device, args.dtype.as_deref())?;
+    Ok(Loaded { engine, device })
+}
+
+/// Opens `device` and loads `model` (the default model when `None`, fetched on first use) in
+/// `dtype`, with a progress bar over the layers.
+pub(crate) fn load_engine(
+    model: Option<&std::path::Path>,
+    device: &str,
+    dtype_name: Option<&str>,
+) -> Result<(Engine, ComputeDevice)> {
     let opts = LoadOptions {
-        dtype: dtype(args.dtype.as_deref())?,
+        dtype: dtype(dtype_name)?,
         ..Default::default()
     };
-    let device = ComputeDevice::open(&args.device)?;
-    let path = match &args.model {
-        Some(p) => p.clone(),
+    let device = ComputeDevice::open(device)?;
+    let path = match model {
+        Some(p) => p.to_path_buf(),
         None => DEFAULT_MODEL.fetch(&mut |line| eprintln!("{line}"))?,
     };
     let bar = ProgressBar::new(0).with_style(
@@ -52,7 +63,7 @@ fn load(args: &ModelArgs) -> Result<Loaded> {
         bar.set_position(i as u64 + 1);
     })?;
     bar.finish_and_clear();
-    Ok(Loaded { engine, device })
+    Ok((engine, device))
 }
 
 fn options(args: &ModelArgs) -> GenerateOptions {

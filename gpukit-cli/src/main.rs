@@ -1,4 +1,4 @@
-//! The `gpukit` command: `generate`, `chat`, `info` and `doctor`.
+//! The `gpukit` command: `generate`, `chat`, `serve`, `info` and `doctor`.
 
 use std::process::ExitCode;
 
@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand};
 mod doctor;
 mod generate;
 mod info;
+mod serve;
 
 /// gpukit: a GPU runtime for LLM and audio inference.
 #[derive(Parser)]
@@ -83,6 +84,13 @@ enum Command {
         #[command(flatten)]
         args: ModelArgs,
     },
+    /// Serve the model over HTTP with the OpenAI API (POST /v1/chat/completions and
+    /// /v1/completions, streaming or not; GET /v1/models, /health, /metrics), batching the
+    /// requests it receives. Each request gets the same answer it would get alone.
+    Serve {
+        #[command(flatten)]
+        args: serve::ServeArgs,
+    },
     /// Show the CUDA driver, every device's properties, and whether NVRTC (run-time kernel
     /// compilation) was found. Works without a GPU: it then says why none is usable.
     Info,
@@ -96,6 +104,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Generate { prompt, chat, args } => generate::generate(prompt, chat, &args),
         Command::Chat { args } => generate::chat(&args),
+        Command::Serve { args } => serve::serve(&args),
         Command::Info => {
             info::info();
             Ok(())

@@ -114,6 +114,14 @@ impl ComputeDevice {
         Some(d.pool().stats().allocator.peak_reserved_bytes)
     }
 
+    /// The CUDA device's free and total memory in bytes, as the driver counts them (every
+    /// process's allocations, this pool's reserve included); `None` on the CPU or when the
+    /// driver call fails.
+    pub fn memory_info(&self) -> Option<(usize, usize)> {
+        let info = self.cuda_runtime()?.device().memory_info().ok()?;
+        Some((info.free, info.total))
+    }
+
     /// Returns the pool's cached free memory to the driver (e.g. after dropping a model).
     /// Does nothing on the CPU.
     ///
