@@ -128,6 +128,27 @@ pub fn build(root: &Path) -> Result<()> {
             "pytest>=8",
         ],
     )?;
+    // The `openai` client for the server's tests, with its dependencies' wheels for the GPU
+    // machine's Python (pydantic-core is compiled per Python version).
+    crate::run(
+        root,
+        &python.to_string_lossy(),
+        &[
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--disable-pip-version-check",
+            "--only-binary=:all:",
+            "--python-version",
+            "3.12",
+            "--platform",
+            "manylinux_2_17_x86_64",
+            "-d",
+            &wheels.to_string_lossy(),
+            "openai>=1.40,<3",
+        ],
+    )?;
     let run = out.join("run.sh");
     std::fs::write(&run, RUN_SH)?;
     set_executable(&run)?;

@@ -1,5 +1,6 @@
 //! The Python package `gpukit` (gpukit-py): a virtual environment under `target/`, the wheel
-//! built by maturin, and its pytest suite.
+//! built by maturin, and the pytest suites — the package's own, and `gpukit serve`'s (the
+//! binary driven by the `openai` client).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -10,10 +11,18 @@ use anyhow::{Context, Result, bail};
 use crate::testrun::Counts;
 
 /// What the build and the tests need in the environment (pinned to ranges known to work).
-const TOOLS: [&str; 3] = ["maturin>=1.9.4,<2", "numpy>=1.23", "pytest>=8"];
+const TOOLS: [&str; 4] = [
+    "maturin>=1.9.4,<2",
+    "numpy>=1.23",
+    "pytest>=8",
+    "openai>=1.40,<3",
+];
 
-/// `target/py-venv`, created (with maturin, numpy and pytest from PyPI) if missing; returns its
-/// `python`.
+/// The pytest suites, relative to the repository.
+pub const SUITES: [&str; 2] = ["gpukit-py/tests", "gpukit-cli/tests"];
+
+/// `target/py-venv`, created (with maturin, numpy, pytest and openai from PyPI) if missing;
+/// returns its `python`.
 pub fn venv(root: &Path) -> Result<PathBuf> {
     let dir = root.join("target/py-venv");
     let python = dir.join("bin/python");
@@ -80,10 +89,13 @@ pub fn add_pytest_summary(line: &str, counts: &mut Counts) -> bool {
     true
 }
 
-/// Builds the wheel (dev profile: shares the test build's compiled crates), installs it into
-/// the virtual environment and runs the pytest suite; returns its totals.
+/// Builds the wheel (dev profile: shares the test build's compiled crates) and the `gpukit`
+/// binary, installs the wheel into the virtual environment and runs the pytest suites (the
+/// binary's path in `GPUKIT_BIN`); returns their totals.
 pub fn test(root: &Path) -> Result<Counts> {
     let python = venv(root)?;
+    crate::run(root, "cargo", &["build", "-q", "-p", "gpukit-cli"])?;
+    let bin = root.join("target/debug/gpukit");
     let wheel = build_wheel(root, &python, "dev", &root.join("target/wheels"))?;
     let py = python.to_string_lossy().into_owned();
     crate::run(
@@ -100,18 +112,13 @@ pub fn test(root: &Path) -> Result<Counts> {
             &wheel.to_string_lossy(),
         ],
     )?;
-    let args = [
-        "-m",
-        "pytest",
-        "gpukit-py/tests",
-        "-q",
-        "-rs",
-        "-p",
-        "no:cacheprovider",
-    ];
-    eprintln!("$ {py} {}", args.join(" "));
+    let mut args = vec!["-m", "pytest"];
+    args.extend(SUITES);
+    args.extend(["-q", "-rs", "-p", "no:cacheprovider"]);
+    eprintln!("$ GPUKIT_BIN={} {py} {}", bin.display(), args.join(" "));
     let mut child = Command::new(&python)
         .args(args)
+        .env("GPUKIT_BIN", &bin)
         .current_dir(root)
         .stdout(Stdio::piped())
         .spawn()

@@ -118,9 +118,9 @@ if [ "$mode" = test ] || [ "$mode" = all ] || [ "$mode" = python ]; then
     export GPUKIT_TEST_MODEL="${GPUKIT_TEST_MODEL:-/tmp/gpukit-py-test-model}"
     [ -f "$GPUKIT_TEST_MODEL/.complete" ] ||
       python3 "$repo/gpukit-py/tests/make_test_model.py" "$GPUKIT_TEST_MODEL" --shape tiny 2>&1 | tail -n 2
-    echo "---- pytest gpukit-py/tests" >>"$log"
-    (cd "$repo" && pyrun -m pytest gpukit-py/tests -q -rs -p no:cacheprovider --durations=8) \
-      >>"$out/pytest.log" 2>&1
+    echo "---- pytest gpukit-py/tests gpukit-cli/tests" >>"$log"
+    (cd "$repo" && GPUKIT_BIN="$here/bin/gpukit" pyrun -m pytest gpukit-py/tests gpukit-cli/tests \
+      -q -rs -p no:cacheprovider --durations=8) >>"$out/pytest.log" 2>&1
     rc=$?
     cat "$out/pytest.log" >>"$log"
     line="$(grep -E '[0-9]+ (passed|failed)' "$out/pytest.log" | tail -n 1)"

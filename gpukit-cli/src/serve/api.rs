@@ -3,8 +3,8 @@
 //! Bodies are parsed strictly: a field the server does not know is an error that names it (a
 //! silently ignored option is a wrong answer later), and options it knows but does not offer
 //! (`n` > 1, the frequency and presence penalties, top alternatives) are refused with a message
-//! saying so. (serde's `deny_unknown_fields` does not combine with the flattened shared fields,
-//! so [`parse`] checks the names against each endpoint's list first.)
+//! saying so. [`parse`] reads the shared fields ([`Common`]) and the endpoint's own from one
+//! object, so that a field of the wrong type is named in the error.
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -151,8 +151,6 @@ pub struct ChatRequest {
     #[serde(default)]
     pub logprobs: bool,
     pub top_logprobs: Option<u64>,
-    #[serde(flatten)]
-    pub common: Common,
 }
 
 /// A completion prompt: text, token ids, or a list of one of either.
@@ -174,16 +172,18 @@ pub struct CompletionRequest {
     #[serde(default)]
     pub echo: bool,
     pub suffix: Option<String>,
-    #[serde(flatten)]
-    pub common: Common,
 }
 
-/// Parses a JSON object body into `T`: a field outside the shared ones and `fields` is refused
-/// by name; serde's message (which names the field at fault) for the rest, as a 400.
-pub fn parse<T: serde::de::DeserializeOwned>(body: &[u8], fields: &[&str]) -> Result<T, ApiError> {
+/// Parses a JSON object body into the endpoint's fields `T` (named in `fields`) and the shared
+/// ones. A field outside both lists is refused by name, as is a field of the wrong type (its
+/// path and serde's message), with a 400.
+pub fn parse<T: serde::de::DeserializeOwned>(
+    body: &[u8],
+    fields: &[&str],
+) -> Result<(T, Common), ApiError> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::invalid(format!("the body is not valid JSON: {e}")))?;
-    let Value::Object(map) = &value else {
+    let Value::Object(map) = value else {
         return Err(ApiError::invalid("the body must be a JSON object"));
     };
     if let Some(k) = map
@@ -197,7 +197,22 @@ pub fn parse<T: serde::de::DeserializeOwned>(body: &[u8], fields: &[&str]) -> Re
             known.join(", ")
         )));
     }
-    serde_json::from_value(value).map_err(|e| ApiError::invalid(format!("invalid request: {e}")))
+    let (own, shared): (serde_json::Map<String, Value>, _) = map
+        .into_iter()
+        .partition(|(k, _)| fields.contains(&k.as_str()));
+    fn typed<U: serde::de::DeserializeOwned>(
+        m: serde_json::Map<String, Value>,
+    ) -> Result<U, ApiError> {
+        serde_path_to_error::deserialize(Value::Object(m)).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            match path.as_str() {
+                "." => ApiError::invalid(format!("invalid request: {inner}")),
+                _ => ApiError::invalid(format!("invalid `{path}`: {inner}")),
+            }
+        })
+    }
+    Ok((typed(own)?, typed(shared)?))
 }
 
 /// Sampling and limits from the shared fields, checked.

@@ -70,6 +70,9 @@ pub struct ServeArgs {
     /// --max-seq-len tokens need.
     #[arg(long, value_name = "BYTES|FRACTION")]
     pub kv_memory: Option<String>,
+    /// KV-cache blocks, instead of sizing the cache by --kv-memory.
+    #[arg(long, value_name = "N")]
+    pub kv_blocks: Option<usize>,
     /// Token positions per KV-cache block.
     #[arg(long, default_value_t = 16, value_name = "N")]
     pub block_size: usize,
@@ -486,8 +489,8 @@ async fn chat(State(st): State<Arc<AppState>>, body: Bytes) -> Response {
 }
 
 async fn chat_inner(st: Arc<AppState>, body: &[u8]) -> std::result::Result<Response, ApiError> {
-    let req: ChatRequest = api::parse(body, api::CHAT_FIELDS)?;
-    st.check_model(req.common.model.as_deref())?;
+    let (req, common): (ChatRequest, _) = api::parse(body, api::CHAT_FIELDS)?;
+    st.check_model(common.model.as_deref())?;
     if req.top_logprobs.is_some_and(|n| n > 0) {
         return Err(ApiError::param(
             "top_logprobs",
@@ -523,7 +526,7 @@ async fn chat_inner(st: Arc<AppState>, body: &[u8]) -> std::result::Result<Respo
             "this model has no chat template: use /v1/completions with a text prompt",
         ));
     }
-    let sampling = req.common.sampling(req.max_completion_tokens)?;
+    let sampling = common.sampling(req.max_completion_tokens)?;
     let prompt = st
         .engine
         .encode_prompt(Prompt::Chat(&messages))
@@ -551,8 +554,8 @@ async fn completions_inner(
     st: Arc<AppState>,
     body: &[u8],
 ) -> std::result::Result<Response, ApiError> {
-    let req: CompletionRequest = api::parse(body, api::COMPLETION_FIELDS)?;
-    st.check_model(req.common.model.as_deref())?;
+    let (req, common): (CompletionRequest, _) = api::parse(body, api::COMPLETION_FIELDS)?;
+    st.check_model(common.model.as_deref())?;
     if req.echo || req.suffix.is_some() {
         return Err(ApiError::invalid("echo and suffix are not offered"));
     }
@@ -585,7 +588,7 @@ async fn completions_inner(
         }
     }
     .map_err(|e| ApiError::param("prompt", e.to_string()))?;
-    let sampling = req.common.sampling(None)?;
+    let sampling = common.sampling(None)?;
     let logprobs = req.logprobs.is_some();
     let pending = st.submit(prompt, &sampling, logprobs)?;
     let shape = Shape {
@@ -673,7 +676,10 @@ fn engine_options(
     let bytes = kv_bytes(args.kv_memory.as_deref().unwrap_or(default), free)?;
     let bs = args.block_size.max(1);
     let most = (max_batch * max_seq_len).div_ceil(bs);
-    let kv_blocks = ServeOptions::blocks_for_bytes(engine, bytes, bs).min(most);
+    let kv_blocks = match args.kv_blocks {
+        Some(n) => n,
+        None => ServeOptions::blocks_for_bytes(engine, bytes, bs).min(most),
+    };
     Ok(ServeOptions {
         max_batch,
         max_seq_len,

@@ -523,7 +523,20 @@ pub fn linear_batch_invariant_into(
     match &dev {
         Device::Cpu => {
             let xv = x.to_vec_f32()?;
-            let wv = w.to_vec_f32()?;
+            // Dense f32 weights are read in place (an LM head is hundreds of MB); others
+            // through an f32 copy.
+            let guard = match w.dtype() == DType::F32 && w.is_contiguous() {
+                true => Some(w.host("cpu")?),
+                false => None,
+            };
+            let copy;
+            let wv: &[f32] = match &guard {
+                Some(g) => &f32_slice(g)?[w.layout().offset()..][..n * k],
+                None => {
+                    copy = w.to_vec_f32()?;
+                    &copy
+                }
+            };
             let bv = bias.map(Tensor::to_vec_f32).transpose()?;
             // Column blocks in parallel; within one, each weight row against every row of x
             // (the row stays in L1 while x streams by). Results land transposed, [n][m].
