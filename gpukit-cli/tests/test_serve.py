@@ -167,6 +167,10 @@ def test_logprobs_of_the_chosen_tokens(server):
     c = server.client.completions.create(model=server.model, prompt="One, two,", max_tokens=5,
                                          temperature=0, logprobs=0)
     assert len(c.choices[0].logprobs.token_logprobs) == c.usage.completion_tokens
+    # ignore_eos: exactly max_tokens, whatever the model says.
+    c = server.client.completions.create(model=server.model, prompt="The end.", max_tokens=30,
+                                         temperature=0, extra_body={"ignore_eos": True})
+    assert c.usage.completion_tokens == 30 and c.choices[0].finish_reason == "length"
 
 
 def sampling(i):

@@ -104,6 +104,9 @@ pub struct Request {
     pub stop: Vec<String>,
     /// Report each generated token's log-probability.
     pub logprobs: bool,
+    /// Keep generating past the end-of-sequence token (to `max_new_tokens`): benchmarks with
+    /// fixed output lengths.
+    pub ignore_eos: bool,
     /// Set by the caller (a client that went away) to end the request at the next step.
     pub cancel: Arc<AtomicBool>,
     /// Receives the request's events, in order; returning `false` (nobody listens any more)
@@ -640,7 +643,7 @@ impl BatchEngine {
 
     /// Takes sequence `i`'s drawn token: hands out its text, and returns why it ends if it does.
     fn accept(&mut self, i: usize, id: u32, logprob: Option<f32>) -> Option<StopReason> {
-        let eos = self.engine.eos_ids().contains(&id);
+        let eos = !self.running[i].req.ignore_eos && self.engine.eos_ids().contains(&id);
         let tokenizer = self.engine.tokenizer();
         let s = &mut self.running[i];
         let now = Instant::now();

@@ -50,6 +50,7 @@ fn request(
         repetition_window: 0,
         stop: Vec::new(),
         logprobs: true,
+        ignore_eos: false,
         cancel: Arc::new(AtomicBool::new(false)),
         sink: Box::new(move |e| {
             let mut o = sink_out.lock().unwrap();

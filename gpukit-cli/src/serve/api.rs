@@ -92,6 +92,7 @@ const COMMON_FIELDS: &[&str] = &[
     "frequency_penalty",
     "presence_penalty",
     "user",
+    "ignore_eos",
 ];
 
 /// The fields of [`ChatRequest`] besides the shared ones.
@@ -125,6 +126,9 @@ pub struct Common {
     pub n: Option<u64>,
     pub frequency_penalty: Option<f32>,
     pub presence_penalty: Option<f32>,
+    /// gpukit (and vLLM) extension: generate `max_tokens` whatever the model says.
+    #[serde(default)]
+    pub ignore_eos: bool,
     // `user` (an end-user id for abuse monitoring) is accepted by name and not used.
 }
 
@@ -222,6 +226,7 @@ pub struct Sampling {
     pub stop: Vec<String>,
     pub stream: bool,
     pub include_usage: bool,
+    pub ignore_eos: bool,
 }
 
 impl Common {
@@ -299,6 +304,7 @@ impl Common {
             stop,
             stream: self.stream,
             include_usage: self.stream_options.is_some_and(|o| o.include_usage),
+            ignore_eos: self.ignore_eos,
         })
     }
 }

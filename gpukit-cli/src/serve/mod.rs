@@ -196,6 +196,7 @@ impl AppState {
             repetition_window: 64,
             stop: s.stop.clone(),
             logprobs,
+            ignore_eos: s.ignore_eos,
             cancel: cancel.clone(),
             sink: Box::new(move |e| tx.send(e).is_ok()),
         };
