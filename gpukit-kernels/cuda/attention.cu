@@ -32,37 +32,12 @@
 
 #define LOG2E 1.4426950408889634f
 
-// 16 bytes global → shared, bypassing L1; zero-filled when !valid (nothing is read then).
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
-                 "r"(valid ? 16 : 0)
-                 : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N> __device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
 // Orders this thread's shared-memory writes (cp.async included) before later reads by the async
 // proxy (wgmma operands), sm_90+.
 __device__ __forceinline__ void fence_proxy_async() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 #endif
-}
-
-// Four 8×8 b16 matrices from shared memory, transposed (lanes 8i..8i+7 address matrix i's rows).
-__device__ __forceinline__ void ldsm_x4_trans(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3,
-                                              const void* p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-                 : "r"(smem_addr(p)));
-}
-
-// Four 8×8 b16 matrices from shared memory (lanes 8i..8i+7 address matrix i's rows).
-__device__ __forceinline__ void ldsm_x4(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3, const void* p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-                 : "r"(smem_addr(p)));
 }
 
 // 2^x by the special-function unit (flush-to-zero; 2^-inf = 0).

@@ -212,6 +212,31 @@ __device__ __forceinline__ void bulk_prefetch_l2(const void* src, unsigned int b
 }
 #endif
 
+// 16 bytes global → shared, bypassing L1; zero-filled when !valid (nothing is read then).
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+                 "r"(valid ? 16 : 0)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+// Four 8×8 b16 matrices from shared memory, transposed (lanes 8i..8i+7 address matrix i's rows).
+__device__ __forceinline__ void ldsm_x4_trans(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3,
+                                              const void* p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(smem_addr(p)));
+}
+
+// Four 8×8 b16 matrices from shared memory (lanes 8i..8i+7 address matrix i's rows).
+__device__ __forceinline__ void ldsm_x4(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3, const void* p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(smem_addr(p)));
+}
+
 // c (16×8 f32) += a (16×16, row) · b (16×8, col).
 template <typename T> __device__ __forceinline__ void mma16816(float* c, const unsigned* a, unsigned b0, unsigned b1);
 template <> __device__ __forceinline__ void mma16816<bf16>(float* c, const unsigned* a, unsigned b0, unsigned b1) {

@@ -129,6 +129,8 @@ families! {
     Kv(crate::kv::KvKernel) => "kv",
     /// `attention.cu`: scaled dot-product attention (flash prefill, split-K decode).
     Attention(crate::attention::AttentionKernel) => "attention",
+    /// `linear.cu`: the batch-invariant tiled linear (tensor cores, one tile for every batch).
+    Linear(crate::linear::LinearKernel) => "linear",
     /// `paged.cu`: the paged KV cache's writes and batched attention through block tables.
     Paged(crate::paged::PagedKernel) => "paged",
     /// `sampling.cu`: token sampling (Philox, penalties, temperature, top-k/p, min-p).

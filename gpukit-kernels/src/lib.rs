@@ -8,8 +8,9 @@
 //!   forward fallback) and embeds them; without NVRTC at build time they are compiled at first
 //!   use instead.
 //! - One module per family — [`elementwise`], [`reduce`], [`norm`], [`gather`], [`gemv`],
-//!   [`rope`], [`quant`], [`kv`], [`attention`], [`paged`], [`sampling`] — owning its kernel ids, their
-//!   entry-point names, its launch geometry (and why it is what it is) and their tests.
+//!   [`rope`], [`quant`], [`kv`], [`attention`], [`paged`], [`linear`], [`sampling`] —
+//!   owning its kernel ids, their entry-point names, its launch geometry (and why it is what it
+//!   is) and their tests.
 //!   [`Kernel`] wraps a family's id for the registry; [`grid`] holds the launch shapes several
 //!   families share.
 //! - [`KernelRegistry`]: the best image for the device's SM, modules loaded lazily once per
@@ -46,6 +47,7 @@ pub mod gemv;
 pub mod grid;
 mod kernel;
 pub mod kv;
+pub mod linear;
 pub mod norm;
 pub mod ops;
 pub mod paged;

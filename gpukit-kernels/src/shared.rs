@@ -157,6 +157,16 @@ shared_constants! {
     /// Threads of the one-block kernels that merge first maxima into a greedy pick
     /// (`sample_greedy_merge` per row, `sample_argmax_parts`).
     ARGMAX_PARTS_THREADS: u32 = 1024;
+    /// Rows of x per block of the tiled batch-invariant linear.
+    LINEAR_TILE_M: usize = 64;
+    /// Weight rows (outputs) per block of the tiled batch-invariant linear.
+    LINEAR_TILE_N: usize = 128;
+    /// Reduction depth per pipeline stage of the tiled batch-invariant linear.
+    LINEAR_TILE_K: usize = 32;
+    /// Pipeline stages (shared-memory tiles in flight) of the tiled batch-invariant linear.
+    LINEAR_STAGES: usize = 3;
+    /// Threads per block of the tiled batch-invariant linear (four warps, 2 × 2 over the tile).
+    LINEAR_THREADS: u32 = 128;
     /// Warps per block of the paged attention (one warp per token and query head).
     PAGED_WARPS: u32 = 4;
     /// Largest head dimension the paged attention takes (its queries sit in shared memory and

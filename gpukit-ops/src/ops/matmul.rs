@@ -7,6 +7,7 @@
 
 use gpukit_driver::KernelArgs;
 use gpukit_kernels::gemv::{self, GemvKernel};
+use gpukit_kernels::linear::{self, LinearKernel};
 use gpukit_kernels::shared::{BLOCK_THREADS, QGEMV_MAX_ROWS};
 use gpukit_kernels::{BLayout, DType, Epilogue, F32Precision, GemmShape};
 use rayon::prelude::*;
@@ -489,11 +490,13 @@ fn dot_fixed(a: &[f32], b: &[f32]) -> f32 {
 /// Inference", explain why ordinary GEMMs are not).
 ///
 /// `w` is `[n, k]` in x's float dtype, or block-quantized (GGUF); `bias` `[n]` in x's dtype.
-/// On the CPU each sum runs in an order fixed by k ([`dot_fixed`], f32); on CUDA dense weights
-/// go through the multi-row GEMV kernel [`GEMV_MAX_M`] rows at a time (its reduction order is
-/// fixed by n and k) and quantized ones through the quantized GEMV one row at a time. This
-/// trades the tensor cores' throughput at large m for invariance: every row reads the weights
-/// again (once per [`GEMV_MAX_M`] rows on CUDA).
+/// On the CPU each sum runs in an order fixed by k ([`dot_fixed`], f32). On CUDA, f16/bf16
+/// weights with k a multiple of 8 go through the tiled tensor-core kernel
+/// (`gpukit_kernels::linear`: one tile for every m, no split over k); other dense weights
+/// through the multi-row GEMV kernel [`GEMV_MAX_M`] rows at a time (its reduction order is fixed
+/// by n and k; every [`GEMV_MAX_M`] rows read the weights again); quantized ones through the
+/// quantized GEMV one row at a time. Which path a call takes depends on the dtype, k and the
+/// operands' alignment, never on m.
 ///
 /// # Errors
 /// [`Error::Shape`] for mismatched shapes; [`Error::DType`] for a non-float x or a dtype
@@ -565,8 +568,24 @@ pub fn linear_batch_invariant_into(
             let dt = x.dtype();
             let per16 = 16 / dt.size_in_bytes();
             let (xp, op) = (dptr(&x)?, dptr(out)?);
-            let vectorized = k % per16 == 0 && xp.0 % 16 == 0 && dptr(&w)?.0 % 16 == 0;
             let bias_ptr = bias.as_ref().map(dptr).transpose()?;
+            if linear::tiled_fits(dt, k, xp.0, dptr(&w)?.0) {
+                let args = KernelArgs::new()
+                    .arg(xp)
+                    .arg(dptr(&w)?)
+                    .arg(bias_ptr.unwrap_or(gpukit_driver::DevicePtr(0)))
+                    .arg(op)
+                    .arg(u32_dim(OP, m)?)
+                    .arg(u32_dim(OP, n)?)
+                    .arg(u32_dim(OP, k)?);
+                // SAFETY: contiguous x [m, k], w [n, k], out [m, n] and bias [n] (or null) of
+                // the dtype on this lane; k a multiple of 8 and x, w 16-byte aligned
+                // (tiled_fits), as the kernel's 16-byte loads need.
+                return unsafe {
+                    c.launch(LinearKernel::Tiled(dt), &linear::tiled_grid(m, n)?, &args)
+                };
+            }
+            let vectorized = k % per16 == 0 && xp.0 % 16 == 0 && dptr(&w)?.0 % 16 == 0;
             let size = dt.size_in_bytes();
             for r0 in (0..m).step_by(GEMV_MAX_M) {
                 let rows = GEMV_MAX_M.min(m - r0);

@@ -161,7 +161,14 @@ op_test!(linear_batch_invariant, |dev: &Device| {
     let s = seed();
     for dt in FLOATS {
         // k = 200: not a multiple of the 16-byte width in f32 on CUDA (the scalar kernel).
-        for (m, k, n, bias) in [(13, 256, 72, true), (9, 200, 33, false), (1, 64, 17, true)] {
+        // (70, 520, 300): two row tiles and three output tiles of the tiled kernel, a partial
+        // last stage over k (520 = 16 · 32 + 8).
+        for (m, k, n, bias) in [
+            (13, 256, 72, true),
+            (9, 200, 33, false),
+            (1, 64, 17, true),
+            (70, 520, 300, true),
+        ] {
             let what = format!("{dt} [{m}, {k}] · [{n}, {k}]ᵀ");
             let (x, xv) = input(&[m, k], dt, -1.0, 1.0, s, dev);
             let (w, wv) = input(&[n, k], dt, -1.0, 1.0, s + 1, dev);

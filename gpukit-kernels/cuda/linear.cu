@@ -1,0 +1,128 @@
+// The batch-invariant linear: y[M, N] = x[M, K] · W[N, K]ᵀ + bias, f16/bf16 on the tensor cores
+// (mma.sync m16n8k16, f32 accumulation), for any M.
+//
+// A serving engine runs a sequence's rows beside other sequences' rows; for its results to be
+// the same alone and in any batch, each output element must be summed in an order that does not
+// depend on M (He et al. 2025, "Defeating Nondeterminism in LLM Inference"). Here one tile
+// configuration serves every M and there is no split over K: an output element is the sum over
+// K in LINEAR_TILE_K-deep stages in order, each stage two mma steps in order, whatever the
+// number of rows, the row's place among them or the block that computes it.
+//
+// Block: LINEAR_TILE_M rows × LINEAR_TILE_N outputs, four warps in a 2 × 2 grid (warp tile 32 ×
+// 64: 2 × 8 mma tiles), LINEAR_STAGES cp.async stages of x and W tiles in shared memory (rows
+// padded by 8 elements, so that ldmatrix is free of bank conflicts). Rows past M, outputs past N
+// and K past its end are zero-filled on load and not stored. K must be a multiple of 8 and x and
+// W 16-byte aligned (16-byte loads).
+#include "common.cuh"
+
+#define LT_PAD 8
+#define LT_ROW (LINEAR_TILE_K + LT_PAD)
+
+template <typename T>
+__device__ __forceinline__ void linear_load_stage(T (*xs)[LT_ROW], T (*ws)[LT_ROW], const T* __restrict__ x,
+                                                  const T* __restrict__ w, unsigned int M, unsigned int N,
+                                                  unsigned int K, unsigned int m0, unsigned int n0,
+                                                  unsigned int k0) {
+    constexpr int V = 8;  // elements per 16-byte chunk
+    constexpr int CHUNKS_ROW = LINEAR_TILE_K / V;
+    for (int c = threadIdx.x; c < LINEAR_TILE_M * CHUNKS_ROW; c += LINEAR_THREADS) {
+        const int r = c / CHUNKS_ROW, kc = (c % CHUNKS_ROW) * V;
+        const unsigned int row = m0 + r, k = k0 + kc;
+        const bool ok = row < M && k < K;
+        cp_async16(&xs[r][kc], ok ? x + (unsigned long long)row * K + k : x, ok);
+    }
+    for (int c = threadIdx.x; c < LINEAR_TILE_N * CHUNKS_ROW; c += LINEAR_THREADS) {
+        const int r = c / CHUNKS_ROW, kc = (c % CHUNKS_ROW) * V;
+        const unsigned int n = n0 + r, k = k0 + kc;
+        const bool ok = n < N && k < K;
+        cp_async16(&ws[r][kc], ok ? w + (unsigned long long)n * K + k : w, ok);
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void linear_tiled_impl(const T* __restrict__ x, const T* __restrict__ w,
+                                                  const T* __restrict__ bias, T* __restrict__ y,
+                                                  unsigned int M, unsigned int N, unsigned int K) {
+    __shared__ __align__(16) T xs[LINEAR_STAGES][LINEAR_TILE_M][LT_ROW];
+    __shared__ __align__(16) T ws[LINEAR_STAGES][LINEAR_TILE_N][LT_ROW];
+    const unsigned int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const unsigned int wm = warp / 2, wn = warp % 2;  // the warp's 32 × 64 quarter of the tile
+    const unsigned int m0 = blockIdx.y * LINEAR_TILE_M, n0 = blockIdx.x * LINEAR_TILE_N;
+    const unsigned int kt_count = (K + LINEAR_TILE_K - 1) / LINEAR_TILE_K;
+    float acc[2][8][4];
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+    pdl_enter();
+#pragma unroll
+    for (int s = 0; s < LINEAR_STAGES - 1; ++s) {
+        if ((unsigned int)s < kt_count)
+            linear_load_stage<T>(xs[s], ws[s], x, w, M, N, K, m0, n0, s * LINEAR_TILE_K);
+        cp_async_commit();
+    }
+    for (unsigned int kt = 0; kt < kt_count; ++kt) {
+        cp_async_wait<LINEAR_STAGES - 2>();
+        __syncthreads();
+        const unsigned int next = kt + LINEAR_STAGES - 1;
+        if (next < kt_count) {
+            const int s = next % LINEAR_STAGES;
+            linear_load_stage<T>(xs[s], ws[s], x, w, M, N, K, m0, n0, next * LINEAR_TILE_K);
+        }
+        cp_async_commit();
+        const int s = kt % LINEAR_STAGES;
+#pragma unroll
+        for (int ks = 0; ks < LINEAR_TILE_K; ks += 16) {
+            unsigned a[2][4];
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+                // Lanes 0-15: rows 0-15 at k lo; lanes 16-31: the same rows at k hi.
+                const T* p = &xs[s][wm * 32 + i * 16 + (lane & 15)][ks + (lane >> 4) * 8];
+                ldsm_x4(a[i][0], a[i][1], a[i][2], a[i][3], p);
+            }
+#pragma unroll
+            for (int j = 0; j < 8; j += 2) {
+                // Matrices: (n 0-7, k lo), (n 0-7, k hi), (n 8-15, k lo), (n 8-15, k hi).
+                const unsigned int n = wn * 64 + j * 8 + (lane & 7) + ((lane >> 4) << 3);
+                const T* p = &ws[s][n][ks + ((lane >> 3) & 1) * 8];
+                unsigned b0, b1, b2, b3;
+                ldsm_x4(b0, b1, b2, b3, p);
+#pragma unroll
+                for (int i = 0; i < 2; ++i) {
+                    mma16816<T>(acc[i][j], a[i], b0, b1);
+                    mma16816<T>(acc[i][j + 1], a[i], b2, b3);
+                }
+            }
+        }
+    }
+    cp_async_wait<0>();
+    // Accumulator (i, j): rows wm·32 + 16i + lane/4 (+8), columns wn·64 + 8j + 2·(lane%4) (+1).
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const unsigned int row = m0 + wm * 32 + i * 16 + (lane >> 2) + (e >> 1) * 8;
+                const unsigned int n = n0 + wn * 64 + j * 8 + (lane & 3) * 2 + (e & 1);
+                if (row < M && n < N) {
+                    float v = acc[i][j][e];
+                    if (bias) v += to_f32(bias[n]);
+                    y[(unsigned long long)row * N + n] = from_f32<T>(v);
+                }
+            }
+        }
+    }
+}
+
+#define LINEAR_KERNELS(T, NAME)                                                                    \
+extern "C" __global__ void __launch_bounds__(LINEAR_THREADS) linear_tiled_##NAME(                  \
+        const T* x, const T* w, const T* bias, T* y, unsigned int M, unsigned int N,              \
+        unsigned int K) {                                                                         \
+    linear_tiled_impl<T>(x, w, bias, y, M, N, K);                                                 \
+}
+
+LINEAR_KERNELS(f16, f16)
+LINEAR_KERNELS(bf16, bf16)
