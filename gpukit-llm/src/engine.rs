@@ -251,46 +251,50 @@ pub enum Prompt<'a> {
 
 /// Turns token ids into text pieces made of whole UTF-8 characters: a token that ends inside a
 /// multi-byte character is held back until the character is complete.
+///
+/// Each token decodes a short window — the ids from the one before the last piece on (the
+/// incremental detokenization of HF's `TextStreamer` and vLLM): decoders that strip a leading
+/// space or merge bytes across tokens see the same context as in a decode of everything, and a
+/// long generation costs the same per token as a short one.
 struct TextStream {
     ids: Vec<u32>,
-    emitted: usize,
+    /// Start of the decode window: the first id of the last piece handed out.
+    prefix: usize,
+    /// End of what has been handed out.
+    read: usize,
 }
 
 impl TextStream {
     fn new() -> Self {
         TextStream {
             ids: Vec::new(),
-            emitted: 0,
+            prefix: 0,
+            read: 0,
         }
     }
 
-    /// The full text so far.
-    fn text(&self, tokenizer: &Tokenizer) -> Result<String> {
-        tokenizer.decode(&self.ids)
+    /// The text not handed out yet, from the first character boundary after what was (a
+    /// decoder whose text for more ids is not an extension of its text for fewer, a replacement
+    /// across tokens, can leave that inside a character).
+    fn unseen(&self, tokenizer: &Tokenizer) -> Result<String> {
+        let before = tokenizer.decode(&self.ids[self.prefix..self.read])?;
+        let now = tokenizer.decode(&self.ids[self.prefix..])?;
+        let start = (before.len()..=now.len())
+            .find(|&i| now.is_char_boundary(i))
+            .unwrap_or(now.len());
+        Ok(now.get(start..).unwrap_or_default().to_string())
     }
 
     /// Adds a token; returns the new complete text, if any.
     fn push(&mut self, tokenizer: &Tokenizer, id: u32) -> Result<Option<String>> {
         self.ids.push(id);
-        let text = self.text(tokenizer)?;
-        let piece = self.unseen(&text);
-        if text.ends_with('\u{FFFD}') || piece.is_empty() {
+        let piece = self.unseen(tokenizer)?;
+        if piece.is_empty() || piece.ends_with('\u{FFFD}') {
             return Ok(None);
         }
-        let piece = piece.to_string();
-        self.emitted = text.len();
+        self.prefix = self.read;
+        self.read = self.ids.len();
         Ok(Some(piece))
-    }
-
-    /// The part of `text` (a decode of all the ids) after what was emitted. A decoder whose
-    /// text for more ids is not an extension of its text for fewer (a replacement across
-    /// tokens) can leave the emitted length inside a character: the part starts at the next
-    /// character boundary.
-    fn unseen<'t>(&self, text: &'t str) -> &'t str {
-        let start = (self.emitted..=text.len())
-            .find(|&i| text.is_char_boundary(i))
-            .unwrap_or(text.len());
-        &text[start..]
     }
 }
 
@@ -341,10 +345,10 @@ impl TextOutput {
     /// The rest, when generation ends other than by a stop string: the held-back text and any
     /// incomplete character.
     pub(crate) fn finish(&mut self, tokenizer: &Tokenizer) -> Result<String> {
-        let rest = self.stream.text(tokenizer)?;
         let mut out = std::mem::take(&mut self.held);
-        out.push_str(self.stream.unseen(&rest));
-        self.stream.emitted = rest.len();
+        out.push_str(&self.stream.unseen(tokenizer)?);
+        self.stream.prefix = self.stream.read;
+        self.stream.read = self.stream.ids.len();
         Ok(out)
     }
 }
@@ -697,6 +701,6 @@ mod tests {
         // "é" is two bytes; one was emitted (as "a"): nothing new at a character boundary.
         assert_eq!(stream.push(t, 1).unwrap(), None);
         assert_eq!(stream.push(t, 0).unwrap().as_deref(), Some("a"));
-        assert_eq!(stream.unseen(&stream.text(t).unwrap()), "");
+        assert_eq!(stream.unseen(t).unwrap(), "");
     }
 }

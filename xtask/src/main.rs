@@ -39,7 +39,7 @@ enum Task {
     /// Fails without a CUDA device: on a GPU-less machine, build the bundle and run
     /// `run.sh bench` on the GPU machine.
     Bench {
-        /// Only this benchmark: mem, ops, decode or python (default: all).
+        /// Only this benchmark: mem, ops, decode, python or serve (default: all).
         name: Option<String>,
     },
     /// Runs every test, GPU tests included, under compute-sanitizer memcheck and then racecheck
@@ -184,9 +184,10 @@ fn bench(root: &Path, only: Option<&str>) -> Result<()> {
         .filter(|(_, b)| only.is_none_or(|o| *b == o))
         .collect();
     let python_bench = only.is_none_or(|o| o == "python");
-    if chosen.is_empty() && !python_bench {
+    let serve_bench = only.is_none_or(|o| o == "serve");
+    if chosen.is_empty() && !python_bench && !serve_bench {
         bail!(
-            "no benchmark named {}: choose mem, ops, decode or python",
+            "no benchmark named {}: choose mem, ops, decode, python or serve",
             only.unwrap_or_default()
         );
     }
@@ -244,6 +245,27 @@ fn bench(root: &Path, only: Option<&str>) -> Result<()> {
             root,
             &py,
             &["bench/python.py", &out, &cli.to_string_lossy()],
+        )?;
+    }
+    if serve_bench {
+        // The release server under a seeded load, beside HF transformers' batched generate.
+        run(
+            root,
+            "python3",
+            &[
+                "bench/decode_models.py",
+                &models,
+                "--models",
+                "llama3.2-1b,llama3.1-8b",
+            ],
+        )?;
+        run(root, &cargo(), &["build", "--release", "-p", "gpukit-cli"])?;
+        let cli = root.join("target/release/gpukit");
+        run_env(
+            root,
+            "python3",
+            &["bench/serve.py", &out, &cli.to_string_lossy()],
+            &env,
         )?;
     }
     Ok(())

@@ -7,12 +7,15 @@
 #           a device); first builds the HF-parity models with transformers
 #           (gpukit-llm/tests/hf_parity/make_models.py) into $GPUKIT_PARITY_DIR
 #           (default /tmp/gpukit-parity; kept between runs on a warm machine); then python;
-# python:   the Python package's pytest suite (gpukit-py/tests) against the bundled wheel, with
-#           the machine's python3 (torch and cupy for the interop tests; pytest's wheels bundled);
+# python:   the pytest suites (gpukit-py/tests against the bundled wheel, gpukit-cli/tests
+#           against the bundled `gpukit serve`) with the machine's python3 (torch and cupy for the
+#           interop tests; the wheels of pytest and the openai client bundled);
 # bench:    every bench binary (or those whose name contains BENCH: ops, mem, decode), each
 #           followed by its peer bench/peer_<name>.py; the decode bench first builds its
 #           random-weight models (bench/decode_models.py) in $GPUKIT_DECODE_MODELS
-#           (default /tmp/gpukit-decode-models; kept between runs on a warm machine);
+#           (default /tmp/gpukit-decode-models; kept between runs on a warm machine); then
+#           python (bench/python.py) and serve (bench/serve.py: the server under load beside
+#           HF transformers; $GPUKIT_SERVE_MODELS and $GPUKIT_SERVE_ARGS narrow it);
 # all:      test, then bench;
 # sanitize: every test binary under compute-sanitizer memcheck and racecheck (but the
 #           HF-parity one: whole 1B-parameter models under the sanitizer take hours).
@@ -179,6 +182,17 @@ if { [ "$mode" = bench ] || [ "$mode" = all ]; } && { [ -z "$only" ] || [ "$only
     echo "   bench python: the wheel could not be installed; see python-setup.log"
     broken=$((broken + 1))
   fi
+fi
+
+if { [ "$mode" = bench ] || [ "$mode" = all ]; } && { [ -z "$only" ] || [ "$only" = serve ]; }; then
+  echo "== bench serve (gpukit serve under load beside HF transformers' batched generate)"
+  export GPUKIT_DECODE_MODELS="${GPUKIT_DECODE_MODELS:-/tmp/gpukit-decode-models}"
+  python3 "$repo/bench/decode_models.py" "$GPUKIT_DECODE_MODELS" \
+    --models "${GPUKIT_SERVE_MODELS:-llama3.2-1b,llama3.1-8b}" 2>&1 | tail -n 2
+  python3 "$repo/bench/serve.py" "$out" "$here/bin/gpukit" \
+    --models "${GPUKIT_SERVE_MODELS:-llama3.2-1b,llama3.1-8b}" ${GPUKIT_SERVE_ARGS:-} 2>&1 |
+    tee "$out/bench-serve.log" | tail -n 30
+  [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "   bench serve FAILED"; broken=$((broken + 1)); }
 fi
 
 if [ "$mode" = sanitize ]; then
