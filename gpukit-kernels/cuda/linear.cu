@@ -3,12 +3,15 @@
 //
 // A serving engine runs a sequence's rows beside other sequences' rows; for its results to be
 // the same alone and in any batch, each output element must be summed in an order that does not
-// depend on M (He et al. 2025, "Defeating Nondeterminism in LLM Inference"). Here one tile
-// configuration serves every M and there is no split over K: an output element is the sum over
-// K in LINEAR_TILE_K-deep stages in order, each stage two mma steps in order, whatever the
-// number of rows, the row's place among them or the block that computes it.
+// depend on M (He et al. 2025, "Defeating Nondeterminism in LLM Inference"). Every kernel here
+// sums an output element the same way: an f32 accumulator from zero, one mma.sync m16n8k16 per
+// 16-deep chunk of K, the chunks in order (none past K), then the bias, then one rounding. How
+// rows and outputs are tiled and how deep a pipeline stage is do not change that sum, so the
+// variants — `linear_tiled` for many rows, `linear_skinny` for at most 16 — give the same bits
+// for a row, whatever the number of rows, the row's place among them or the block computing it
+// (tested).
 //
-// Block: LINEAR_TILE_M rows × LINEAR_TILE_N outputs, four warps in a 2 × 2 grid (warp tile 32 ×
+// linear_tiled: LINEAR_TILE_M rows × LINEAR_TILE_N outputs, four warps in a 2 × 2 grid (warp tile 32 ×
 // 64: 2 × 8 mma tiles), LINEAR_STAGES cp.async stages of x and W tiles in shared memory (rows
 // padded by 8 elements, so that ldmatrix is free of bank conflicts). Rows past M, outputs past N
 // and K past its end are zero-filled on load and not stored. K must be a multiple of 8 and x and
@@ -75,6 +78,9 @@ __device__ __forceinline__ void linear_tiled_impl(const T* __restrict__ x, const
         const int s = kt % LINEAR_STAGES;
 #pragma unroll
         for (int ks = 0; ks < LINEAR_TILE_K; ks += 16) {
+            // A chunk wholly past K adds nothing (and is skipped in every variant, so that no
+            // variant adds zeros another does not: -0 + 0 is +0).
+            if (kt * LINEAR_TILE_K + ks >= K) break;
             unsigned a[2][4];
 #pragma unroll
             for (int i = 0; i < 2; ++i) {
@@ -117,11 +123,88 @@ __device__ __forceinline__ void linear_tiled_impl(const T* __restrict__ x, const
     }
 }
 
+// linear_skinny: at most 16 rows (one mma row tile), LINEAR_SKINNY_N outputs per block (four
+// warps, one 8-wide mma column tile each) and LINEAR_SKINNY_K-deep stages: many blocks and
+// many bytes in flight per block, for the memory-bound shapes of decode batches.
+#define LS_ROW (LINEAR_SKINNY_K + LT_PAD)
+
+template <typename T>
+__device__ __forceinline__ void linear_skinny_impl(const T* __restrict__ x, const T* __restrict__ w,
+                                                   const T* __restrict__ bias, T* __restrict__ y,
+                                                   unsigned int M, unsigned int N, unsigned int K) {
+    __shared__ __align__(16) T xs[LINEAR_SKINNY_STAGES][16][LS_ROW];
+    __shared__ __align__(16) T ws[LINEAR_SKINNY_STAGES][LINEAR_SKINNY_N][LS_ROW];
+    const unsigned int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const unsigned int n0 = blockIdx.x * LINEAR_SKINNY_N;
+    const unsigned int kt_count = (K + LINEAR_SKINNY_K - 1) / LINEAR_SKINNY_K;
+    constexpr int CH = LINEAR_SKINNY_K / 8;  // 16-byte chunks per row and stage
+    auto load = [&](int s, unsigned int k0) {
+        for (int c = threadIdx.x; c < 16 * CH; c += LINEAR_THREADS) {
+            const int r = c / CH, kc = (c % CH) * 8;
+            const unsigned int k = k0 + kc;
+            const bool ok = (unsigned int)r < M && k < K;
+            cp_async16(&xs[s][r][kc], ok ? x + (unsigned long long)r * K + k : x, ok);
+        }
+        for (int c = threadIdx.x; c < LINEAR_SKINNY_N * CH; c += LINEAR_THREADS) {
+            const int r = c / CH, kc = (c % CH) * 8;
+            const unsigned int n = n0 + r, k = k0 + kc;
+            const bool ok = n < N && k < K;
+            cp_async16(&ws[s][r][kc], ok ? w + (unsigned long long)n * K + k : w, ok);
+        }
+    };
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    pdl_enter();
+#pragma unroll
+    for (int s = 0; s < LINEAR_SKINNY_STAGES - 1; ++s) {
+        if ((unsigned int)s < kt_count) load(s, s * LINEAR_SKINNY_K);
+        cp_async_commit();
+    }
+    for (unsigned int kt = 0; kt < kt_count; ++kt) {
+        cp_async_wait<LINEAR_SKINNY_STAGES - 2>();
+        __syncthreads();
+        const unsigned int next = kt + LINEAR_SKINNY_STAGES - 1;
+        if (next < kt_count) load(next % LINEAR_SKINNY_STAGES, next * LINEAR_SKINNY_K);
+        cp_async_commit();
+        const int s = kt % LINEAR_SKINNY_STAGES;
+#pragma unroll
+        for (int ks = 0; ks < LINEAR_SKINNY_K; ks += 32) {
+            // Two chunks: this warp's 8 weight rows at k ks, ks + 8, ks + 16, ks + 24.
+            unsigned b0, b1, b2, b3;
+            ldsm_x4(b0, b1, b2, b3, &ws[s][warp * 8 + (lane & 7)][ks + (lane >> 3) * 8]);
+#pragma unroll
+            for (int half = 0; half < 2; ++half) {
+                const unsigned int k = kt * LINEAR_SKINNY_K + ks + half * 16;
+                if (k >= K) break;
+                unsigned a[4];
+                ldsm_x4(a[0], a[1], a[2], a[3], &xs[s][lane & 15][ks + half * 16 + (lane >> 4) * 8]);
+                if (half == 0) mma16816<T>(acc, a, b0, b1);
+                else mma16816<T>(acc, a, b2, b3);
+            }
+        }
+    }
+    cp_async_wait<0>();
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+        const unsigned int row = (lane >> 2) + (e >> 1) * 8;
+        const unsigned int n = n0 + warp * 8 + (lane & 3) * 2 + (e & 1);
+        if (row < M && n < N) {
+            float v = acc[e];
+            if (bias) v += to_f32(bias[n]);
+            y[(unsigned long long)row * N + n] = from_f32<T>(v);
+        }
+    }
+}
+
 #define LINEAR_KERNELS(T, NAME)                                                                    \
 extern "C" __global__ void __launch_bounds__(LINEAR_THREADS) linear_tiled_##NAME(                  \
         const T* x, const T* w, const T* bias, T* y, unsigned int M, unsigned int N,              \
         unsigned int K) {                                                                         \
     linear_tiled_impl<T>(x, w, bias, y, M, N, K);                                                 \
+}                                                                                                 \
+extern "C" __global__ void __launch_bounds__(LINEAR_THREADS) linear_skinny_##NAME(                 \
+        const T* x, const T* w, const T* bias, T* y, unsigned int M, unsigned int N,              \
+        unsigned int K) {                                                                         \
+    linear_skinny_impl<T>(x, w, bias, y, M, N, K);                                                \
 }
 
 LINEAR_KERNELS(f16, f16)

@@ -39,10 +39,11 @@ __device__ __forceinline__ void paged_kv_write_impl(T* __restrict__ k_cache, T* 
 // table: out[t, h] = softmax(scale · q[t, h] · K[0..=pos]ᵀ) · V[0..=pos].
 //
 // One warp per (token, query head); the query head's KV head is h / (heads / kv_heads). Keys go
-// by in tiles of 32 from the window's start: each lane scores one key of the tile (a dot product
-// over head_dim in order), the tile's maximum and sum come from fixed butterflies, and the
-// running output (each lane owning head_dim / 32 of its values) is rescaled and accumulated key by
-// key in order — the online softmax of Milakov & Gimelshein 2018. Nothing depends on the other
+// by in tiles of 32 from the window's start: the warp scores them one by one (coalesced reads of
+// the key's row, each lane's share of the dot product, a fixed butterfly), the tile's maximum
+// and sum come from fixed butterflies, and the running output (each lane owning head_dim / 32 of
+// its values) is rescaled and accumulated key by key in order — the online softmax of Milakov &
+// Gimelshein 2018. Nothing depends on the other
 // tokens of the batch. A sequence row outside the block tables, a position past them or a
 // block id outside [0, num_blocks) sets bit 0 of *err and the token's output is zero.
 template <typename T>
@@ -53,7 +54,6 @@ __device__ __forceinline__ void paged_attention_impl(
     unsigned int heads, unsigned int kv_heads, unsigned int head_dim, unsigned int block_size,
     unsigned int seqs, unsigned int max_blocks, unsigned int num_blocks, float scale,
     unsigned int window, unsigned int* __restrict__ err) {
-    __shared__ float qs[PAGED_WARPS][PAGED_MAX_HEAD_DIM];
     const unsigned int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const unsigned long long item = (unsigned long long)blockIdx.x * PAGED_WARPS + warp;
     pdl_enter();
@@ -62,37 +62,48 @@ __device__ __forceinline__ void paged_attention_impl(
     const unsigned int kvh = h / (heads / kv_heads);
     const unsigned long long row = (unsigned long long)kv_heads * head_dim;
     const T* qr = q + ((unsigned long long)t * heads + h) * head_dim;
-    for (unsigned int d = lane; d < head_dim; d += 32) qs[warp][d] = to_f32(qr[d]);
-    __syncwarp();
+    constexpr int PER = PAGED_MAX_HEAD_DIM / 32;
+    // Lane l holds elements l, l + 32, … of the query (and of the output).
+    float qv[PER], acc[PER];
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+        const unsigned int d = lane + 32 * i;
+        qv[i] = d < head_dim ? to_f32(qr[d]) : 0.0f;
+        acc[i] = 0.0f;
+    }
     const int pos = token_pos[t], seq = token_seq[t];
     bool bad = seq < 0 || (unsigned int)seq >= seqs || pos < 0 ||
                (unsigned int)pos / block_size >= max_blocks;
     const int* table = block_tables + (unsigned long long)(bad ? 0 : seq) * max_blocks;
     const int lo = (window > 0 && pos + 1 > (int)window) ? pos + 1 - (int)window : 0;
-    const int PER = PAGED_MAX_HEAD_DIM / 32;
-    float acc[PER];
-#pragma unroll
-    for (int i = 0; i < PER; ++i) acc[i] = 0.0f;
     float m = -GPUKIT_INF, l = 0.0f;
     for (int base = lo; !bad && base <= pos; base += 32) {
         const int key = base + (int)lane;
-        float s = -GPUKIT_INF;
-        unsigned long long slot = 0;
+        unsigned long long slot = 0;  // keys past pos read slot 0 (in bounds) and are masked
         if (key <= pos) {
             const int b = table[key / (int)block_size];
-            if (b < 0 || (unsigned int)b >= num_blocks) {
-                bad = true;
-            } else {
-                slot = (unsigned long long)b * block_size + key % (int)block_size;
-                const T* kr = k_cache + slot * row + (unsigned long long)kvh * head_dim;
-                float dot = 0.0f;
-                for (unsigned int d = 0; d < head_dim; ++d) dot = fmaf(qs[warp][d], to_f32(kr[d]), dot);
-                s = dot * scale;
-            }
+            if (b < 0 || (unsigned int)b >= num_blocks) bad = true;
+            else slot = (unsigned long long)b * block_size + key % (int)block_size;
         }
         if (__any_sync(0xffffffffu, bad)) {
             bad = true;
             break;
+        }
+        // Scores, key by key: the warp reads the key's row (coalesced), each lane dots its
+        // elements, a fixed butterfly sums them; lane j keeps key j's score.
+        float s = -GPUKIT_INF;
+#pragma unroll 4
+        for (int j = 0; j < 32; ++j) {
+            const unsigned long long sj = __shfl_sync(0xffffffffu, slot, j);
+            const T* kr = k_cache + sj * row + (unsigned long long)kvh * head_dim;
+            float part = 0.0f;
+#pragma unroll
+            for (int i = 0; i < PER; ++i) {
+                const unsigned int d = lane + 32 * i;
+                if (d < head_dim) part = fmaf(qv[i], to_f32(kr[d]), part);
+            }
+            part = warp_sum(part);
+            if ((int)lane == j && key <= pos) s = part * scale;
         }
         const float m_new = fmaxf(m, warp_reduce<true>(s));
         const float corr = expf(m - m_new);
@@ -101,6 +112,7 @@ __device__ __forceinline__ void paged_attention_impl(
 #pragma unroll
         for (int i = 0; i < PER; ++i) acc[i] *= corr;
         const int n = min(32, pos - base + 1);
+#pragma unroll 4
         for (int j = 0; j < n; ++j) {
             const float pj = __shfl_sync(0xffffffffu, p, j);
             const unsigned long long sj = __shfl_sync(0xffffffffu, slot, j);

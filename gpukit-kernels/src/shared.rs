@@ -165,12 +165,20 @@ shared_constants! {
     LINEAR_TILE_K: usize = 32;
     /// Pipeline stages (shared-memory tiles in flight) of the tiled batch-invariant linear.
     LINEAR_STAGES: usize = 3;
-    /// Threads per block of the tiled batch-invariant linear (four warps, 2 × 2 over the tile).
+    /// Threads per block of the batch-invariant linear kernels (four warps).
     LINEAR_THREADS: u32 = 128;
+    /// Most rows of x the skinny batch-invariant linear takes (one mma row tile).
+    LINEAR_SKINNY_M: usize = 16;
+    /// Weight rows (outputs) per block of the skinny linear (one 8-wide mma tile per warp).
+    LINEAR_SKINNY_N: usize = 32;
+    /// Reduction depth per pipeline stage of the skinny linear.
+    LINEAR_SKINNY_K: usize = 128;
+    /// Pipeline stages of the skinny linear.
+    LINEAR_SKINNY_STAGES: usize = 3;
     /// Warps per block of the paged attention (one warp per token and query head).
     PAGED_WARPS: u32 = 4;
-    /// Largest head dimension the paged attention takes (its queries sit in shared memory and
-    /// each lane keeps `PAGED_MAX_HEAD_DIM / 32` output values in registers).
+    /// Largest head dimension the paged attention takes (each lane keeps
+    /// `PAGED_MAX_HEAD_DIM / 32` query and output values in registers).
     PAGED_MAX_HEAD_DIM: usize = 256;
 }
 

@@ -404,8 +404,9 @@ fn gpu_batched_serving_ops_are_bitwise_deterministic_and_graph_equals_eager() {
         let (k_cache, v_cache) = (r(&[10, 16, 2, 64], 1), r(&[10, 16, 2, 64], 2));
         let (kn, vn, q) = (r(&[30, 2, 64], 3), r(&[30, 2, 64], 4), r(&[30, 8, 64], 5));
         let (x, w, b) = (r(&[30, 520], 6), r(&[300, 520], 7), r(&[300], 8));
+        let x5 = r(&[5, 520], 9);
         let e = |shape: &[usize]| Tensor::empty(shape, dt, &dev).unwrap();
-        let outs = [e(&[30, 8, 64]), e(&[30, 300])];
+        let outs = [e(&[30, 8, 64]), e(&[30, 300]), e(&[5, 300])];
         let run = |o: &[Tensor]| -> gpukit_ops::Result<()> {
             paged_kv_write_into(&kn, &vn, &k_cache, &v_cache, &slots)?;
             let batch = PagedBatch {
@@ -414,7 +415,8 @@ fn gpu_batched_serving_ops_are_bitwise_deterministic_and_graph_equals_eager() {
                 token_pos: &pos,
             };
             paged_attention_into(&q, &k_cache, &v_cache, &batch, 0.125, None, &o[0])?;
-            ops::linear_batch_invariant_into(&x, &w, Some(&b), &o[1])
+            ops::linear_batch_invariant_into(&x, &w, Some(&b), &o[1])?;
+            ops::linear_batch_invariant_into(&x5, &w, Some(&b), &o[2])
         };
         run(&outs).unwrap();
         let first: Vec<Vec<u64>> = outs.iter().chain([&k_cache, &v_cache]).map(bits).collect();
@@ -433,8 +435,8 @@ fn gpu_batched_serving_ops_are_bitwise_deterministic_and_graph_equals_eager() {
         assert_eq!(now(&outs), first, "{dt}: graph replay differs from eager");
         println!(
             "[gpu] determinism {dt}: paged kv write, paged attention (a decode/prefill mix in \
-             scattered blocks), the tiled batch-invariant linear bitwise equal twice and under \
-             graph replay"
+             scattered blocks), the batch-invariant linear (tiled and skinny) bitwise equal twice \
+             and under graph replay"
         );
     }
 }

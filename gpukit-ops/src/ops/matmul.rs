@@ -7,7 +7,7 @@
 
 use gpukit_driver::KernelArgs;
 use gpukit_kernels::gemv::{self, GemvKernel};
-use gpukit_kernels::linear::{self, LinearKernel};
+use gpukit_kernels::linear;
 use gpukit_kernels::shared::{BLOCK_THREADS, QGEMV_MAX_ROWS};
 use gpukit_kernels::{BLayout, DType, Epilogue, F32Precision, GemmShape};
 use rayon::prelude::*;
@@ -491,8 +491,9 @@ fn dot_fixed(a: &[f32], b: &[f32]) -> f32 {
 ///
 /// `w` is `[n, k]` in x's float dtype, or block-quantized (GGUF); `bias` `[n]` in x's dtype.
 /// On the CPU each sum runs in an order fixed by k ([`dot_fixed`], f32). On CUDA, f16/bf16
-/// weights with k a multiple of 8 go through the tiled tensor-core kernel
-/// (`gpukit_kernels::linear`: one tile for every m, no split over k); other dense weights
+/// weights with k a multiple of 8 go through the tensor-core kernels of
+/// `gpukit_kernels::linear` (a skinny tiling up to 16 rows, a 64 × 128 one above; both sum
+/// each element one 16-deep chunk of k at a time, in order, never split); other dense weights
 /// through the multi-row GEMV kernel [`GEMV_MAX_M`] rows at a time (its reduction order is fixed
 /// by n and k; every [`GEMV_MAX_M`] rows read the weights again); quantized ones through the
 /// quantized GEMV one row at a time. Which path a call takes depends on the dtype, k and the
@@ -578,12 +579,11 @@ pub fn linear_batch_invariant_into(
                     .arg(u32_dim(OP, m)?)
                     .arg(u32_dim(OP, n)?)
                     .arg(u32_dim(OP, k)?);
+                let (kernel, cfg) = linear::plan(dt, m, n)?;
                 // SAFETY: contiguous x [m, k], w [n, k], out [m, n] and bias [n] (or null) of
                 // the dtype on this lane; k a multiple of 8 and x, w 16-byte aligned
-                // (tiled_fits), as the kernel's 16-byte loads need.
-                return unsafe {
-                    c.launch(LinearKernel::Tiled(dt), &linear::tiled_grid(m, n)?, &args)
-                };
+                // (tiled_fits), as the kernels' 16-byte loads need.
+                return unsafe { c.launch(kernel, &cfg, &args) };
             }
             let vectorized = k % per16 == 0 && xp.0 % 16 == 0 && dptr(&w)?.0 % 16 == 0;
             let size = dt.size_in_bytes();
