@@ -11,8 +11,10 @@ outputs likewise clipped to [64, 512] (mean about 250), generated to their full 
 (`ignore_eos`), greedy. Each concurrency level C keeps C requests in flight (a new one starts
 when one ends) over max(C, 8) requests (4 at C = 1); the fixed-rate runs send Poisson arrivals.
 Measured per request from the server-sent events: time to first token (TTFT) and time per
-output token after the first (TPOT); per level: output tokens/s over the level's wall time and
-the KV-cache blocks in use (polled from /metrics).
+output token after the first (TPOT); per level: output tokens/s over the level's wall time, the
+KV-cache blocks in use (polled from /metrics) and where the engine's time went (its step phases
+from /metrics: scheduling, enqueueing the forward pass, waiting for the device and sampling,
+output), as shares of the level's wall time.
 
 The peer: HF transformers `generate` (greedy, bf16, sdpa attention) on batches of C prompts of
 250 tokens producing 250 tokens each, output tokens/s. And the single stream: `gpukit generate`'s
@@ -155,6 +157,7 @@ def run_level(server, reqs, concurrency=None, rate=None, seed=0):
             results.append(r)
 
     poller = threading.Thread(target=poll, daemon=True)
+    before = server.metrics()
     poller.start()
     t0 = time.perf_counter()
     if concurrency:
@@ -183,6 +186,11 @@ def run_level(server, reqs, concurrency=None, rate=None, seed=0):
     wall = time.perf_counter() - t0
     done.set()
     poller.join()
+    after = server.metrics()
+    phases = {}
+    for phase in ("schedule", "forward", "sample", "output"):
+        key = f'gpukit_engine_step_seconds_total{{phase="{phase}"}}'
+        phases[phase] = after.get(key, 0.0) - before.get(key, 0.0)
     ttft = [r[0] for r in results]
     tpot = [r[1] for r in results if r[1] > 0]
     out = sum(r[2] for r in results)
@@ -191,6 +199,7 @@ def run_level(server, reqs, concurrency=None, rate=None, seed=0):
         "tokens_per_s": out / wall, "ttft_p50": pct(ttft, 50), "ttft_p99": pct(ttft, 99),
         "tpot_p50": pct(tpot, 50), "tpot_p99": pct(tpot, 99),
         "kv_mean": statistics.fmean(kv) if kv else 0.0, "kv_max": max(kv) if kv else 0.0,
+        "phases_s": phases,
     }
 
 
@@ -237,6 +246,8 @@ def main():
     ap.add_argument("--concurrency", default="1,8,32,128,256")
     ap.add_argument("--rates", default="4,16")
     ap.add_argument("--no-peer", action="store_true")
+    ap.add_argument("--peer-concurrency", default=None,
+                    help="batch sizes of the HF peer (default: the concurrency levels)")
     args = ap.parse_args()
     levels = [int(c) for c in args.concurrency.split(",")]
     rates = [float(r) for r in args.rates.split(",") if r]
@@ -246,6 +257,7 @@ def main():
         write_tokenizer(d)
         vocab = json.load(open(os.path.join(d, "config.json")))["vocab_size"]
         cli_tps = cli_decode(args.cli, d)
+        print(f"{name}: gpukit generate decodes at {cli_tps} tok/s", flush=True)
         server = Server(args.cli, d, ["--max-batch", str(max(levels)), "--max-seq-len", "1600"])
         print("".join(server.log).strip(), flush=True)
         rows = []
@@ -256,8 +268,11 @@ def main():
                 r = run_level(server, workload(n, vocab, seed=c), concurrency=c)
                 r["load"] = f"C={c}"
                 rows.append(r)
-                print(f"{name} C={c}: {r['tokens_per_s']:.0f} tok/s, TPOT p99 "
-                      f"{r['tpot_p99'] * 1e3:.1f} ms", flush=True)
+                print(f"{name} C={c}: {r['tokens_per_s']:.0f} tok/s, TTFT p50 "
+                      f"{r['ttft_p50'] * 1e3:.0f} ms, TPOT p50 / p99 {r['tpot_p50'] * 1e3:.1f} / "
+                      f"{r['tpot_p99'] * 1e3:.1f} ms, KV max {r['kv_max'] * 100:.0f}%; engine "
+                      + ", ".join(f"{k} {v / r['wall_s'] * 100:.0f}%"
+                                  for k, v in r["phases_s"].items()), flush=True)
             for rate in rates:
                 r = run_level(server, workload(int(rate * 8), vocab, seed=1000 + int(rate)),
                               rate=rate)
@@ -265,9 +280,16 @@ def main():
                 rows.append(r)
         finally:
             server.stop()
-        peer = {} if args.no_peer else hf_peer(d, levels)
+        peer_levels = [int(c) for c in (args.peer_concurrency or args.concurrency).split(",")]
+        peer = {} if args.no_peer else hf_peer(d, peer_levels)
+        for c, v in peer.items():
+            print(f"{name} HF generate batch {c}: "
+                  + (f"{v:.0f} tok/s" if v else "out of memory"), flush=True)
         report["models"][name] = {"rows": rows, "peer_tokens_per_s": peer,
                                   "cli_decode_tokens_per_s": cli_tps}
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "bench-serve.json"), "w") as f:
+            json.dump(report, f, indent=1)
     print()
     print("| model | load | requests | output tok/s | HF generate tok/s | TTFT p50 / p99 (ms) | "
           "TPOT p50 / p99 (ms) | KV used mean / max |")

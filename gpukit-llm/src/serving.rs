@@ -252,6 +252,16 @@ pub struct Metrics {
     pub last_batch_sequences: usize,
     /// Rows (tokens) in the last step.
     pub last_batch_tokens: usize,
+    /// Host time spent choosing steps' rows (scheduling, preemption, block tables), seconds.
+    pub schedule_seconds: f64,
+    /// Host time spent enqueueing steps' forward passes, seconds (on CUDA the device runs them
+    /// asynchronously; on the CPU this is the forward pass itself).
+    pub forward_seconds: f64,
+    /// Time from the end of enqueueing to the drawn ids on the host: the device finishing the
+    /// forward pass, then sampling, seconds.
+    pub sample_seconds: f64,
+    /// Host time spent detokenizing and handing out results, seconds.
+    pub output_seconds: f64,
     /// Time to first token (from submission), seconds.
     pub ttft: Histogram,
     /// Time per output token after the first, seconds (per request).
@@ -304,6 +314,8 @@ pub struct BatchEngine {
     next_order: u64,
     metrics: Arc<Mutex<Metrics>>,
     sampler_ws: Option<Tensor>,
+    /// Host time the last step's forward pass took to enqueue.
+    last_enqueue: f64,
 }
 
 impl std::fmt::Debug for BatchEngine {
@@ -349,6 +361,7 @@ impl BatchEngine {
             next_order: 0,
             metrics: Arc::new(Mutex::new(metrics)),
             sampler_ws: None,
+            last_enqueue: 0.0,
         })
     }
 
@@ -498,6 +511,7 @@ impl BatchEngine {
     /// A forward-pass or sampling error; the requests of the step are failed with it
     /// ([`RequestError::Internal`]) and released.
     pub fn step(&mut self) -> Result<usize> {
+        let t0 = Instant::now();
         self.drop_cancelled();
         let plan = self.schedule();
         if plan.is_empty() {
@@ -525,7 +539,9 @@ impl BatchEngine {
             batch.block_tables.push(blocks);
         }
         let rows = batch.ids.len();
+        let t1 = Instant::now();
         let result = self.run_batch(&batch, &samples);
+        let t2 = Instant::now();
         let drawn = match result {
             Ok(d) => d,
             Err(e) => {
@@ -556,6 +572,15 @@ impl BatchEngine {
             let s = self.running.swap_remove(i);
             self.finish(s, reason);
         }
+        let (schedule, step) = ((t1 - t0).as_secs_f64(), (t2 - t1).as_secs_f64());
+        let output = t2.elapsed().as_secs_f64();
+        let enqueue = self.last_enqueue;
+        self.with_metrics(|m| {
+            m.schedule_seconds += schedule;
+            m.forward_seconds += enqueue;
+            m.sample_seconds += step - enqueue;
+            m.output_seconds += output;
+        });
         self.publish(plan.len(), rows);
         Ok(rows)
     }
@@ -567,7 +592,9 @@ impl BatchEngine {
         samples: &[usize],
     ) -> Result<Vec<(u32, Option<f32>)>> {
         let model = self.engine.model();
+        let t = Instant::now();
         let logits = model.forward_paged(&self.cache, batch)?;
+        self.last_enqueue = t.elapsed().as_secs_f64();
         let dev = model.device();
         let vocab = model.spec().vocab;
         let n = samples.len();

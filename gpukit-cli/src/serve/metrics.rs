@@ -111,6 +111,26 @@ pub fn render(m: &Metrics) -> String {
     for (name, help, v) in gauges {
         scalar(o, name, "gauge", help, v as f64);
     }
+    family(
+        o,
+        "gpukit_engine_step_seconds_total",
+        "counter",
+        "Time engine steps spent per phase: schedule (choosing rows, preempting, block tables), \
+         forward (enqueueing the forward pass; on the CPU, the pass itself), sample (waiting for \
+         the device's forward pass, then sampling, until the ids are on the host), output \
+         (detokenizing, handing out results).",
+    );
+    for (phase, v) in [
+        ("schedule", m.schedule_seconds),
+        ("forward", m.forward_seconds),
+        ("sample", m.sample_seconds),
+        ("output", m.output_seconds),
+    ] {
+        let _ = writeln!(
+            o,
+            "gpukit_engine_step_seconds_total{{phase=\"{phase}\"}} {v}"
+        );
+    }
     histogram(
         o,
         "gpukit_time_to_first_token_seconds",
