@@ -12,14 +12,14 @@
 // (tested).
 //
 // linear_tiled: LINEAR_TILE_M rows × LINEAR_TILE_N outputs, four warps in a 2 × 2 grid (warp tile 32 ×
-// 64: 2 × 8 mma tiles), LINEAR_STAGES cp.async stages of x and W tiles in dynamic shared memory
-// (rows padded by 8 elements, so that ldmatrix is free of bank conflicts; deep stages keep enough
-// bytes in flight per block). Rows past M, outputs past N
+// 64: 2 × 8 mma tiles), LINEAR_STAGES cp.async stages of x and W tiles in shared memory (rows
+// padded by 8 elements, so that ldmatrix is free of bank conflicts). Rows past M, outputs past N
 // and K past its end are zero-filled on load and not stored. K must be a multiple of 8 and x and
 // W 16-byte aligned (16-byte loads).
 #include "common.cuh"
 
-#define LT_ROW (LINEAR_TILE_K + LINEAR_PAD)
+#define LT_PAD 8
+#define LT_ROW (LINEAR_TILE_K + LT_PAD)
 
 template <typename T>
 __device__ __forceinline__ void linear_load_stage(T (*xs)[LT_ROW], T (*ws)[LT_ROW], const T* __restrict__ x,
@@ -46,12 +46,8 @@ template <typename T>
 __device__ __forceinline__ void linear_tiled_impl(const T* __restrict__ x, const T* __restrict__ w,
                                                   const T* __restrict__ bias, T* __restrict__ y,
                                                   unsigned int M, unsigned int N, unsigned int K) {
-    // Dynamic shared memory (its size comes with the launch: gpukit_kernels::linear::plan): the
-    // stages' x tiles, then their W tiles.
-    extern __shared__ __align__(16) unsigned char linear_smem[];
-    T(*xs)[LINEAR_TILE_M][LT_ROW] = reinterpret_cast<T(*)[LINEAR_TILE_M][LT_ROW]>(linear_smem);
-    T(*ws)[LINEAR_TILE_N][LT_ROW] = reinterpret_cast<T(*)[LINEAR_TILE_N][LT_ROW]>(
-        linear_smem + sizeof(T) * LINEAR_STAGES * LINEAR_TILE_M * LT_ROW);
+    __shared__ __align__(16) T xs[LINEAR_STAGES][LINEAR_TILE_M][LT_ROW];
+    __shared__ __align__(16) T ws[LINEAR_STAGES][LINEAR_TILE_N][LT_ROW];
     const unsigned int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const unsigned int wm = warp / 2, wn = warp % 2;  // the warp's 32 × 64 quarter of the tile
     const unsigned int m0 = blockIdx.y * LINEAR_TILE_M, n0 = blockIdx.x * LINEAR_TILE_N;
@@ -130,17 +126,14 @@ __device__ __forceinline__ void linear_tiled_impl(const T* __restrict__ x, const
 // linear_skinny: at most 16 rows (one mma row tile), LINEAR_SKINNY_N outputs per block (four
 // warps, one 8-wide mma column tile each) and LINEAR_SKINNY_K-deep stages: many blocks and
 // many bytes in flight per block, for the memory-bound shapes of decode batches.
-#define LS_ROW (LINEAR_SKINNY_K + LINEAR_PAD)
+#define LS_ROW (LINEAR_SKINNY_K + LT_PAD)
 
 template <typename T>
 __device__ __forceinline__ void linear_skinny_impl(const T* __restrict__ x, const T* __restrict__ w,
                                                    const T* __restrict__ bias, T* __restrict__ y,
                                                    unsigned int M, unsigned int N, unsigned int K) {
-    // Dynamic shared memory, as linear_tiled's: the stages' x tiles, then their W tiles.
-    extern __shared__ __align__(16) unsigned char linear_smem[];
-    T(*xs)[16][LS_ROW] = reinterpret_cast<T(*)[16][LS_ROW]>(linear_smem);
-    T(*ws)[LINEAR_SKINNY_N][LS_ROW] = reinterpret_cast<T(*)[LINEAR_SKINNY_N][LS_ROW]>(
-        linear_smem + sizeof(T) * LINEAR_SKINNY_STAGES * 16 * LS_ROW);
+    __shared__ __align__(16) T xs[LINEAR_SKINNY_STAGES][16][LS_ROW];
+    __shared__ __align__(16) T ws[LINEAR_SKINNY_STAGES][LINEAR_SKINNY_N][LS_ROW];
     const unsigned int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const unsigned int n0 = blockIdx.x * LINEAR_SKINNY_N;
     const unsigned int kt_count = (K + LINEAR_SKINNY_K - 1) / LINEAR_SKINNY_K;

@@ -89,31 +89,21 @@ __device__ __forceinline__ void paged_attention_impl(
             bad = true;
             break;
         }
-        // Scores, PAGED_KEYS_IN_FLIGHT keys at a time: the warp reads their rows (coalesced, all
-        // loads issued before any is used), each lane dots its elements, fixed butterflies sum
-        // them; lane j keeps key j's score.
+        // Scores, key by key: the warp reads the key's row (coalesced), each lane dots its
+        // elements, a fixed butterfly sums them; lane j keeps key j's score.
         float s = -GPUKIT_INF;
+#pragma unroll 4
+        for (int j = 0; j < 32; ++j) {
+            const unsigned long long sj = __shfl_sync(0xffffffffu, slot, j);
+            const T* kr = k_cache + sj * row + (unsigned long long)kvh * head_dim;
+            float part = 0.0f;
 #pragma unroll
-        for (int j0 = 0; j0 < 32; j0 += PAGED_KEYS_IN_FLIGHT) {
-            float kv[PAGED_KEYS_IN_FLIGHT][PER];
-#pragma unroll
-            for (int u = 0; u < PAGED_KEYS_IN_FLIGHT; ++u) {
-                const unsigned long long su = __shfl_sync(0xffffffffu, slot, j0 + u);
-                const T* kr = k_cache + su * row + (unsigned long long)kvh * head_dim;
-#pragma unroll
-                for (int i = 0; i < PER; ++i) {
-                    const unsigned int d = lane + 32 * i;
-                    kv[u][i] = d < head_dim ? to_f32(kr[d]) : 0.0f;
-                }
+            for (int i = 0; i < PER; ++i) {
+                const unsigned int d = lane + 32 * i;
+                if (d < head_dim) part = fmaf(qv[i], to_f32(kr[d]), part);
             }
-#pragma unroll
-            for (int u = 0; u < PAGED_KEYS_IN_FLIGHT; ++u) {
-                float part = 0.0f;
-#pragma unroll
-                for (int i = 0; i < PER; ++i) part = fmaf(qv[i], kv[u][i], part);
-                part = warp_sum(part);
-                if ((int)lane == j0 + u && key <= pos) s = part * scale;
-            }
+            part = warp_sum(part);
+            if ((int)lane == j && key <= pos) s = part * scale;
         }
         const float m_new = fmaxf(m, warp_reduce<true>(s));
         const float corr = expf(m - m_new);
@@ -122,25 +112,15 @@ __device__ __forceinline__ void paged_attention_impl(
 #pragma unroll
         for (int i = 0; i < PER; ++i) acc[i] *= corr;
         const int n = min(32, pos - base + 1);
-        for (int j0 = 0; j0 < n; j0 += PAGED_KEYS_IN_FLIGHT) {
-            float vv[PAGED_KEYS_IN_FLIGHT][PER];
+#pragma unroll 4
+        for (int j = 0; j < n; ++j) {
+            const float pj = __shfl_sync(0xffffffffu, p, j);
+            const unsigned long long sj = __shfl_sync(0xffffffffu, slot, j);
+            const T* vr = v_cache + sj * row + (unsigned long long)kvh * head_dim;
 #pragma unroll
-            for (int u = 0; u < PAGED_KEYS_IN_FLIGHT; ++u) {
-                const unsigned long long su = __shfl_sync(0xffffffffu, slot, (j0 + u) & 31);
-                const T* vr = v_cache + su * row + (unsigned long long)kvh * head_dim;
-#pragma unroll
-                for (int i = 0; i < PER; ++i) {
-                    const unsigned int d = lane + 32 * i;
-                    vv[u][i] = d < head_dim && j0 + u < n ? to_f32(vr[d]) : 0.0f;
-                }
-            }
-#pragma unroll
-            for (int u = 0; u < PAGED_KEYS_IN_FLIGHT; ++u) {
-                const float pj = __shfl_sync(0xffffffffu, p, (j0 + u) & 31);
-                if (j0 + u < n) {
-#pragma unroll
-                    for (int i = 0; i < PER; ++i) acc[i] = fmaf(pj, vv[u][i], acc[i]);
-                }
+            for (int i = 0; i < PER; ++i) {
+                const unsigned int d = lane + 32 * i;
+                if (d < head_dim) acc[i] = fmaf(pj, to_f32(vr[d]), acc[i]);
             }
         }
         m = m_new;

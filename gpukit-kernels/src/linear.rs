@@ -9,8 +9,7 @@ use gpukit_driver::LaunchConfig;
 use crate::grid::dim;
 use crate::kernel::{KernelFamily, float_name};
 use crate::shared::{
-    LINEAR_PAD, LINEAR_SKINNY_K, LINEAR_SKINNY_M, LINEAR_SKINNY_N, LINEAR_SKINNY_STAGES,
-    LINEAR_STAGES, LINEAR_THREADS, LINEAR_TILE_K, LINEAR_TILE_M, LINEAR_TILE_N,
+    LINEAR_SKINNY_M, LINEAR_SKINNY_N, LINEAR_THREADS, LINEAR_TILE_M, LINEAR_TILE_N,
 };
 use crate::{DType, Error, Result};
 
@@ -75,19 +74,12 @@ pub fn plan(dtype: DType, m: usize, n: usize) -> Result<(LinearKernel, LaunchCon
         u32::try_from(n.div_ceil(tile).max(1))
             .map_err(|_| Error::InvalidArgument(format!("{n} outputs exceed the grid limit")))
     };
-    // Dynamic shared memory: every stage's x and W tiles, rows padded as the kernels lay them
-    // out, 2 bytes an element.
-    let smem = |rows: usize, depth: usize, stages: usize| {
-        (stages * rows * (depth + LINEAR_PAD) * 2) as u32
-    };
     if m <= LINEAR_SKINNY_M {
-        let mut cfg = LaunchConfig::new(blocks(LINEAR_SKINNY_N)?, LINEAR_THREADS);
-        cfg.shared_mem_bytes = smem(16 + LINEAR_SKINNY_N, LINEAR_SKINNY_K, LINEAR_SKINNY_STAGES);
+        let cfg = LaunchConfig::new(blocks(LINEAR_SKINNY_N)?, LINEAR_THREADS);
         return Ok((LinearKernel::Skinny(dtype), cfg));
     }
     let y = dim("row tiles", m.div_ceil(LINEAR_TILE_M).max(1))?;
-    let mut cfg = LaunchConfig::new((blocks(LINEAR_TILE_N)?, y, 1), LINEAR_THREADS);
-    cfg.shared_mem_bytes = smem(LINEAR_TILE_M + LINEAR_TILE_N, LINEAR_TILE_K, LINEAR_STAGES);
+    let cfg = LaunchConfig::new((blocks(LINEAR_TILE_N)?, y, 1), LINEAR_THREADS);
     Ok((LinearKernel::Tiled(dtype), cfg))
 }
 

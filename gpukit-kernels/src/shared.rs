@@ -162,12 +162,9 @@ shared_constants! {
     /// Weight rows (outputs) per block of the tiled batch-invariant linear.
     LINEAR_TILE_N: usize = 128;
     /// Reduction depth per pipeline stage of the tiled batch-invariant linear.
-    LINEAR_TILE_K: usize = 64;
+    LINEAR_TILE_K: usize = 32;
     /// Pipeline stages (shared-memory tiles in flight) of the tiled batch-invariant linear.
-    LINEAR_STAGES: usize = 4;
-    /// Elements each shared-memory row of the batch-invariant linear kernels is padded by (16
-    /// bytes: rows then start in different banks, so that ldmatrix is free of conflicts).
-    LINEAR_PAD: usize = 8;
+    LINEAR_STAGES: usize = 3;
     /// Threads per block of the batch-invariant linear kernels (four warps).
     LINEAR_THREADS: u32 = 128;
     /// Most rows of x the skinny batch-invariant linear takes (one mma row tile).
@@ -177,12 +174,9 @@ shared_constants! {
     /// Reduction depth per pipeline stage of the skinny linear.
     LINEAR_SKINNY_K: usize = 128;
     /// Pipeline stages of the skinny linear.
-    LINEAR_SKINNY_STAGES: usize = 6;
+    LINEAR_SKINNY_STAGES: usize = 3;
     /// Warps per block of the paged attention (one warp per token and query head).
     PAGED_WARPS: u32 = 4;
-    /// Keys whose rows each warp of the paged attention loads before using any (loads in
-    /// flight per lane: this times `PAGED_MAX_HEAD_DIM / 32`).
-    PAGED_KEYS_IN_FLIGHT: usize = 4;
     /// Largest head dimension the paged attention takes (each lane keeps
     /// `PAGED_MAX_HEAD_DIM / 32` query and output values in registers).
     PAGED_MAX_HEAD_DIM: usize = 256;
