@@ -261,6 +261,32 @@ def test_bad_requests_get_clear_errors_and_the_server_stays_up(server):
     assert chat(server, "hi", max_tokens=3, temperature=0).usage.completion_tokens >= 1
 
 
+def test_a_full_queue_answers_503_with_a_retry_hint(server):
+    busy = Server(server.device, "--max-batch", "1", "--max-waiting", "1", "--max-step-tokens",
+                  "64")
+    try:
+        body = json.dumps({"prompt": "Count to fifty:", "max_tokens": 12, "temperature": 0,
+                           "ignore_eos": True}).encode()
+
+        def send(_):
+            req = urllib.request.Request(busy.url + "/v1/completions", data=body, method="POST")
+            try:
+                with urllib.request.urlopen(req, timeout=300) as r:
+                    return r.status, None, json.loads(r.read())
+            except urllib.error.HTTPError as e:
+                return e.code, e.headers.get("Retry-After"), json.loads(e.read())
+
+        with concurrent.futures.ThreadPoolExecutor(6) as pool:
+            replies = list(pool.map(send, range(6)))
+        refused = [r for r in replies if r[0] == 503]
+        assert refused, [r[0] for r in replies]
+        assert all(r[1] == "1" and r[2]["error"]["code"] == "overloaded" for r in refused)
+        assert any(r[0] == 200 for r in replies)
+        assert json.loads(busy.get("/health")) == {"status": "ok"}
+    finally:
+        busy.stop()
+
+
 def test_fuzzed_bodies_never_break_the_server(server):
     rng = random.Random(1234)
     values = [None, True, -1, 0, 3, 2**70, 1.5, float("-inf"), "", "x", "\u0000\ud7ff", [], {},

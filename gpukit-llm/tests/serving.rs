@@ -296,6 +296,23 @@ fn bad_requests_are_refused_and_the_engine_goes_on() {
         e.step().unwrap();
     }
     assert_eq!(out.lock().unwrap().0.len(), 3);
+    // A full queue refuses with Overloaded (nothing runs between these submissions).
+    let mut e = BatchEngine::new(
+        engine.clone(),
+        ServeOptions {
+            max_waiting: 1,
+            ..options(64, 64, 16)
+        },
+    )
+    .unwrap();
+    let (first, _) = request(prompt(10, 1), 3, SamplingParams::default());
+    e.submit(first);
+    let (second, out) = request(prompt(10, 2), 3, SamplingParams::default());
+    e.submit(second);
+    assert!(
+        matches!(out.lock().unwrap().2, Some(RequestError::Overloaded(_))),
+        "a second request beyond max_waiting 1 must be refused as overloaded"
+    );
     // Options that cannot hold one sequence are refused with the reason.
     let err = BatchEngine::new(engine, options(64, 4, 16)).unwrap_err();
     assert!(
