@@ -7,7 +7,7 @@
 
 use gpukit_driver::KernelArgs;
 use gpukit_kernels::gemv::{self, GemvKernel};
-use gpukit_kernels::linear;
+use gpukit_kernels::linear::{plan as linear_plan, tiled_fits};
 use gpukit_kernels::shared::{BLOCK_THREADS, QGEMV_MAX_ROWS};
 use gpukit_kernels::{BLayout, DType, Epilogue, F32Precision, GemmShape};
 use rayon::prelude::*;
@@ -490,9 +490,9 @@ fn dot_fixed(a: &[f32], b: &[f32]) -> f32 {
 /// Inference", explain why ordinary GEMMs are not).
 ///
 /// `w` is `[n, k]` in x's float dtype, or block-quantized (GGUF); `bias` `[n]` in x's dtype.
-/// On the CPU each sum runs in an order fixed by k ([`dot_fixed`], f32). On CUDA, f16/bf16
-/// weights with k a multiple of 8 go through the tensor-core kernels of
-/// `gpukit_kernels::linear` (a skinny tiling up to 16 rows, a 64 × 128 one above; both sum
+/// On the CPU each sum runs in an order fixed by k (eight strided running sums combined
+/// pairwise, f32). On CUDA, f16/bf16 weights with k a multiple of 8 go through the tensor-core
+/// kernels of `gpukit_kernels::linear` (a skinny tiling up to 16 rows, a 64 × 128 one above; both sum
 /// each element one 16-deep chunk of k at a time, in order, never split); other dense weights
 /// through the multi-row GEMV kernel [`GEMV_MAX_M`] rows at a time (its reduction order is fixed
 /// by n and k; every [`GEMV_MAX_M`] rows read the weights again); quantized ones through the
@@ -570,7 +570,7 @@ pub fn linear_batch_invariant_into(
             let per16 = 16 / dt.size_in_bytes();
             let (xp, op) = (dptr(&x)?, dptr(out)?);
             let bias_ptr = bias.as_ref().map(dptr).transpose()?;
-            if linear::tiled_fits(dt, k, xp.0, dptr(&w)?.0) {
+            if tiled_fits(dt, k, xp.0, dptr(&w)?.0) {
                 let args = KernelArgs::new()
                     .arg(xp)
                     .arg(dptr(&w)?)
@@ -579,7 +579,7 @@ pub fn linear_batch_invariant_into(
                     .arg(u32_dim(OP, m)?)
                     .arg(u32_dim(OP, n)?)
                     .arg(u32_dim(OP, k)?);
-                let (kernel, cfg) = linear::plan(dt, m, n)?;
+                let (kernel, cfg) = linear_plan(dt, m, n)?;
                 // SAFETY: contiguous x [m, k], w [n, k], out [m, n] and bias [n] (or null) of
                 // the dtype on this lane; k a multiple of 8 and x, w 16-byte aligned
                 // (tiled_fits), as the kernels' 16-byte loads need.
