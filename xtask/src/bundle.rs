@@ -113,23 +113,8 @@ pub fn build(root: &Path) -> Result<()> {
         "python: {}\n",
         wheel.file_name().unwrap_or_default().to_string_lossy()
     ));
-    crate::run(
-        root,
-        &python.to_string_lossy(),
-        &[
-            "-m",
-            "pip",
-            "download",
-            "-q",
-            "--disable-pip-version-check",
-            "--only-binary=:all:",
-            "-d",
-            &wheels.to_string_lossy(),
-            "pytest>=8",
-        ],
-    )?;
-    // The `openai` client for the server's tests, with its dependencies' wheels for the GPU
-    // machine's Python (pydantic-core is compiled per Python version).
+    // pytest and the `openai` client (with its dependencies) as wheels for the GPU machine's
+    // Python 3.12: pydantic-core is compiled per Python version.
     crate::run(
         root,
         &python.to_string_lossy(),
@@ -146,7 +131,8 @@ pub fn build(root: &Path) -> Result<()> {
             "manylinux_2_17_x86_64",
             "-d",
             &wheels.to_string_lossy(),
-            "openai>=1.40,<3",
+            crate::python::PYTEST,
+            crate::python::OPENAI,
         ],
     )?;
     let run = out.join("run.sh");

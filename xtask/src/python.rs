@@ -11,12 +11,13 @@ use anyhow::{Context, Result, bail};
 use crate::testrun::Counts;
 
 /// What the build and the tests need in the environment (pinned to ranges known to work).
-const TOOLS: [&str; 4] = [
-    "maturin>=1.9.4,<2",
-    "numpy>=1.23",
-    "pytest>=8",
-    "openai>=1.40,<3",
-];
+const TOOLS: [&str; 4] = ["maturin>=1.9.4,<2", "numpy>=1.23", PYTEST, OPENAI];
+
+/// pytest, for the suites (here and in the GPU bundle).
+pub const PYTEST: &str = "pytest>=8";
+
+/// The `openai` client the server's tests drive it with (here and in the GPU bundle).
+pub const OPENAI: &str = "openai>=1.40,<3";
 
 /// The pytest suites, relative to the repository.
 pub const SUITES: [&str; 2] = ["gpukit-py/tests", "gpukit-cli/tests"];
