@@ -75,6 +75,18 @@ def peer(case):
         ws = [rand(p["n"], p["k"]) for _ in range(p["copies"])]
         x = rand(1, p["k"])
         return time_ms(lambda i: F.linear(x, ws[i % len(ws)]), 20, 50, 10)
+    if k == "linear_bi":
+        ws = [rand(p["n"], p["k"]) for _ in range(p["copies"])]
+        x = rand(p["m"], p["k"])
+        return time_ms(lambda i: F.linear(x, ws[i % len(ws)]), 20, 20, 5)
+    if k == "paged_attention":
+        # torch has no paged cache: the peer reads each sequence's keys and values from one
+        # contiguous tensor (batched decode SDPA, grouped-query).
+        q = rand(p["seqs"], p["heads"], 1, p["d"])
+        kk = rand(p["seqs"], p["kv_heads"], p["len"], p["d"])
+        v = rand(p["seqs"], p["kv_heads"], p["len"], p["d"])
+        return time_ms(lambda i: F.scaled_dot_product_attention(q, kk, v, enable_gqa=True),
+                       20, 20, 5)
     if k == "rms_norm":
         x, w = rand(p["rows"], p["hidden"]), rand(p["hidden"])
         return time_ms(lambda i: F.rms_norm(x, (p["hidden"],), w, eps=1e-5), 20, 20, 5)

@@ -14,7 +14,8 @@ Measured per request from the server-sent events: time to first token (TTFT) and
 output token after the first (TPOT); per level: output tokens/s over the level's wall time, the
 KV-cache blocks in use (polled from /metrics) and where the engine's time went (its step phases
 from /metrics: scheduling, enqueueing the forward pass, waiting for the device and sampling,
-output), as shares of the level's wall time.
+output), as shares of the level's wall time, and the device time of every 8th step by kind of
+work (linear, attention, sampling, other: the server's --profile-every).
 
 The peer: HF transformers `generate` (greedy, bf16, sdpa attention) on batches of C prompts of
 250 tokens producing 250 tokens each, output tokens/s. And the single stream: `gpukit generate`'s
@@ -41,6 +42,18 @@ import time
 import urllib.request
 
 MODELS_DIR = os.environ.get("GPUKIT_DECODE_MODELS", "/tmp/gpukit-decode-models")
+PARTS = ("linear", "attention", "sampling", "other")
+PROFILE_EVERY = 8
+
+
+def split(r):
+    """The level's device time by part (shares of the profiled steps' device time) and the
+    engine's host share of the wall time (scheduling and output; the forward pass's enqueueing
+    overlaps the device on CUDA)."""
+    dev = r["profiled_device_s"]
+    total = sum(dev.values()) or 1.0
+    host = (r["phases_s"]["schedule"] + r["phases_s"]["output"]) / r["wall_s"]
+    return {p: dev[p] / total for p in PARTS}, host
 
 
 def lengths(rng, n, lo, hi, median=200.0, sigma=0.6):
@@ -191,6 +204,10 @@ def run_level(server, reqs, concurrency=None, rate=None, seed=0):
     for phase in ("schedule", "forward", "sample", "output"):
         key = f'gpukit_engine_step_seconds_total{{phase="{phase}"}}'
         phases[phase] = after.get(key, 0.0) - before.get(key, 0.0)
+    device = {}
+    for part in PARTS:
+        key = f'gpukit_engine_profiled_device_seconds_total{{part="{part}"}}'
+        device[part] = after.get(key, 0.0) - before.get(key, 0.0)
     ttft = [r[0] for r in results]
     tpot = [r[1] for r in results if r[1] > 0]
     out = sum(r[2] for r in results)
@@ -199,7 +216,7 @@ def run_level(server, reqs, concurrency=None, rate=None, seed=0):
         "tokens_per_s": out / wall, "ttft_p50": pct(ttft, 50), "ttft_p99": pct(ttft, 99),
         "tpot_p50": pct(tpot, 50), "tpot_p99": pct(tpot, 99),
         "kv_mean": statistics.fmean(kv) if kv else 0.0, "kv_max": max(kv) if kv else 0.0,
-        "phases_s": phases,
+        "phases_s": phases, "profiled_device_s": device,
     }
 
 
@@ -258,7 +275,8 @@ def main():
         vocab = json.load(open(os.path.join(d, "config.json")))["vocab_size"]
         cli_tps = cli_decode(args.cli, d)
         print(f"{name}: gpukit generate decodes at {cli_tps} tok/s", flush=True)
-        server = Server(args.cli, d, ["--max-batch", str(max(levels)), "--max-seq-len", "1600"])
+        server = Server(args.cli, d, ["--max-batch", str(max(levels)), "--max-seq-len", "1600",
+                                      "--profile-every", str(PROFILE_EVERY)])
         print("".join(server.log).strip(), flush=True)
         rows = []
         try:
@@ -272,7 +290,9 @@ def main():
                       f"{r['ttft_p50'] * 1e3:.0f} ms, TPOT p50 / p99 {r['tpot_p50'] * 1e3:.1f} / "
                       f"{r['tpot_p99'] * 1e3:.1f} ms, KV max {r['kv_max'] * 100:.0f}%; engine "
                       + ", ".join(f"{k} {v / r['wall_s'] * 100:.0f}%"
-                                  for k, v in r["phases_s"].items()), flush=True)
+                                  for k, v in r["phases_s"].items())
+                      + "; device " + ", ".join(f"{k} {v * 100:.0f}%"
+                                                for k, v in split(r)[0].items()), flush=True)
             for rate in rates:
                 r = run_level(server, workload(int(rate * 8), vocab, seed=1000 + int(rate)),
                               rate=rate)
@@ -292,8 +312,9 @@ def main():
             json.dump(report, f, indent=1)
     print()
     print("| model | load | requests | output tok/s | HF generate tok/s | TTFT p50 / p99 (ms) | "
-          "TPOT p50 / p99 (ms) | KV used mean / max |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+          "TPOT p50 / p99 (ms) | KV used mean / max | device: linear / attention / sampling / "
+          "other | host |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, m in report["models"].items():
         for r in m["rows"]:
             c = int(r["load"][2:]) if r["load"].startswith("C=") else None
@@ -302,7 +323,9 @@ def main():
             print(f"| {name} | {r['load']} | {r['requests']} | {r['tokens_per_s']:.0f} | {ps} | "
                   f"{r['ttft_p50'] * 1e3:.0f} / {r['ttft_p99'] * 1e3:.0f} | "
                   f"{r['tpot_p50'] * 1e3:.1f} / {r['tpot_p99'] * 1e3:.1f} | "
-                  f"{r['kv_mean'] * 100:.0f}% / {r['kv_max'] * 100:.0f}% |")
+                  f"{r['kv_mean'] * 100:.0f}% / {r['kv_max'] * 100:.0f}% | "
+                  + " / ".join(f"{v * 100:.0f}%" for v in split(r)[0].values())
+                  + f" | {split(r)[1] * 100:.0f}% |")
         c1 = next((r for r in m["rows"] if r["load"] == "C=1"), None)
         if c1 and c1["tpot_p50"] > 0 and m["cli_decode_tokens_per_s"]:
             srv = 1 / c1["tpot_p50"]

@@ -169,9 +169,9 @@ template <int D> struct QRegs {
     }
 };
 template <typename T, int D> struct QSmem {
-    const T* q;  // the warp's first row in the Q tile (row stride D + 8), at this lane's ldmatrix row
+    const T* q;  // the warp's first row in the Q tile (row stride D + SDPA_TILE_PAD), at this lane's ldmatrix row
     __device__ __forceinline__ void get(int mt, int kk, unsigned (&f)[4]) const {
-        ldsm_x4(f[0], f[1], f[2], f[3], q + mt * 16 * (D + 8) + 16 * kk);
+        ldsm_x4(f[0], f[1], f[2], f[3], q + mt * 16 * (D + SDPA_TILE_PAD) + 16 * kk);
     }
 };
 
@@ -181,11 +181,11 @@ template <int R> __device__ __forceinline__ int sw128_offset(int r, int c) {
     return (c >> 6) * (R * 64) + r * 64 + ((((c & 63) >> 3) ^ (r & 7)) << 3);
 }
 
-// Where (row, column) of a K or V tile lives in shared memory: rows of D + 8 elements (the
+// Where (row, column) of a K or V tile lives in shared memory: rows of D + SDPA_TILE_PAD elements (the
 // cp.async kernels; the pad keeps ldmatrix free of bank conflicts), or 64-row tiles in the
 // 128-byte swizzle the tensor memory accelerator writes (sdpa_decode_ring).
 template <int D> struct PaddedKV {
-    static __device__ __forceinline__ int at(int r, int c) { return r * (D + 8) + c; }
+    static __device__ __forceinline__ int at(int r, int c) { return r * (D + SDPA_TILE_PAD) + c; }
 };
 struct SwizzledKV {
     static __device__ __forceinline__ int at(int r, int c) { return sw128_offset<64>(r, c); }
@@ -360,7 +360,7 @@ __device__ __forceinline__ void load_q(unsigned (&qa)[D / 16][4], const T* r0, c
 template <typename T, int D, int BN, int THREADS>
 __device__ __forceinline__ void load_kv(T* ks, T* vs, const T* kh, const T* vh, const AttnArgs& a,
                                         unsigned key0) {
-    constexpr int LD = D + 8, CH = D / 8;
+    constexpr int LD = D + SDPA_TILE_PAD, CH = D / 8;
     if constexpr (THREADS % CH == 0 && BN % (THREADS / CH) == 0) {
         // Each thread copies one fixed 16-byte column of every (THREADS / CH)-th row; where that
         // step is a multiple of 8 rows, its source column in the swizzled layout is fixed too.
@@ -424,7 +424,7 @@ template <typename T, int D, int BN, int WARPS, int MT>
 __device__ __forceinline__ void sdpa_prefill(const T* __restrict__ q, const T* __restrict__ k,
                                              const T* __restrict__ v, T* __restrict__ out, const AttnArgs& a) {
     extern __shared__ __align__(16) unsigned char attn_smem[];
-    constexpr int LD = D + 8, TILE = BN * LD, WM = 16 * MT, BM = WM * WARPS, THREADS = 32 * WARPS;
+    constexpr int LD = D + SDPA_TILE_PAD, TILE = BN * LD, WM = 16 * MT, BM = WM * WARPS, THREADS = 32 * WARPS;
     constexpr int QTILE = MT > 1 ? BM * LD : 0;
     T* qs = reinterpret_cast<T*>(attn_smem);
     T* smem = qs + QTILE;
@@ -551,7 +551,7 @@ __device__ __forceinline__ void decode_attend(const unsigned (&qa)[D / 16][4], c
 }
 
 // Merges the four warps (threads 0–127) of a decode block in a fixed order through shared
-// memory at `red` (o as [warp][16 rows][D + 8] f32 — a row stride of 8 words mod 32 makes the
+// memory at `red` (o as [warp][16 rows][D + SDPA_TILE_PAD] f32 — a row stride of 8 words mod 32 makes the
 // float2 stores conflict-free — then each row's m and l per warp; the launch sizes it). Only the
 // rows below nrows are stored. `sync()` synchronises the 128 threads; the first call lets the
 // caller's last reads of whatever `red` overlaps finish. Then emit(r, c, o, m, l) runs once for
@@ -562,7 +562,7 @@ __device__ __forceinline__ void decode_attend(const unsigned (&qa)[D / 16][4], c
 // the attention itself does (with the split merge's, 0.3–0.4 µs less a decode ring call).
 template <int D, class Sync, class Emit>
 __device__ __forceinline__ void merge_warps(State<D>& st, float* red, unsigned nrows, Sync sync, Emit emit) {
-    constexpr int OS = D + 8, CV = D / 4;
+    constexpr int OS = D + SDPA_TILE_PAD, CV = D / 4;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     float* red_o = red;
     float* red_m = red_o + 64 * OS;
@@ -612,7 +612,7 @@ __device__ __forceinline__ void sdpa_decode(const T* __restrict__ q, const T* __
                                             const T* __restrict__ v, T* __restrict__ out, const AttnArgs& a) {
     extern __shared__ __align__(16) unsigned char attn_smem[];
     T* smem = reinterpret_cast<T*>(attn_smem);
-    constexpr int BN = 64, LD = D + 8, TILE = BN * LD;
+    constexpr int BN = SDPA_DECODE_KEYS, LD = D + SDPA_TILE_PAD, TILE = BN * LD;
     const int warp = threadIdx.x >> 5;
     const unsigned split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
     const unsigned group = a.q_heads / a.kv_heads, nrows = group * a.q_len;
@@ -740,7 +740,7 @@ __device__ __forceinline__ void sdpa_combine(T* __restrict__ out, const AttnArgs
 // last reads every split's partial in split order, writes the output and returns the counter to
 // zero, so the counters (zero before the first launch) are zero between launches. No float
 // atomics: the result depends only on the shape, bit for bit.
-#define RING_CONSUMERS 4
+#define RING_CONSUMERS SDPA_RING_CONSUMERS
 #define RING_THREADS (32 * RING_CONSUMERS + 32)
 
 // A tensor map (the driver's opaque CUtensorMap), passed by value.
@@ -921,7 +921,7 @@ template <typename T, int D, bool PRE>
 __device__ __forceinline__ void sdpa_decode_ring(const T* __restrict__ q, T* __restrict__ out, AttnArgs a,
                                                  const TensorMap* tk, const TensorMap* tv, const T* k, const T* v,
                                                  unsigned* __restrict__ counters, unsigned batch) {
-    constexpr int BN = 64, TILE = BN * D;
+    constexpr int BN = SDPA_DECODE_KEYS, TILE = BN * D;
     using Layout = typename RingLayout<T, D, PRE>::type;
     const unsigned units = batch * a.kv_heads * a.splits;
     // Unit x's K and V rows from key0 on (PRE), and the bytes of a tile from key0 of keys below
@@ -1423,11 +1423,12 @@ extern "C" __global__ void __launch_bounds__(SDPA_THREADS) sdpa_decode_##NAME##_
 }
 
 #define SDPA_KERNELS(T, NAME)                                                                      \
-SDPA_HEAD(T, NAME, 64, 64, 64, 4, 2)                                                               \
-SDPA_HEAD(T, NAME, 80, 64, 64, 4, 2)                                                               \
-SDPA_HEAD(T, NAME, 96, 64, 64, 4, 2)                                                               \
-SDPA_HEAD(T, NAME, 128, 64, 32, 4, 2)                                                              \
-SDPA_HEAD(T, NAME, 256, 32, 32, 4, 1)                                                              \
+SDPA_HEAD(T, NAME, 64, SDPA_PREFILL_KEYS, SDPA_PREFILL_KEYS, SDPA_PREFILL_WARPS, SDPA_PREFILL_Q_TILES) \
+SDPA_HEAD(T, NAME, 80, SDPA_PREFILL_KEYS, SDPA_PREFILL_KEYS, SDPA_PREFILL_WARPS, SDPA_PREFILL_Q_TILES) \
+SDPA_HEAD(T, NAME, 96, SDPA_PREFILL_KEYS, SDPA_PREFILL_KEYS, SDPA_PREFILL_WARPS, SDPA_PREFILL_Q_TILES) \
+SDPA_HEAD(T, NAME, 128, SDPA_PREFILL_KEYS, SDPA_PREFILL_KEYS_SHORT, SDPA_PREFILL_WARPS,           \
+          SDPA_PREFILL_Q_TILES)                                                                    \
+SDPA_HEAD(T, NAME, 256, SDPA_PREFILL_KEYS_SHORT, SDPA_PREFILL_KEYS_SHORT, SDPA_PREFILL_WARPS, 1)   \
 extern "C" __global__ void __launch_bounds__(1024)                                              \
 sdpa_combine_##NAME(T* out, AttnArgs a, unsigned int head_dim) {                                   \
     pdl_enter();                                                                                   \

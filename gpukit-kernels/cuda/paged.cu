@@ -36,51 +36,92 @@ __device__ __forceinline__ void paged_kv_write_impl(T* __restrict__ k_cache, T* 
 
 // Attention of each token's query heads over its sequence's keys and values up to its own
 // position (causal; with window > 0 only the last `window` positions), read through the block
-// table: out[t, h] = softmax(scale · q[t, h] · K[0..=pos]ᵀ) · V[0..=pos].
+// table: out[t, h] = softmax(scale · q[t, h] · K[lo..=pos]ᵀ) · V[lo..=pos].
 //
-// One warp per (token, query head); the query head's KV head is h / (heads / kv_heads). Keys go
-// by in tiles of 32 from the window's start: the warp scores them one by one (coalesced reads of
-// the key's row, each lane's share of the dot product, a fixed butterfly), the tile's maximum
-// and sum come from fixed butterflies, and the running output (each lane owning head_dim / 32 of
-// its values) is rescaled and accumulated key by key in order — the online softmax of Milakov &
-// Gimelshein 2018. Nothing depends on the other
-// tokens of the batch. A sequence row outside the block tables, a position past them or a
-// block id outside [0, num_blocks) sets bit 0 of *err and the token's output is zero.
+// The keys of a token, from the window's start lo, are cut into partitions of PAGED_PART_KEYS
+// positions; a block computes one partition for PAGED_GROUP query heads that share a KV head
+// (each key and value row is read once for all of them). Its PAGED_WARPS warps take the
+// partition's tiles of 32 keys in turn (warp w: tiles w, w + PAGED_WARPS, …); in a tile, lane j
+// scores key j (its whole row, 16-byte loads), and the running output (lane l owning dims l,
+// l + 32, …) takes the tile's values key by key with the online softmax of Milakov &
+// Gimelshein 2018. The warps' states merge in warp order. A token with one partition writes
+// its output at once; with more, each partition's state (max, sum, unnormalised output) goes to
+// the workspace and paged_attention_merge combines them in partition order.
+//
+// Every boundary — partition, tile, warp — is a fixed function of the token's position, so a
+// token's result is bit for bit the same whatever else is in the batch (batch invariance). A
+// sequence row outside the block tables, a position past them or a block id outside
+// [0, num_blocks) sets bit 0 of *err and the token's output is zero.
+
+// What the partition kernel and the merge share: a token's key range and partition count.
+struct PagedKeys {
+    int lo, pos;
+    unsigned int parts;
+    bool bad;
+};
+
+__device__ __forceinline__ PagedKeys paged_keys(const int* __restrict__ token_seq,
+                                                const int* __restrict__ token_pos, unsigned int t,
+                                                unsigned int seqs, unsigned int max_blocks,
+                                                unsigned int block_size, unsigned int window) {
+    PagedKeys k;
+    k.pos = token_pos[t];
+    const int seq = token_seq[t];
+    k.bad = seq < 0 || (unsigned int)seq >= seqs || k.pos < 0 ||
+            (unsigned int)k.pos / block_size >= max_blocks;
+    k.lo = (window > 0 && k.pos + 1 > (int)window) ? k.pos + 1 - (int)window : 0;
+    k.parts = k.bad ? 1 : (unsigned int)(k.pos - k.lo) / PAGED_PART_KEYS + 1;
+    return k;
+}
+
 template <typename T>
 __device__ __forceinline__ void paged_attention_impl(
-    T* __restrict__ out, const T* __restrict__ q, const T* __restrict__ k_cache,
-    const T* __restrict__ v_cache, const int* __restrict__ block_tables,
-    const int* __restrict__ token_seq, const int* __restrict__ token_pos, unsigned int tokens,
-    unsigned int heads, unsigned int kv_heads, unsigned int head_dim, unsigned int block_size,
-    unsigned int seqs, unsigned int max_blocks, unsigned int num_blocks, float scale,
-    unsigned int window, unsigned int* __restrict__ err) {
+    T* __restrict__ out, float* __restrict__ partial, const T* __restrict__ q,
+    const T* __restrict__ k_cache, const T* __restrict__ v_cache, const int* __restrict__ block_tables,
+    const int* __restrict__ token_seq, const int* __restrict__ token_pos, unsigned int heads,
+    unsigned int kv_heads, unsigned int head_dim, unsigned int block_size, unsigned int seqs,
+    unsigned int max_blocks, unsigned int num_blocks, float scale, unsigned int window,
+    unsigned int max_parts, unsigned int* __restrict__ err) {
+    constexpr int PER = PAGED_MAX_HEAD_DIM / 32, VEC = Vec16<T>::N;
+    __shared__ float qs[PAGED_GROUP][PAGED_MAX_HEAD_DIM];
+    __shared__ float red[PAGED_WARPS][PAGED_GROUP][PAGED_MAX_HEAD_DIM];
+    __shared__ float red_ml[PAGED_WARPS][PAGED_GROUP][2];
+    __shared__ int any_bad;
     const unsigned int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const unsigned long long item = (unsigned long long)blockIdx.x * PAGED_WARPS + warp;
+    const unsigned int group = heads / kv_heads, chunks = (group + PAGED_GROUP - 1) / PAGED_GROUP;
+    const unsigned int item = blockIdx.x, part = blockIdx.y;
+    const unsigned int t = item / (kv_heads * chunks), kvh = item / chunks % kv_heads;
+    const unsigned int g0 = item % chunks * PAGED_GROUP, ng = min((unsigned int)PAGED_GROUP, group - g0);
+    const unsigned int h0 = kvh * group + g0;  // the block's first query head
     pdl_enter();
-    if (item >= (unsigned long long)tokens * heads) return;
-    const unsigned int t = (unsigned int)(item / heads), h = (unsigned int)(item % heads);
-    const unsigned int kvh = h / (heads / kv_heads);
-    const unsigned long long row = (unsigned long long)kv_heads * head_dim;
-    const T* qr = q + ((unsigned long long)t * heads + h) * head_dim;
-    constexpr int PER = PAGED_MAX_HEAD_DIM / 32;
-    // Lane l holds elements l, l + 32, … of the query (and of the output).
-    float qv[PER], acc[PER];
-#pragma unroll
-    for (int i = 0; i < PER; ++i) {
-        const unsigned int d = lane + 32 * i;
-        qv[i] = d < head_dim ? to_f32(qr[d]) : 0.0f;
-        acc[i] = 0.0f;
+    const PagedKeys keys = paged_keys(token_seq, token_pos, t, seqs, max_blocks, block_size, window);
+    if (part >= keys.parts) return;
+    if (threadIdx.x == 0) any_bad = keys.bad;
+    for (unsigned int i = threadIdx.x; i < PAGED_GROUP * PAGED_MAX_HEAD_DIM; i += blockDim.x) {
+        const unsigned int g = i / PAGED_MAX_HEAD_DIM, d = i % PAGED_MAX_HEAD_DIM;
+        qs[g][d] = g < ng && d < head_dim ? to_f32(q[((unsigned long long)t * heads + h0 + g) * head_dim + d])
+                                          : 0.0f;
     }
-    const int pos = token_pos[t], seq = token_seq[t];
-    bool bad = seq < 0 || (unsigned int)seq >= seqs || pos < 0 ||
-               (unsigned int)pos / block_size >= max_blocks;
-    const int* table = block_tables + (unsigned long long)(bad ? 0 : seq) * max_blocks;
-    const int lo = (window > 0 && pos + 1 > (int)window) ? pos + 1 - (int)window : 0;
-    float m = -GPUKIT_INF, l = 0.0f;
-    for (int base = lo; !bad && base <= pos; base += 32) {
+    __syncthreads();
+    const unsigned long long row = (unsigned long long)kv_heads * head_dim;
+    const int* table = block_tables + (unsigned long long)(keys.bad ? 0 : token_seq[t]) * max_blocks;
+    float m[PAGED_GROUP], l[PAGED_GROUP], acc[PAGED_GROUP][PER];
+#pragma unroll
+    for (int g = 0; g < PAGED_GROUP; ++g) {
+        m[g] = -GPUKIT_INF;
+        l[g] = 0.0f;
+#pragma unroll
+        for (int i = 0; i < PER; ++i) acc[g][i] = 0.0f;
+    }
+    const int first = keys.lo + (int)(part * PAGED_PART_KEYS);
+    bool bad = keys.bad;
+    for (int tile = (int)warp; !bad && tile < PAGED_PART_KEYS / 32; tile += PAGED_WARPS) {
+        const int base = first + tile * 32;
+        if (base > keys.pos) break;
         const int key = base + (int)lane;
+        const bool valid = key <= keys.pos;
         unsigned long long slot = 0;  // keys past pos read slot 0 (in bounds) and are masked
-        if (key <= pos) {
+        if (valid) {
             const int b = table[key / (int)block_size];
             if (b < 0 || (unsigned int)b >= num_blocks) bad = true;
             else slot = (unsigned long long)b * block_size + key % (int)block_size;
@@ -89,49 +130,132 @@ __device__ __forceinline__ void paged_attention_impl(
             bad = true;
             break;
         }
-        // Scores, key by key: the warp reads the key's row (coalesced), each lane dots its
-        // elements, a fixed butterfly sums them; lane j keeps key j's score.
-        float s = -GPUKIT_INF;
-#pragma unroll 4
-        for (int j = 0; j < 32; ++j) {
-            const unsigned long long sj = __shfl_sync(0xffffffffu, slot, j);
-            const T* kr = k_cache + sj * row + (unsigned long long)kvh * head_dim;
-            float part = 0.0f;
+        // Lane j scores key j against each query head: its key row in 16-byte loads, the
+        // dimensions in order.
+        float s[PAGED_GROUP];
 #pragma unroll
-            for (int i = 0; i < PER; ++i) {
-                const unsigned int d = lane + 32 * i;
-                if (d < head_dim) part = fmaf(qv[i], to_f32(kr[d]), part);
-            }
-            part = warp_sum(part);
-            if ((int)lane == j && key <= pos) s = part * scale;
+        for (int g = 0; g < PAGED_GROUP; ++g) s[g] = 0.0f;
+        const T* kr = k_cache + slot * row + (unsigned long long)kvh * head_dim;
+#pragma unroll 4
+        for (unsigned int c = 0; c < head_dim; c += VEC) {
+            float kf[VEC];
+            unpack_f32(load16(kr + c), kf);
+#pragma unroll
+            for (int e = 0; e < VEC; ++e)
+#pragma unroll
+                for (int g = 0; g < PAGED_GROUP; ++g) s[g] = fmaf(qs[g][c + e], kf[e], s[g]);
         }
-        const float m_new = fmaxf(m, warp_reduce<true>(s));
-        const float corr = expf(m - m_new);
-        const float p = key <= pos ? expf(s - m_new) : 0.0f;
-        l = l * corr + warp_sum(p);
+        float p[PAGED_GROUP];
 #pragma unroll
-        for (int i = 0; i < PER; ++i) acc[i] *= corr;
-        const int n = min(32, pos - base + 1);
-#pragma unroll 4
+        for (int g = 0; g < PAGED_GROUP; ++g) {
+            const float sg = valid ? s[g] * scale : -GPUKIT_INF;
+            const float m_new = fmaxf(m[g], warp_reduce<true>(sg));
+            const float corr = expf(m[g] - m_new);
+            p[g] = valid ? expf(sg - m_new) : 0.0f;
+            l[g] = l[g] * corr + warp_sum(p[g]);
+#pragma unroll
+            for (int i = 0; i < PER; ++i) acc[g][i] *= corr;
+            m[g] = m_new;
+        }
+        const int n = min(32, keys.pos - base + 1);
+#pragma unroll 2
         for (int j = 0; j < n; ++j) {
-            const float pj = __shfl_sync(0xffffffffu, p, j);
             const unsigned long long sj = __shfl_sync(0xffffffffu, slot, j);
             const T* vr = v_cache + sj * row + (unsigned long long)kvh * head_dim;
+            float pj[PAGED_GROUP];
+#pragma unroll
+            for (int g = 0; g < PAGED_GROUP; ++g) pj[g] = __shfl_sync(0xffffffffu, p[g], j);
 #pragma unroll
             for (int i = 0; i < PER; ++i) {
                 const unsigned int d = lane + 32 * i;
-                if (d < head_dim) acc[i] = fmaf(pj, to_f32(vr[d]), acc[i]);
+                if (d < head_dim) {
+                    const float vd = to_f32(vr[d]);
+#pragma unroll
+                    for (int g = 0; g < PAGED_GROUP; ++g) acc[g][i] = fmaf(pj[g], vd, acc[g][i]);
+                }
             }
         }
-        m = m_new;
     }
-    if (bad && lane == 0) atomicOr(err, 1u);
-    T* o = out + ((unsigned long long)t * heads + h) * head_dim;
-    const float inv = (bad || l == 0.0f) ? 0.0f : 1.0f / l;
+    if (bad && lane == 0) {
+        any_bad = 1;
+        atomicOr(err, 1u);
+    }
+    // The warps' states, merged in warp order by every thread for its (head, dim) items.
 #pragma unroll
-    for (int i = 0; i < PER; ++i) {
-        const unsigned int d = lane + 32 * i;
-        if (d < head_dim) o[d] = from_f32<T>(acc[i] * inv);
+    for (int g = 0; g < PAGED_GROUP; ++g) {
+#pragma unroll
+        for (int i = 0; i < PER; ++i) red[warp][g][lane + 32 * i] = acc[g][i];
+        if (lane == 0) {
+            red_ml[warp][g][0] = m[g];
+            red_ml[warp][g][1] = l[g];
+        }
+    }
+    __syncthreads();
+    const bool zero = any_bad != 0;
+    const bool single = keys.parts == 1;
+    const unsigned int stride = head_dim + 2;
+    for (unsigned int i = threadIdx.x; i < ng * (head_dim + 1); i += blockDim.x) {
+        const unsigned int g = i / (head_dim + 1), d = i % (head_dim + 1);  // d = head_dim: m, l
+        float mx = -GPUKIT_INF;
+        for (int w = 0; w < PAGED_WARPS; ++w) mx = fmaxf(mx, red_ml[w][g][0]);
+        float sum = 0.0f, o = 0.0f;
+        for (int w = 0; w < PAGED_WARPS; ++w) {
+            const float f = red_ml[w][g][1] > 0.0f ? expf(red_ml[w][g][0] - mx) : 0.0f;
+            sum = sum + red_ml[w][g][1] * f;
+            if (d < head_dim) o = o + red[w][g][d] * f;
+        }
+        if (zero) sum = 0.0f;
+        const unsigned long long th = (unsigned long long)t * heads + h0 + g;
+        if (single) {
+            if (d < head_dim) out[th * head_dim + d] = from_f32<T>(sum > 0.0f ? o / sum : 0.0f);
+        } else {
+            float* pp = partial + (th * max_parts + part) * stride;
+            // A bad partition's sum is -1: the merge then zeroes the token.
+            if (d < head_dim) pp[d] = zero ? 0.0f : o;
+            else {
+                pp[head_dim] = zero ? 0.0f : mx;
+                pp[head_dim + 1] = zero ? -1.0f : sum;
+            }
+        }
+    }
+}
+
+// Tokens with more than one partition: their partitions' states combined in partition order,
+// one warp per (token, query head).
+template <typename T>
+__device__ __forceinline__ void paged_merge_impl(T* __restrict__ out, const float* __restrict__ partial,
+                                                 const int* __restrict__ token_seq,
+                                                 const int* __restrict__ token_pos, unsigned int tokens,
+                                                 unsigned int heads, unsigned int head_dim,
+                                                 unsigned int block_size, unsigned int seqs,
+                                                 unsigned int max_blocks, unsigned int window,
+                                                 unsigned int max_parts) {
+    const unsigned int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const unsigned long long item = (unsigned long long)blockIdx.x * PAGED_MERGE_WARPS + warp;
+    pdl_enter();
+    if (item >= (unsigned long long)tokens * heads) return;
+    const unsigned int t = (unsigned int)(item / heads);
+    const PagedKeys keys = paged_keys(token_seq, token_pos, t, seqs, max_blocks, block_size, window);
+    if (keys.parts < 2) return;
+    const unsigned int stride = head_dim + 2;
+    const float* pp = partial + item * max_parts * stride;
+    float mx = -GPUKIT_INF;
+    for (unsigned int p = 0; p < keys.parts; ++p) mx = fmaxf(mx, pp[p * stride + head_dim]);
+    float sum = 0.0f;
+    bool zero = false;
+    for (unsigned int p = 0; p < keys.parts; ++p) {
+        const float lp = pp[p * stride + head_dim + 1];
+        zero = zero || lp < 0.0f;
+        sum = sum + lp * (lp > 0.0f ? expf(pp[p * stride + head_dim] - mx) : 0.0f);
+    }
+    if (zero) sum = 0.0f;
+    for (unsigned int d = lane; d < head_dim; d += 32) {
+        float o = 0.0f;
+        for (unsigned int p = 0; p < keys.parts; ++p) {
+            const float lp = pp[p * stride + head_dim + 1];
+            o = o + pp[p * stride + d] * (lp > 0.0f ? expf(pp[p * stride + head_dim] - mx) : 0.0f);
+        }
+        out[item * head_dim + d] = from_f32<T>(sum > 0.0f ? o / sum : 0.0f);
     }
 }
 
@@ -142,14 +266,21 @@ extern "C" __global__ void paged_kv_write_##NAME(T* k_cache, T* v_cache, const T
     paged_kv_write_impl<T>(k_cache, v_cache, k, v, slots, tokens, row, num_slots, err);           \
 }                                                                                                 \
 extern "C" __global__ void __launch_bounds__(PAGED_WARPS * 32) paged_attention_##NAME(T* out,     \
-        const T* q, const T* k_cache, const T* v_cache, const int* block_tables,                  \
-        const int* token_seq, const int* token_pos, unsigned int tokens, unsigned int heads,      \
-        unsigned int kv_heads, unsigned int head_dim, unsigned int block_size, unsigned int seqs, \
-        unsigned int max_blocks, unsigned int num_blocks, float scale, unsigned int window,       \
+        float* partial, const T* q, const T* k_cache, const T* v_cache, const int* block_tables,  \
+        const int* token_seq, const int* token_pos, unsigned int heads, unsigned int kv_heads,    \
+        unsigned int head_dim, unsigned int block_size, unsigned int seqs, unsigned int max_blocks,\
+        unsigned int num_blocks, float scale, unsigned int window, unsigned int max_parts,        \
         unsigned int* err) {                                                                      \
-    paged_attention_impl<T>(out, q, k_cache, v_cache, block_tables, token_seq, token_pos, tokens, \
+    paged_attention_impl<T>(out, partial, q, k_cache, v_cache, block_tables, token_seq, token_pos,\
                             heads, kv_heads, head_dim, block_size, seqs, max_blocks, num_blocks,  \
-                            scale, window, err);                                                  \
+                            scale, window, max_parts, err);                                       \
+}                                                                                                 \
+extern "C" __global__ void __launch_bounds__(PAGED_MERGE_WARPS * 32) paged_merge_##NAME(T* out,   \
+        const float* partial, const int* token_seq, const int* token_pos, unsigned int tokens,    \
+        unsigned int heads, unsigned int head_dim, unsigned int block_size, unsigned int seqs,    \
+        unsigned int max_blocks, unsigned int window, unsigned int max_parts) {                   \
+    paged_merge_impl<T>(out, partial, token_seq, token_pos, tokens, heads, head_dim, block_size,  \
+                        seqs, max_blocks, window, max_parts);                                     \
 }
 
 PAGED_KERNELS(float, f32)

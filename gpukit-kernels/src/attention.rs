@@ -27,8 +27,10 @@ use crate::grid::dim;
 use crate::kernel::{KernelFamily, half_name};
 pub use crate::shared::AttentionArgs;
 use crate::shared::{
-    SDPA_COMBINE_UNROLL, SDPA_DECODE_ROWS, SDPA_RING_MAX_STAGES, SDPA_THREADS, SDPA_WGMMA_KEYS,
-    SDPA_WGMMA_KEYS_D64, sdpa_merge_bytes,
+    SDPA_COMBINE_UNROLL, SDPA_DECODE_KEYS, SDPA_DECODE_ROWS, SDPA_PREFILL_KEYS,
+    SDPA_PREFILL_KEYS_SHORT, SDPA_PREFILL_Q_TILES, SDPA_PREFILL_WARPS, SDPA_RING_CONSUMERS,
+    SDPA_RING_MAX_STAGES, SDPA_THREADS, SDPA_TILE_PAD, SDPA_WGMMA_KEYS, SDPA_WGMMA_KEYS_D64,
+    sdpa_merge_bytes,
 };
 use crate::{DType, Error, Result};
 
@@ -210,16 +212,18 @@ pub fn prefill(
     smem_optin: usize,
 ) -> Result<(LaunchConfig, u32)> {
     check_head_dim(head_dim)?;
-    let (mut bn, warps, mt) = if head_dim > 128 {
-        (32, 4, 1)
+    let warps = SDPA_PREFILL_WARPS;
+    let (mut bn, mt) = if head_dim > 128 {
+        (SDPA_PREFILL_KEYS_SHORT, 1)
     } else {
-        (64, 4, 2)
+        (SDPA_PREFILL_KEYS, SDPA_PREFILL_Q_TILES)
     };
+    let row = head_dim + SDPA_TILE_PAD;
     let rows = 16 * mt * warps;
-    let q_tile = if mt > 1 { rows * (head_dim + 8) * 2 } else { 0 };
-    let bytes = |bn: usize| q_tile + 2 * 2 * bn * (head_dim + 8) * 2;
+    let q_tile = if mt > 1 { rows * row * 2 } else { 0 };
+    let bytes = |bn: usize| q_tile + 2 * 2 * bn * row * 2;
     if head_dim > 96 && head_dim <= 128 && bytes(bn) > smem_optin {
-        bn = 32; // the kernel's short-tile variant at head_dim 128
+        bn = SDPA_PREFILL_KEYS_SHORT; // the kernel's short-tile variant at head_dim 128
     }
     let grid = (
         u32::try_from(q_len.div_ceil(rows).max(1))
@@ -308,7 +312,8 @@ pub fn decode(
 ) -> Result<(LaunchConfig, u32)> {
     check_head_dim(head_dim)?;
     let merge = sdpa_merge_bytes(head_dim);
-    let bytes = |stages: usize| (stages * 2 * 64 * (head_dim + 8) * 2).max(merge);
+    let tile = SDPA_DECODE_KEYS * (head_dim + SDPA_TILE_PAD) * 2;
+    let bytes = |stages: usize| (stages * 2 * tile).max(merge);
     // Per block the driver reserves 1 KiB of shared memory beside the kernel's own.
     let stages = (1..=3usize)
         .rev()
@@ -373,7 +378,7 @@ pub fn decode_ring(
     if !u32::try_from(head_dim).is_ok_and(|d| RING_HEAD_DIMS.contains(&d)) {
         return Ok(None);
     }
-    let stage = 2 * 64 * head_dim * 2;
+    let stage = 2 * SDPA_DECODE_KEYS * head_dim * 2;
     let stages = (RING_BYTES / stage).min(SDPA_RING_MAX_STAGES);
     // The kernel aligns the ring to 1024 bytes (the swizzle's) within the dynamic part: up to
     // 1024 bytes go to that.
@@ -390,7 +395,7 @@ pub fn decode_ring(
     let grid = u32::try_from(units.min(sms.max(1)))
         .map_err(|_| Error::InvalidArgument(format!("{units} decode units")))?;
     Ok(Some((
-        LaunchConfig::new(grid, SDPA_THREADS + 32).shared_mem(smem as u32),
+        LaunchConfig::new(grid, 32 * SDPA_RING_CONSUMERS + 32).shared_mem(smem as u32),
         stages as u32,
     )))
 }

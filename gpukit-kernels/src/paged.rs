@@ -1,12 +1,14 @@
 //! The paged KV-cache family (`cuda/paged.cu`): `paged_kv_write` stores a batch's new keys and
 //! values in their cache slots, `paged_attention` attends each token of a batch of sequences over
-//! its own sequence's keys and values through the block table. Both are batch invariant: a
+//! its own sequence's keys and values through the block table, one block per partition of
+//! [`PAGED_PART_KEYS`] key positions and group of [`PAGED_GROUP`] query heads, and
+//! `paged_merge` combines the partitions of tokens that have several. All are batch invariant: a
 //! token's result depends on its own inputs only.
 
 use gpukit_driver::LaunchConfig;
 
 use crate::kernel::{KernelFamily, float_name};
-use crate::shared::PAGED_WARPS;
+use crate::shared::{PAGED_GROUP, PAGED_MERGE_WARPS, PAGED_PART_KEYS, PAGED_WARPS};
 use crate::{DType, Error, Result};
 
 /// The paged KV-cache kernels.
@@ -14,8 +16,10 @@ use crate::{DType, Error, Result};
 pub enum PagedKernel {
     /// `paged_kv_write_<dt>`: new keys and values into their slots.
     KvWrite(DType),
-    /// `paged_attention_<dt>`: one warp per token and query head.
+    /// `paged_attention_<dt>`: a block per (token, KV head, query-head group, partition).
     Attention(DType),
+    /// `paged_merge_<dt>`: the partitions of tokens with several, a warp per token and head.
+    Merge(DType),
 }
 
 impl KernelFamily for PagedKernel {
@@ -25,6 +29,7 @@ impl KernelFamily for PagedKernel {
             PagedKernel::Attention(dt) => {
                 format!("paged_attention_{}", float_name("paged attention", dt)?)
             }
+            PagedKernel::Merge(dt) => format!("paged_merge_{}", float_name("paged merge", dt)?),
         })
     }
 
@@ -36,7 +41,13 @@ impl KernelFamily for PagedKernel {
     fn every() -> Vec<Self> {
         DType::ALL
             .into_iter()
-            .flat_map(|d| [PagedKernel::KvWrite(d), PagedKernel::Attention(d)])
+            .flat_map(|d| {
+                [
+                    PagedKernel::KvWrite(d),
+                    PagedKernel::Attention(d),
+                    PagedKernel::Merge(d),
+                ]
+            })
             .collect()
     }
 }
@@ -45,14 +56,47 @@ impl KernelFamily for PagedKernel {
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for more warps than a grid holds.
-pub fn attention_grid(tokens: usize, heads: usize) -> Result<LaunchConfig> {
+/// Partitions of at most `positions` key positions ([`PAGED_PART_KEYS`] each).
+pub fn partitions(positions: usize) -> usize {
+    positions.div_ceil(PAGED_PART_KEYS).max(1)
+}
+
+/// The attention grid: a block per (token, KV head, group of up to [`PAGED_GROUP`] query heads)
+/// in x and per partition in y (`max_parts`, the most any token of the batch has).
+pub fn attention_grid(
+    tokens: usize,
+    heads: usize,
+    kv_heads: usize,
+    max_parts: usize,
+) -> Result<LaunchConfig> {
+    let group = heads / kv_heads.max(1);
+    let chunks = group.div_ceil(PAGED_GROUP as usize).max(1);
+    let too_many = || {
+        Error::InvalidArgument(format!(
+            "{tokens} tokens × {kv_heads} KV heads × {max_parts} partitions exceed the grid limit"
+        ))
+    };
+    let x = tokens
+        .checked_mul(kv_heads)
+        .and_then(|n| n.checked_mul(chunks))
+        .and_then(|n| u32::try_from(n.max(1)).ok())
+        .ok_or_else(too_many)?;
+    let y = u32::try_from(max_parts.max(1))
+        .ok()
+        .filter(|&y| y <= 65_535)
+        .ok_or_else(too_many)?;
+    Ok(LaunchConfig::new((x, y, 1), PAGED_WARPS * 32))
+}
+
+/// The merge grid: a warp per (token, query head).
+pub fn merge_grid(tokens: usize, heads: usize) -> Result<LaunchConfig> {
     let warps = tokens.saturating_mul(heads).max(1);
-    let blocks = u32::try_from(warps.div_ceil(PAGED_WARPS as usize)).map_err(|_| {
+    let blocks = u32::try_from(warps.div_ceil(PAGED_MERGE_WARPS as usize)).map_err(|_| {
         Error::InvalidArgument(format!(
             "{tokens} tokens × {heads} heads exceed the grid limit"
         ))
     })?;
-    Ok(LaunchConfig::new(blocks, PAGED_WARPS * 32))
+    Ok(LaunchConfig::new(blocks, PAGED_MERGE_WARPS * 32))
 }
 
 #[cfg(test)]
@@ -61,10 +105,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_warp_per_token_and_head() {
-        let cfg = attention_grid(5, 3).unwrap();
-        assert_eq!(cfg.grid.x * cfg.block.x / 32, 16);
-        assert!(cfg.grid.x * PAGED_WARPS >= 15);
-        assert_eq!(attention_grid(0, 4).unwrap().grid.x, 1);
+    fn a_block_per_token_kv_head_group_and_partition() {
+        // 8 query heads on 2 KV heads: groups of 4, one block each.
+        let cfg = attention_grid(5, 8, 2, 3).unwrap();
+        assert_eq!(
+            (cfg.grid.x, cfg.grid.y, cfg.block.x),
+            (10, 3, PAGED_WARPS * 32)
+        );
+        // 14 on 2: groups of 7 take two blocks of up to PAGED_GROUP heads.
+        assert_eq!(attention_grid(1, 14, 2, 1).unwrap().grid.x, 4);
+        assert_eq!(partitions(0), 1);
+        assert_eq!(partitions(PAGED_PART_KEYS), 1);
+        assert_eq!(partitions(PAGED_PART_KEYS + 1), 2);
+        let m = merge_grid(5, 3).unwrap();
+        assert_eq!(m.grid.x * m.block.x / 32, 16);
+        assert!(attention_grid(1, 4, 1, 70_000).is_err());
     }
 }

@@ -132,6 +132,23 @@ shared_constants! {
     QGEMV_RING_MAX_STAGES: usize = 8;
     /// Threads per attention block (four warps).
     SDPA_THREADS: u32 = 128;
+    /// Elements each row of a Q, K or V tile in shared memory is padded by (so that ldmatrix
+    /// reads rows free of bank conflicts); the decode merge area pads its f32 rows alike.
+    SDPA_TILE_PAD: usize = 8;
+    /// Keys per K/V tile of the decode kernels (the portable one and the Hopper ring).
+    SDPA_DECODE_KEYS: usize = 64;
+    /// Consumer warps of the Hopper decode ring; its blocks have one more, the producer.
+    SDPA_RING_CONSUMERS: u32 = 4;
+    /// Warps per block of the portable prefill kernel.
+    SDPA_PREFILL_WARPS: usize = 4;
+    /// Keys per K/V tile of the portable prefill kernel up to head_dim 128.
+    SDPA_PREFILL_KEYS: usize = 64;
+    /// Keys per K/V tile at head_dim 256, and of head_dim 128's short-tile variant (for GPUs
+    /// whose shared memory cannot hold the long tiles).
+    SDPA_PREFILL_KEYS_SHORT: usize = 32;
+    /// 16-row mma tiles of queries per warp of the portable prefill kernel up to head_dim 128
+    /// (one at head_dim 256, where the registers hold no more).
+    SDPA_PREFILL_Q_TILES: usize = 2;
     /// Query rows one decode block handles (GQA group × queries per sequence).
     SDPA_DECODE_ROWS: usize = 16;
     /// Splits each group of the decode combine kernel loads at once.
@@ -157,6 +174,12 @@ shared_constants! {
     /// Threads of the one-block kernels that merge first maxima into a greedy pick
     /// (`sample_greedy_merge` per row, `sample_argmax_parts`).
     ARGMAX_PARTS_THREADS: u32 = 1024;
+    /// Depth of the K segments of the batch-invariant linear: each output element is the sum
+    /// of its segments' sums, in order (whole pipeline stages of both kernels).
+    LINEAR_KSEG: usize = 2048;
+    /// Below this many blocks, the tiled batch-invariant linear runs its K segments as
+    /// separate blocks (about two per SM of an H100).
+    LINEAR_SPLIT_BELOW_BLOCKS: usize = 256;
     /// Rows of x per block of the tiled batch-invariant linear.
     LINEAR_TILE_M: usize = 64;
     /// Weight rows (outputs) per block of the tiled batch-invariant linear.
@@ -175,8 +198,17 @@ shared_constants! {
     LINEAR_SKINNY_K: usize = 128;
     /// Pipeline stages of the skinny linear.
     LINEAR_SKINNY_STAGES: usize = 3;
-    /// Warps per block of the paged attention (one warp per token and query head).
-    PAGED_WARPS: u32 = 4;
+    /// Warps per block of the paged attention (a block: one partition of one token's keys,
+    /// for up to PAGED_GROUP query heads of one KV head).
+    PAGED_WARPS: u32 = 8;
+    /// Query heads of one KV head a paged-attention block computes together.
+    PAGED_GROUP: u32 = 4;
+    /// Key positions per partition of the paged attention (a multiple of 32 ·
+    /// PAGED_WARPS): a token whose keys span more partitions is computed by more blocks, whose
+    /// results `paged_merge` combines.
+    PAGED_PART_KEYS: usize = 1024;
+    /// Warps per block of `paged_merge` (one warp per token and query head).
+    PAGED_MERGE_WARPS: u32 = 4;
     /// Largest head dimension the paged attention takes (each lane keeps
     /// `PAGED_MAX_HEAD_DIM / 32` query and output values in registers).
     PAGED_MAX_HEAD_DIM: usize = 256;
@@ -405,11 +437,11 @@ shared_struct! {
 }
 
 /// Bytes of the decode attention kernels' four-warp merge area at `head_dim`: per warp and
-/// query row, `head_dim + 8` f32 of the output (rows padded by 8), then per row and warp its
+/// query row, `head_dim + SDPA_TILE_PAD` f32 of the output (padded rows), then per row and warp its
 /// running maximum and sum. The header defines `SDPA_MERGE_BYTES(D)` by the same formula and
 /// checks it against this function at each built head dim.
 pub const fn sdpa_merge_bytes(head_dim: usize) -> usize {
-    (4 * SDPA_DECODE_ROWS * (head_dim + 8) + 2 * 4 * SDPA_DECODE_ROWS) * 4
+    (4 * SDPA_DECODE_ROWS * (head_dim + SDPA_TILE_PAD) + 2 * 4 * SDPA_DECODE_ROWS) * 4
 }
 
 /// Head dims the header checks [`sdpa_merge_bytes`] at (the attention kernels' own).

@@ -1,6 +1,8 @@
-//! Parsing a GGUF header the size of a real model's (no GPU): 30 layers of 9 tensors, a
-//! 49,152-token vocabulary with its scores, types and merges in the metadata — the default
-//! model's shape.
+//! Host-side work of the LLM layer (no GPU):
+//! - parsing a GGUF header the size of a real model's: 30 layers of 9 tensors, a 49,152-token
+//!   vocabulary with its scores, types and merges in the metadata — the default model's shape;
+//! - the tokenizer: encoding and decoding 4 KiB of English-like text with a byte-level BPE of
+//!   4,096 tokens (trained here, with the `tokenizers` crate, on a seeded corpus).
 //!
 //! ```text
 //! cargo bench -p gpukit-llm --bench host
@@ -11,6 +13,12 @@ use std::path::Path;
 
 use criterion::Criterion;
 use gpukit_llm::gguf::{GgufHeader, GgufWriter};
+use gpukit_llm::tokenizer::Tokenizer;
+use tokenizers::models::TrainerWrapper;
+use tokenizers::models::bpe::{BPE, BpeTrainerBuilder};
+use tokenizers::pre_tokenizers::byte_level::ByteLevel;
+
+type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
 /// A GGUF file with the default model's metadata and tensor count (each tensor a few bytes:
 /// parsing reads the tensor table, not the data).
@@ -45,7 +53,44 @@ fn file() -> Vec<u8> {
     w.bytes()
 }
 
-fn bench(c: &mut Criterion) {
+/// Seeded English-like text: `words` words from a small lexicon, with punctuation.
+fn text(words: usize, seed: u64) -> String {
+    const LEXICON: [&str; 24] = [
+        "the", "model", "decodes", "a", "token", "per", "step", "while", "requests", "wait", "in",
+        "queue", "and", "batches", "share", "memory", "GPU", "kernels", "read", "weights", "from",
+        "cache", "quickly", "again",
+    ];
+    let mut x = seed | 1;
+    let mut out = String::new();
+    for i in 0..words {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.push_str(LEXICON[(x % LEXICON.len() as u64) as usize]);
+        out.push_str(if i % 11 == 10 { ". " } else { " " });
+    }
+    out
+}
+
+/// A directory with a byte-level BPE `tokenizer.json` of 4,096 tokens trained on `text`.
+fn tokenizer_dir() -> Res<tempfile::TempDir> {
+    let dir = tempfile::tempdir()?;
+    let mut tok = tokenizers::Tokenizer::new(BPE::default());
+    tok.with_pre_tokenizer(Some(ByteLevel::new(false, true, true)));
+    tok.with_decoder(Some(ByteLevel::default()));
+    let mut trainer: TrainerWrapper = BpeTrainerBuilder::new()
+        .vocab_size(4096)
+        .initial_alphabet(ByteLevel::alphabet().into_iter().collect())
+        .show_progress(false)
+        .build()
+        .into();
+    let corpus: Vec<String> = (0..200).map(|i| text(200, i + 1)).collect();
+    tok.train(&mut trainer, corpus.iter())?;
+    tok.save(dir.path().join("tokenizer.json"), false)?;
+    Ok(dir)
+}
+
+fn bench(c: &mut Criterion) -> Res<()> {
     let bytes = file();
     let path = Path::new("bench.gguf");
     c.bench_function("gguf header: 270 tensors, 49k-token vocabulary", |b| {
@@ -54,10 +99,26 @@ fn bench(c: &mut Criterion) {
                 .map(|h| h.tensor("blk.0.attn_q.weight").is_some())
         })
     });
+    let dir = tokenizer_dir()?;
+    let tok = Tokenizer::from_hf_dir(dir.path())?;
+    let prose: String = text(800, 99).chars().take(4096).collect();
+    let ids = tok.encode(&prose)?;
+    c.bench_function("tokenizer: encode 4 KiB (byte-level BPE, 4k tokens)", |b| {
+        b.iter(|| tok.encode(black_box(&prose)).map(|v| v.len()))
+    });
+    c.bench_function(
+        &format!(
+            "tokenizer: decode {} ids (byte-level BPE, 4k tokens)",
+            ids.len()
+        ),
+        |b| b.iter(|| tok.decode(black_box(&ids)).map(|s| s.len())),
+    );
+    Ok(())
 }
 
-fn main() {
+fn main() -> Res<()> {
     let mut c = Criterion::default().configure_from_args();
-    bench(&mut c);
+    bench(&mut c)?;
     c.final_summary();
+    Ok(())
 }

@@ -15,6 +15,7 @@ use gpukit_ops::{BinaryOp, Tensor, UnaryOp};
 
 use crate::layers::{Linear, Weight};
 use crate::model::Model;
+use crate::profile::{Part, StepProfiler};
 use crate::spec::MlpKind;
 use crate::{Error, Result};
 
@@ -117,13 +118,31 @@ impl Model {
     /// or logits row out of range); op errors.
     pub fn forward_paged(&self, cache: &PagedKvCache, batch: &StepBatch) -> Result<Tensor> {
         check_batch(self, cache, batch)?;
-        Ok(self.forward_paged_pass(cache, batch)?)
+        Ok(self.forward_paged_pass(cache, batch, &mut Pass { prof: None })?)
+    }
+
+    /// [`forward_paged`](Self::forward_paged) with marks between its kernels: `prof` must have
+    /// been [started](StepProfiler::start); each projection is filed under [`Part::Linear`], the
+    /// cache writes and attention under [`Part::Attention`], the rest under [`Part::Other`].
+    ///
+    /// # Errors
+    /// As [`forward_paged`](Self::forward_paged); driver errors recording the marks.
+    pub fn forward_paged_profiled(
+        &self,
+        cache: &PagedKvCache,
+        batch: &StepBatch,
+        prof: &mut StepProfiler,
+    ) -> Result<Tensor> {
+        check_batch(self, cache, batch)?;
+        let logits = self.forward_paged_pass(cache, batch, &mut Pass { prof: Some(prof) })?;
+        Ok(logits)
     }
 
     fn forward_paged_pass(
         &self,
         cache: &PagedKvCache,
         b: &StepBatch,
+        pass: &mut Pass<'_>,
     ) -> gpukit_ops::Result<Tensor> {
         let s = &self.spec;
         let (t, dev, dt) = (b.ids.len(), &self.device, self.dtype);
@@ -165,9 +184,9 @@ impl Model {
         {
             let w = &layer.w;
             let h = w.attn_norm.forward(&x)?;
-            let q = linear(&w.q, &h)?.reshape(&[t, nh, hd])?;
-            let mut k = linear(&w.k, &h)?.reshape(&[t, nkv, hd])?;
-            let v = linear(&w.v, &h)?.reshape(&[t, nkv, hd])?;
+            let q = pass.linear(&w.q, &h)?.reshape(&[t, nh, hd])?;
+            let mut k = pass.linear(&w.k, &h)?.reshape(&[t, nkv, hd])?;
+            let v = pass.linear(&w.v, &h)?.reshape(&[t, nkv, hd])?;
             let q = match (&w.q_norm, &w.k_norm) {
                 (Some(qn), Some(kn)) => {
                     k = kn.forward(&k)?;
@@ -179,20 +198,22 @@ impl Model {
                 rope_inplace(&q, &positions, inv_freq, rope_scale, layout)?;
                 rope_inplace(&k, &positions, inv_freq, rope_scale, layout)?;
             }
+            pass.mark(Part::Other)?;
             paged_kv_write_into(&k, &v, kc, vc, &slots)?;
             let o = Tensor::empty(&[t, nh, hd], dt, dev)?;
             paged_attention_into(&q, kc, vc, &paged, scale, *window, &o)?;
-            let o = linear(&w.o, &o.reshape(&[t, nh * hd])?)?;
+            pass.mark(Part::Attention)?;
+            let o = pass.linear(&w.o, &o.reshape(&[t, nh * hd])?)?;
             x = ops::binary(BinaryOp::Add, &x, &o)?;
             let h = w.mlp_norm.forward(&x)?;
             let a = match (&w.gate, s.mlp) {
                 (Some(gate), MlpKind::SwiGlu) => {
-                    let g = ops::unary(UnaryOp::Silu, &linear(gate, &h)?)?;
-                    ops::binary(BinaryOp::Mul, &g, &linear(&w.up, &h)?)?
+                    let g = ops::unary(UnaryOp::Silu, &pass.linear(gate, &h)?)?;
+                    ops::binary(BinaryOp::Mul, &g, &pass.linear(&w.up, &h)?)?
                 }
-                _ => ops::unary(UnaryOp::GeluTanh, &linear(&w.up, &h)?)?,
+                _ => ops::unary(UnaryOp::GeluTanh, &pass.linear(&w.up, &h)?)?,
             };
-            x = ops::binary(BinaryOp::Add, &x, &linear(&w.down, &a)?)?;
+            x = ops::binary(BinaryOp::Add, &x, &pass.linear(&w.down, &a)?)?;
         }
         if b.logits_rows.is_empty() {
             return Tensor::empty(&[0, s.vocab], dt, dev);
@@ -200,8 +221,8 @@ impl Model {
         let rows = i32s(&b.logits_rows)?;
         let h = self.norm.forward(&ops::index_select(&x, 0, &rows)?)?;
         match &self.head {
-            Some(head) => linear(head, &h),
-            None => linear(
+            Some(head) => pass.linear(head, &h),
+            None => pass.linear(
                 &Linear {
                     w: Weight::Dense(self.embedding.clone()),
                     b: None,
@@ -212,12 +233,29 @@ impl Model {
     }
 }
 
-/// `x [rows, in] · Wᵀ + b` through the batch-invariant linear.
-fn linear(l: &Linear, x: &Tensor) -> gpukit_ops::Result<Tensor> {
-    let rows = x.shape()[0];
-    let out = Tensor::empty(&[rows, l.out_features()], x.dtype(), &x.device())?;
-    ops::linear_batch_invariant_into(x, l.w.tensor(), l.b.as_ref(), &out)?;
-    Ok(out)
+/// A forward pass's optional profiler.
+struct Pass<'p> {
+    prof: Option<&'p mut StepProfiler>,
+}
+
+impl Pass<'_> {
+    /// Files the work since the last mark under `part`.
+    fn mark(&mut self, part: Part) -> gpukit_ops::Result<()> {
+        match self.prof.as_deref_mut() {
+            Some(p) => p.split(part),
+            None => Ok(()),
+        }
+    }
+
+    /// `x [rows, in] · Wᵀ + b` through the batch-invariant linear.
+    fn linear(&mut self, l: &Linear, x: &Tensor) -> gpukit_ops::Result<Tensor> {
+        self.mark(Part::Other)?;
+        let rows = x.shape()[0];
+        let out = Tensor::empty(&[rows, l.out_features()], x.dtype(), &x.device())?;
+        ops::linear_batch_invariant_into(x, l.w.tensor(), l.b.as_ref(), &out)?;
+        self.mark(Part::Linear)?;
+        Ok(out)
+    }
 }
 
 /// Checks a batch against the model and the cache before anything runs (the kernels would

@@ -297,7 +297,13 @@ impl Checkpoint {
             };
             Ok(f32s(kind, bytes))
         };
-        let upload = |r: gpukit_ops::Result<Tensor>| r.map_err(|e| bad(format!("upload: {e}")));
+        let upload = |r: gpukit_ops::Result<Tensor>| {
+            r.map_err(|source| Error::Tensor {
+                file: shard.path.clone(),
+                name: name.to_string(),
+                source: Box::new(source),
+            })
+        };
         match (info.dtype, dtype) {
             (Dtype::BF16, DType::BF16) => {
                 let v: Vec<bf16> = u16s(bytes).into_iter().map(bf16::from_bits).collect();

@@ -70,13 +70,16 @@ impl ComputeDevice {
                  or use --device cpu"
             )));
         }
-        let dev_err = |e: &dyn std::fmt::Display| Error::Device(format!("cuda:{ordinal}: {e}"));
-        let runtime = Runtime::with_devices(&[ordinal]).map_err(|e| dev_err(&e))?;
+        let open = |e: Error| Error::Open {
+            device: format!("cuda:{ordinal}"),
+            source: Box::new(e),
+        };
+        let runtime = Runtime::with_devices(&[ordinal]).map_err(|e| open(e.into()))?;
         let lane = runtime
             .device(0)
             .and_then(|d| d.default_tenant().lane(LanePriority::Normal))
-            .map_err(|e| dev_err(&e))?;
-        let device = Device::cuda(&lane).map_err(|e| dev_err(&e))?;
+            .map_err(|e| open(e.into()))?;
+        let device = Device::cuda(&lane).map_err(|e| open(e.into()))?;
         Ok(ComputeDevice {
             device,
             runtime: Some(runtime),

@@ -61,6 +61,7 @@ mod le;
 pub mod loader;
 pub mod model;
 pub mod paged;
+pub mod profile;
 pub mod serving;
 pub mod spec;
 pub mod store;
@@ -106,6 +107,25 @@ pub enum Error {
     /// The compute device cannot be used (the message says what to install or choose).
     #[error("{0}")]
     Device(String),
+    /// Opening a compute device failed in a lower layer.
+    #[error("{device}: {source}")]
+    Open {
+        /// The device (`cuda:0`).
+        device: String,
+        /// The lower layer's error.
+        source: Box<Error>,
+    },
+    /// A tensor of a model file could not be made on the device (out of memory, a failed
+    /// upload or conversion).
+    #[error("{}: tensor `{name}`: {source}", file.display())]
+    Tensor {
+        /// The file.
+        file: PathBuf,
+        /// The tensor's name.
+        name: String,
+        /// The op or memory error.
+        source: Box<gpukit_ops::Error>,
+    },
     /// An argument or state the call cannot take: a token outside the vocabulary, a full
     /// session, a prompt longer than the context, invalid options, a chat template that does
     /// not render.
@@ -122,6 +142,9 @@ pub enum Error {
     /// A driver call failed (launching the decode step's graph).
     #[error(transparent)]
     Driver(#[from] gpukit_driver::Error),
+    /// A scheduler call failed (a runtime, a tenant or a lane).
+    #[error(transparent)]
+    Sched(#[from] gpukit_sched::Error),
 }
 
 /// Result of the LLM layer.

@@ -77,10 +77,19 @@ impl Loader<'_> {
         }
     }
 
+    /// An op or memory error making tensor `name`, with the file and the tensor named.
+    fn tensor_err(&self, name: &str, source: gpukit_ops::Error) -> Error {
+        Error::Tensor {
+            file: self.file().to_path_buf(),
+            name: name.to_string(),
+            source: Box::new(source),
+        }
+    }
+
     /// f32 values of `name` as a compute-dtype tensor on the device.
     fn upload(&self, name: &str, values: &[f32], shape: &[usize]) -> Result<Tensor> {
         match le::upload(values, shape, self.dtype, self.device) {
-            Some(r) => r.map_err(|e| self.bad(name, e)),
+            Some(r) => r.map_err(|e| self.tensor_err(name, e)),
             None => Err(self.bad(name, format!("cannot load as {}", self.dtype))),
         }
     }
@@ -116,7 +125,7 @@ impl Loader<'_> {
                         })?;
                         let mut out = vec![0f32; info.numel() as usize];
                         gpukit_ops::quant::dequantize(format, bytes, &mut out)
-                            .map_err(|e| self.bad(name, e))?;
+                            .map_err(|e| self.tensor_err(name, e))?;
                         out
                     }
                 })
@@ -125,7 +134,7 @@ impl Loader<'_> {
                 let full = format!("{prefix}{name}");
                 let t = ck.load(&full, DType::F32, &Device::Cpu)?;
                 self.check_shape(name, t.shape(), shape)?;
-                t.to_vec::<f32>().map_err(|e| self.bad(name, e))
+                t.to_vec::<f32>().map_err(|e| self.tensor_err(name, e))
             }
         }
     }
@@ -162,7 +171,7 @@ impl Loader<'_> {
                 match quant_format(info.ggml_type) {
                     Some(format) => Weight::Quant(
                         Tensor::from_blocks(bytes, format, &[out, inp], self.device)
-                            .map_err(|e| self.bad(w, e))?,
+                            .map_err(|e| self.tensor_err(w, e))?,
                     ),
                     None => Weight::Dense(self.dense(w, &[out, inp])?),
                 }
@@ -240,7 +249,7 @@ impl Loader<'_> {
                 down: one(&mut down, "c_proj")?,
             }
             .plan(s.mlp, self.pre_norm_fits(), self.device)
-            .map_err(|e| self.bad(&p("attn"), e));
+            .map_err(|e| self.tensor_err(&p("attn"), e));
         }
         let gguf = matches!(self.src, Source::Gguf(_));
         // (HF name, GGUF name) of each role in layer i.
@@ -297,7 +306,7 @@ impl Loader<'_> {
             down: lin("mlp.down_proj", "ffn_down", s.mlp_bias, h, s.ffn)?,
         }
         .plan(s.mlp, self.pre_norm_fits(), self.device)
-        .map_err(|e| self.bad(&name("self_attn", "attn", "weight"), e))
+        .map_err(|e| self.tensor_err(&name("self_attn", "attn", "weight"), e))
     }
 
     fn model(self, on_layer: &mut dyn FnMut(usize, usize)) -> Result<Model> {

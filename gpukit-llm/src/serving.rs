@@ -29,6 +29,7 @@ use gpukit_ops::{DType, Tensor, ops};
 use crate::batch::{PagedKvCache, StepBatch};
 use crate::engine::{Engine, StopReason, TextOutput, penalty_window};
 use crate::paged::{BlockPool, BlockTable};
+use crate::profile::{Part, StepProfile, StepProfiler};
 use crate::{Error, Result};
 
 /// How the engine batches and how much it holds.
@@ -46,6 +47,10 @@ pub struct ServeOptions {
     pub max_step_tokens: usize,
     /// Most requests waiting to start; more are refused ([`RequestError::Overloaded`]).
     pub max_waiting: usize,
+    /// Profile one step in this many (0: none): its device time by kind of work goes to
+    /// [`Metrics::profile`]. A profiled step costs the host about a microsecond per mark (a few
+    /// hundred marks for a large model).
+    pub profile_every: usize,
 }
 
 impl ServeOptions {
@@ -266,6 +271,10 @@ pub struct Metrics {
     pub ttft: Histogram,
     /// Time per output token after the first, seconds (per request).
     pub tpot: Histogram,
+    /// Steps profiled ([`ServeOptions::profile_every`]).
+    pub profiled_steps: u64,
+    /// The profiled steps' device time by kind of work, seconds.
+    pub profile: StepProfile,
 }
 
 /// A request in the engine.
@@ -316,6 +325,9 @@ pub struct BatchEngine {
     sampler_ws: Option<Tensor>,
     /// Host time the last step's forward pass took to enqueue.
     last_enqueue: f64,
+    /// Steps run (which ones to profile).
+    steps: u64,
+    profiler: Option<StepProfiler>,
 }
 
 impl std::fmt::Debug for BatchEngine {
@@ -362,6 +374,8 @@ impl BatchEngine {
             metrics: Arc::new(Mutex::new(metrics)),
             sampler_ws: None,
             last_enqueue: 0.0,
+            steps: 0,
+            profiler: None,
         })
     }
 
@@ -591,12 +605,49 @@ impl BatchEngine {
         batch: &StepBatch,
         samples: &[usize],
     ) -> Result<Vec<(u32, Option<f32>)>> {
-        let model = self.engine.model();
+        let engine = Arc::clone(&self.engine);
+        let model = engine.model();
+        let every = self.opts.profile_every as u64;
+        self.steps += 1;
+        let mut prof = match every > 0 && self.steps.is_multiple_of(every) {
+            true => Some(
+                self.profiler
+                    .take()
+                    .unwrap_or_else(|| StepProfiler::new(model.device())),
+            ),
+            false => None,
+        };
         let t = Instant::now();
-        let logits = model.forward_paged(&self.cache, batch)?;
+        let logits = match prof.as_mut() {
+            Some(p) => {
+                p.start()?;
+                model.forward_paged_profiled(&self.cache, batch, p)?
+            }
+            None => model.forward_paged(&self.cache, batch)?,
+        };
         self.last_enqueue = t.elapsed().as_secs_f64();
-        let dev = model.device();
-        let vocab = model.spec().vocab;
+        let drawn = self.sample(&logits, samples, prof.as_mut())?;
+        if let Some(mut p) = prof {
+            let profile = p.finish()?;
+            self.profiler = Some(p);
+            self.with_metrics(|m| {
+                m.profiled_steps += 1;
+                m.profile.add(&profile);
+            });
+        }
+        Ok(drawn)
+    }
+
+    /// Draws each sampled sequence's next token from `logits` (one row per entry of `samples`)
+    /// and its log-probability where asked for.
+    fn sample(
+        &mut self,
+        logits: &Tensor,
+        samples: &[usize],
+        prof: Option<&mut StepProfiler>,
+    ) -> Result<Vec<(u32, Option<f32>)>> {
+        let dev = &logits.device();
+        let vocab = self.engine.model().spec().vocab;
         let n = samples.len();
         if n == 0 {
             return Ok(Vec::new());
@@ -614,18 +665,14 @@ impl BatchEngine {
                 q.sampling.is_plain_greedy(q.repetition_window > 0)
             })
             .collect();
-        let mut ids = vec![0i32; n];
+        let picked = Tensor::zeros(&[greedy.len().max(1)], DType::I32, dev)?;
         if !greedy.is_empty() {
             let at: Vec<i32> = greedy.iter().map(|&r| r as i32).collect();
             let rows = Tensor::from_slice(&at, &[at.len()], dev)?;
-            let picked = Tensor::zeros(&[at.len()], DType::I32, dev)?;
             let zero = Tensor::from_slice(&[0i64], &[1], dev)?;
-            let sub = ops::index_select(&logits, 0, &rows)?;
+            let sub = ops::index_select(logits, 0, &rows)?;
             let params = SamplingParams::default();
             sample_tokens_into(&sub, None, &params, &zero, &ws, &picked)?;
-            for (&r, id) in greedy.iter().zip(picked.to_vec::<i32>()?) {
-                ids[r] = id;
-            }
         }
         let others: Vec<usize> = (0..n).filter(|r| !greedy.contains(r)).collect();
         let drawn = Tensor::zeros(&[others.len().max(1)], DType::I32, dev)?;
@@ -646,6 +693,15 @@ impl BatchEngine {
                 &ws,
                 &drawn.narrow(0, j, 1)?,
             )?;
+        }
+        if let Some(p) = prof {
+            p.split(Part::Sampling)?;
+        }
+        let mut ids = vec![0i32; n];
+        if !greedy.is_empty() {
+            for (&r, id) in greedy.iter().zip(picked.to_vec::<i32>()?) {
+                ids[r] = id;
+            }
         }
         if !others.is_empty() {
             for (&r, id) in others.iter().zip(drawn.to_vec::<i32>()?) {

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use gpukit_llm::batch::{PagedKvCache, StepBatch};
 use gpukit_llm::engine::{ComputeDevice, Engine, StopReason};
 use gpukit_llm::model::LoadOptions;
+use gpukit_llm::profile::Part;
 use gpukit_llm::serving::{BatchEngine, Event, Metrics, Request, RequestError, ServeOptions};
 use gpukit_ops::sampling::SamplingParams;
 use gpukit_ops::{DType, Device, ops};
@@ -75,6 +76,7 @@ fn options(step_tokens: usize, kv_blocks: usize, block_size: usize) -> ServeOpti
         block_size,
         max_step_tokens: step_tokens,
         max_waiting: 64,
+        profile_every: 0,
     }
 }
 
@@ -151,9 +153,13 @@ fn invariance(device: &Device) {
             false,
             false,
         ),
+        // Every step profiled: marks between the kernels change nothing.
         (
-            "reversed, 16-token steps",
-            options(16, 64, 16),
+            "reversed, 16-token steps, profiled",
+            ServeOptions {
+                profile_every: 1,
+                ..options(16, 64, 16)
+            },
             reversed.clone(),
             false,
             false,
@@ -175,7 +181,20 @@ fn invariance(device: &Device) {
         ),
     ];
     for (what, opts, order, hits, preempts) in cases {
+        let profiled = opts.profile_every > 0;
         let (got, m) = serve(&engine, opts, &order);
+        if profiled {
+            assert_eq!(m.profiled_steps, m.steps_total, "{what}");
+            for part in Part::ALL {
+                assert!(
+                    m.profile.get(part) > 0.0,
+                    "{what}: no time in {}: {m:?}",
+                    part.name()
+                );
+            }
+        } else {
+            assert_eq!(m.profiled_steps, 0, "{what}");
+        }
         if hits {
             assert!(
                 m.cached_prompt_tokens_total >= 40,

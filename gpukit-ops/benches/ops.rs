@@ -179,6 +179,85 @@ fn main() -> Res<()> {
         });
     }
 
+    // The serving engine's batch-invariant linear at Llama-3.1-8B's MLP shapes, M rows of x
+    // (decode batches), weights rotated so they come from HBM; the peer is torch's F.linear.
+    for m in [1usize, 8, 64, 256] {
+        for (k, n) in [(4096usize, 14336usize), (14336, 4096)] {
+            let name = format!("linear batch-invariant bf16 M={m} k={k} n={n}");
+            if !wanted(&name) {
+                continue;
+            }
+            let wbytes = n * k * 2;
+            let copies = rotation(wbytes);
+            let ws = (0..copies)
+                .map(|i| Tensor::rand(&[n, k], -1.0, 1.0, bf, 30 + i as u64, &dev))
+                .collect::<Result<Vec<_>, _>>()?;
+            let x = Tensor::rand(&[m, k], -1.0, 1.0, bf, 6, &dev)?;
+            let out = Tensor::empty(&[m, n], bf, &dev)?;
+            let ms = time_ms(&dev, 20, 20, 5, |i| {
+                Ok(ops::linear_batch_invariant_into(
+                    &x,
+                    &ws[i % copies],
+                    None,
+                    &out,
+                )?)
+            })?;
+            cases.push(Case {
+                name,
+                kind: "linear_bi",
+                params: format!("{{\"m\":{m},\"k\":{k},\"n\":{n},\"copies\":{copies}}}"),
+                ms,
+                bytes: (wbytes + (k + n) * m * 2) as f64,
+                flops: 2.0 * (m * k * n) as f64,
+            });
+        }
+    }
+
+    // Paged decode attention (one query per sequence, Llama-3.1-8B's heads: 32 query, 8 KV,
+    // head_dim 128) over `len` cached positions per sequence, blocks of 16; bytes = K and V read.
+    for (seqs, len) in [(1usize, 512usize), (1, 4096), (64, 512), (256, 512)] {
+        let name = format!("paged attention bf16 seqs={seqs} len={len}");
+        if !wanted(&name) {
+            continue;
+        }
+        let (heads, kv_heads, d, bs) = (32usize, 8usize, 128usize, 16usize);
+        let per_seq = len.div_ceil(bs);
+        let blocks = seqs * per_seq;
+        let kc = Tensor::rand(&[blocks, bs, kv_heads, d], -1.0, 1.0, bf, 40, &dev)?;
+        let vc = Tensor::rand(&[blocks, bs, kv_heads, d], -1.0, 1.0, bf, 41, &dev)?;
+        // Sequence s owns blocks s, s + seqs, s + 2·seqs, …: interleaved, as a pool hands them out.
+        let tables: Vec<i32> = (0..seqs)
+            .flat_map(|s| (0..per_seq).map(move |b| (b * seqs + s) as i32))
+            .collect();
+        let tables = Tensor::from_slice(&tables, &[seqs, per_seq], &dev)?;
+        let seq_ids: Vec<i32> = (0..seqs as i32).collect();
+        let token_seq = Tensor::from_slice(&seq_ids, &[seqs], &dev)?;
+        let token_pos = Tensor::from_slice(&vec![len as i32 - 1; seqs], &[seqs], &dev)?;
+        let q = Tensor::rand(&[seqs, heads, d], -1.0, 1.0, bf, 42, &dev)?;
+        let out = Tensor::empty(&[seqs, heads, d], bf, &dev)?;
+        let batch = gpukit_ops::paged::PagedBatch {
+            block_tables: &tables,
+            token_seq: &token_seq,
+            token_pos: &token_pos,
+        };
+        let scale = 1.0 / (d as f32).sqrt();
+        let ms = time_ms(&dev, 20, 20, 5, |_| {
+            Ok(gpukit_ops::paged::paged_attention_into(
+                &q, &kc, &vc, &batch, scale, None, &out,
+            )?)
+        })?;
+        cases.push(Case {
+            name,
+            kind: "paged_attention",
+            params: format!(
+                "{{\"seqs\":{seqs},\"len\":{len},\"heads\":{heads},\"kv_heads\":{kv_heads},\"d\":{d}}}"
+            ),
+            ms,
+            bytes: (2 * seqs * len * kv_heads * d * 2) as f64,
+            flops: 4.0 * (seqs * heads * len * d) as f64,
+        });
+    }
+
     // rms_norm and elementwise add, bf16, large enough to stream from HBM.
     for (rows, hidden) in [(16384usize, 4096usize), (8192, 2048)] {
         let name = format!("rms_norm bf16 {rows}x{hidden}");

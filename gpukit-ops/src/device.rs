@@ -89,6 +89,17 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// A weak reference to a [`CudaDevice`]'s state (see [`CudaDevice::watch`]).
+#[derive(Clone, Debug)]
+pub struct HandleWatch(std::sync::Weak<CudaInner>);
+
+impl HandleWatch {
+    /// Handles alive now (0 once every handle, tensor and workspace holder is gone).
+    pub fn live(&self) -> usize {
+        self.0.strong_count()
+    }
+}
+
 /// Ops on one CUDA lane: its stream, its tenant's memory pool, the device's kernel registry, a
 /// cuBLASLt provider (created on first matmul) and a device-side error flag.
 #[derive(Clone)]
@@ -189,6 +200,13 @@ impl CudaDevice {
     /// and per lane workspace holder using it (for refusing to close a device still in use).
     pub fn handle_count(&self) -> usize {
         Arc::strong_count(&self.inner)
+    }
+
+    /// A handle count that does not keep this lane's ops state alive: what a registry of open
+    /// devices keeps of the lanes it derived (tenants, streams), to tell whether they are still
+    /// in use.
+    pub fn watch(&self) -> HandleWatch {
+        HandleWatch(Arc::downgrade(&self.inner))
     }
 
     /// cuBLASLt plans this device's GEMM provider has built so far: one per distinct product

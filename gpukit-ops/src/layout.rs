@@ -169,6 +169,35 @@ impl Layout {
         Ok(l)
     }
 
+    /// Every `step`-th element of dimension `dim` from `start`, `len` of them (NumPy's
+    /// `start::step` with a positive step).
+    ///
+    /// # Errors
+    /// [`Error::Shape`] for a step of 0 or elements outside the dimension.
+    pub fn slice(&self, dim: usize, start: usize, len: usize, step: usize) -> Result<Self> {
+        self.check_dim("slice", dim)?;
+        let last = len
+            .checked_sub(1)
+            .map(|n| n.checked_mul(step).and_then(|o| o.checked_add(start)));
+        let inside = match last {
+            None => start <= self.shape[dim],
+            Some(end) => end.is_some_and(|e| e < self.shape[dim]),
+        };
+        if step == 0 || !inside {
+            return Err(Error::shape(
+                "slice",
+                format!(
+                    "{len} elements from {start} in steps of {step} in dimension {dim} of {:?}",
+                    self.shape
+                ),
+            ));
+        }
+        let mut l = self.narrow(dim, start, 0)?;
+        l.shape[dim] = len;
+        l.strides[dim] *= step as isize;
+        Ok(l)
+    }
+
     /// Dimensions `a` and `b` swapped.
     ///
     /// # Errors

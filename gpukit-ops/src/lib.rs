@@ -52,7 +52,7 @@ pub mod rope;
 pub mod sampling;
 mod tensor;
 
-pub use device::{CudaDevice, Device};
+pub use device::{CudaDevice, Device, HandleWatch};
 pub use element::{Element, HostData};
 pub use error::{Error, Result};
 pub use gpukit_kernels::ops::{BinaryOp, ReduceOp, ScalarOp, UnaryOp};

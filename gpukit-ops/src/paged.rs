@@ -312,15 +312,40 @@ pub fn paged_attention_into(
             for t in [block_tables, token_seq, token_pos] {
                 need_contiguous(OP, t, "the batch description")?;
             }
+            // Rows are read in 16-byte vectors.
+            let vec = 16 / q.dtype().size_in_bytes().max(1);
+            let aligned = [k_cache, v_cache]
+                .iter()
+                .all(|t| dptr(t).is_ok_and(|p| p.0.is_multiple_of(16)));
+            if !head_dim.is_multiple_of(vec) || !aligned {
+                return Err(Error::shape(
+                    OP,
+                    format!(
+                        "on CUDA the head dim ({head_dim}) must be a multiple of {vec} and the \
+                         caches 16-byte aligned"
+                    ),
+                ));
+            }
+            let max_parts = kernels::partitions(max_blocks.saturating_mul(block_size));
+            // Each partition's state of tokens with several: (output, max, sum) per query head.
+            let partial = match max_parts > 1 {
+                true => Some(Tensor::empty(
+                    &[tokens * heads * max_parts * (head_dim + 2)],
+                    DType::F32,
+                    &dev,
+                )?),
+                false => None,
+            };
+            let partial_ptr = partial.as_ref().map(dptr).transpose()?.unwrap_or_default();
             let args = KernelArgs::new()
                 .arg(dptr(out)?)
+                .arg(partial_ptr)
                 .arg(dptr(&q)?)
                 .arg(dptr(k_cache)?)
                 .arg(dptr(v_cache)?)
                 .arg(dptr(block_tables)?)
                 .arg(dptr(token_seq)?)
                 .arg(dptr(token_pos)?)
-                .arg(u32_dim(OP, tokens)?)
                 .arg(u32_dim(OP, heads)?)
                 .arg(u32_dim(OP, kv_heads)?)
                 .arg(u32_dim(OP, head_dim)?)
@@ -330,19 +355,48 @@ pub fn paged_attention_into(
                 .arg(u32_dim(OP, num_blocks)?)
                 .arg(scale)
                 .arg(u32_dim(OP, window)?)
+                .arg(u32_dim(OP, max_parts)?)
                 .arg(c.err_ptr());
             // SAFETY: q and out hold tokens·heads·head_dim elements, the caches
-            // num_blocks·block_size·kv_heads·head_dim, block_tables seqs·max_blocks i32 and
-            // token_seq/token_pos tokens i32 each. The kernel checks each token's sequence row
+            // num_blocks·block_size·kv_heads·head_dim (rows 16-byte aligned, checked above),
+            // block_tables seqs·max_blocks i32 and token_seq/token_pos tokens i32 each; the
+            // partial workspace tokens·heads·max_parts·(head_dim + 2) f32 where max_parts > 1
+            // (no token has more partitions than max_blocks·block_size positions give, and
+            // with one partition none is written). The kernel checks each token's sequence row
             // against seqs, its position against max_blocks · block_size and every block id
             // against num_blocks before reading, and reports a bad one through the 4-byte flag.
             unsafe {
                 c.launch(
                     PagedKernel::Attention(q.dtype()),
-                    &kernels::attention_grid(tokens, heads)?,
+                    &kernels::attention_grid(tokens, heads, kv_heads, max_parts)?,
                     &args,
                 )
+            }?;
+            if let Some(partial) = &partial {
+                let args = KernelArgs::new()
+                    .arg(dptr(out)?)
+                    .arg(dptr(partial)?)
+                    .arg(dptr(token_seq)?)
+                    .arg(dptr(token_pos)?)
+                    .arg(u32_dim(OP, tokens)?)
+                    .arg(u32_dim(OP, heads)?)
+                    .arg(u32_dim(OP, head_dim)?)
+                    .arg(u32_dim(OP, block_size)?)
+                    .arg(u32_dim(OP, seqs)?)
+                    .arg(u32_dim(OP, max_blocks)?)
+                    .arg(u32_dim(OP, window)?)
+                    .arg(u32_dim(OP, max_parts)?);
+                // SAFETY: as above; the merge reads the partitions the attention kernel wrote
+                // for tokens with more than one and writes those tokens' outputs.
+                unsafe {
+                    c.launch(
+                        PagedKernel::Merge(q.dtype()),
+                        &kernels::merge_grid(tokens, heads)?,
+                        &args,
+                    )
+                }?;
             }
+            Ok(())
         }
     }
 }

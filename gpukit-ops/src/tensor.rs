@@ -482,6 +482,14 @@ impl Tensor {
         self.with_layout("narrow", self.layout.narrow(dim, start, len)?)
     }
 
+    /// Every `step`-th element of dimension `dim` from `start`, `len` of them (a view).
+    ///
+    /// # Errors
+    /// [`Error::Shape`] for a step of 0 or elements outside the dimension.
+    pub fn slice(&self, dim: usize, start: usize, len: usize, step: usize) -> Result<Tensor> {
+        self.with_layout("slice", self.layout.slice(dim, start, len, step)?)
+    }
+
     /// Two dimensions swapped (a view).
     ///
     /// # Errors

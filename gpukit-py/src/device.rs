@@ -12,16 +12,43 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use gpukit_llm::engine::ComputeDevice;
-use gpukit_ops::{CudaDevice, Device};
+use gpukit_ops::{CudaDevice, Device, HandleWatch};
 use gpukit_sched::{Lane, LanePriority};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
 use crate::errors::{self, value};
 
-/// Opened CUDA devices by ordinal, each opened as the `gpukit` command opens one (its runtime
-/// and default lane).
-type Registry = HashMap<usize, ComputeDevice>;
+/// An opened CUDA device: opened as the `gpukit` command opens one (its runtime and default
+/// lane), and the lanes derived from it since (tenants, streams), watched so that closing the
+/// device can tell whether any of them is still in use.
+struct Opened {
+    compute: ComputeDevice,
+    derived: Vec<HandleWatch>,
+}
+
+impl Opened {
+    /// Handles to the device's lanes alive now, but for the registry's own.
+    fn users(&self) -> usize {
+        let default = match self.compute.device() {
+            Device::Cuda(c) => c.handle_count().saturating_sub(1),
+            Device::Cpu => 0,
+        };
+        default + self.derived.iter().map(HandleWatch::live).sum::<usize>()
+    }
+}
+
+/// Opened CUDA devices by ordinal.
+type Registry = HashMap<usize, Opened>;
+
+/// Records `lane` as derived from its device, so that closing the device counts its users.
+fn derived(lane: &CudaDevice) {
+    let ordinal = lane.stream().device().ordinal();
+    if let Some(o) = registry().get_mut(&ordinal) {
+        o.derived.retain(|w| w.live() > 0);
+        o.derived.push(lane.watch());
+    }
+}
 
 fn registry() -> MutexGuard<'static, Registry> {
     static REGISTRY: OnceLock<Mutex<Registry>> = OnceLock::new();
@@ -35,7 +62,7 @@ fn registry() -> MutexGuard<'static, Registry> {
 fn open_cuda(ordinal: usize) -> PyResult<Device> {
     let mut reg = registry();
     if let Some(d) = reg.get(&ordinal) {
-        return Ok(d.device().clone());
+        return Ok(d.compute.device().clone());
     }
     if !gpukit_driver::driver_available() {
         return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
@@ -52,7 +79,13 @@ fn open_cuda(ordinal: usize) -> PyResult<Device> {
     }
     let opened = ComputeDevice::open(&format!("cuda:{ordinal}")).map_err(errors::llm)?;
     let device = opened.device().clone();
-    reg.insert(ordinal, opened);
+    reg.insert(
+        ordinal,
+        Opened {
+            compute: opened,
+            derived: Vec::new(),
+        },
+    );
     Ok(device)
 }
 
@@ -258,7 +291,9 @@ impl PyDevice {
         };
         let tenant = c.lane().device().tenant(name, memory_limit);
         let lane = tenant.lane(c.lane().priority()).map_err(errors::sch)?;
-        Ok(PyDevice::new(Device::cuda(&lane).map_err(errors::ops)?))
+        let lane = CudaDevice::new(&lane).map_err(errors::ops)?;
+        derived(&lane);
+        Ok(PyDevice::new(Device::Cuda(lane)))
     }
 
     /// Closes this device: frees the pool's cached memory and forgets the device, so that the
@@ -269,15 +304,20 @@ impl PyDevice {
             return Ok(());
         };
         let ordinal = c.stream().device().ordinal();
-        let mut reg = registry();
-        // The registry's handle and this one; anything more is a tensor, a stream or a model.
-        let users = c.handle_count().saturating_sub(2);
-        if users > 0 {
-            return Err(value(format!(
-                "cuda:{ordinal} is still used by {users} tensor(s), stream(s) or model(s); \
-                 delete them before closing the device"
-            )));
-        }
+        // This handle is not a user; anything more is a tensor, a stream or a model. Checked
+        // again after the wait below (the lock is not held across it: another thread may need
+        // the GIL and the registry meanwhile).
+        let in_use = |reg: &Registry| -> PyResult<()> {
+            let users = reg.get(&ordinal).map_or(0, Opened::users).saturating_sub(1);
+            if users > 0 {
+                return Err(value(format!(
+                    "cuda:{ordinal} is still used by {users} tensor(s), stream(s), tenant(s) or \
+                     model(s); delete them before closing the device"
+                )));
+            }
+            Ok(())
+        };
+        in_use(&registry())?;
         let c = c.clone();
         py.detach(|| {
             c.synchronize()?;
@@ -285,6 +325,9 @@ impl PyDevice {
             Ok::<_, gpukit_ops::Error>(())
         })
         .map_err(errors::ops)?;
+        drop(c);
+        let mut reg = registry();
+        in_use(&reg)?;
         reg.remove(&ordinal);
         self.closed.store(true, Ordering::Release);
         Ok(())
@@ -429,8 +472,10 @@ impl PyStream {
             return Err(value("streams are CUDA streams: give a CUDA device"));
         };
         let lane = c.lane().fork(p).map_err(errors::sch)?;
+        let lane = CudaDevice::new(&lane).map_err(errors::ops)?;
+        derived(&lane);
         Ok(PyStream {
-            device: Device::cuda(&lane).map_err(errors::ops)?,
+            device: Device::Cuda(lane),
         })
     }
 

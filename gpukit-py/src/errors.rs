@@ -3,10 +3,10 @@
 //! `ValueError` for model files, `RuntimeError` for the driver and NVRTC (the compile log is in
 //! the message). The message is the Rust error's, with its sources.
 
-use pyo3::PyErr;
 use pyo3::exceptions::{
     PyFileNotFoundError, PyIndexError, PyMemoryError, PyRuntimeError, PyTypeError, PyValueError,
 };
+use pyo3::{PyErr, Python};
 
 /// The message of `e` followed by its sources (`: cause: cause…`), skipping a source whose text
 /// the message already contains (errors that print their source transparently).
@@ -91,6 +91,12 @@ pub(crate) fn llm(e: gpukit_llm::Error) -> PyErr {
     match e {
         E::Ops(o) => ops(o),
         E::Driver(d) => driver(&d),
+        E::Sched(s) => sched(&s),
+        // A lower layer's error keeps its exception; the message names the device or tensor.
+        E::Open { device, source } => with_context(llm(*source), &device),
+        E::Tensor { file, name, source } => {
+            with_context(ops(*source), &format!("{}: tensor `{name}`", file.display()))
+        }
         E::Io { ref source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
             PyFileNotFoundError::new_err(message(&e))
         }
@@ -98,6 +104,14 @@ pub(crate) fn llm(e: gpukit_llm::Error) -> PyErr {
         E::Fetch { .. } => PyRuntimeError::new_err(message(&e)),
         _ => PyValueError::new_err(message(&e)),
     }
+}
+
+/// `err`'s exception type with `context: ` before its message.
+fn with_context(err: PyErr, context: &str) -> PyErr {
+    Python::attach(|py| {
+        let text = format!("{context}: {}", err.value(py));
+        PyErr::from_type(err.get_type(py), text)
+    })
 }
 
 /// A `gpukit-driver` error as its exception.

@@ -124,6 +124,7 @@ fn _gpukit(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(ops::sdpa, m)?,
         wrap_pyfunction!(ops::sample, m)?,
         wrap_pyfunction!(ops::quantize, m)?,
+        wrap_pyfunction!(ops::from_blocks, m)?,
         wrap_pyfunction!(ops::dequantize, m)?,
         wrap_pyfunction!(ops::qgemv, m)?,
     ] {

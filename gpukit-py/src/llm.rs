@@ -93,6 +93,8 @@ fn prompt_arg(obj: &Bound<'_, PyAny>) -> PyResult<OwnedPrompt> {
 enum Msg {
     Text(String),
     Done(gpukit_llm::Result<GenerateStats>),
+    /// The worker panicked (raised as `gpukit.PanicException`, like a panic in any call).
+    Panic(String),
 }
 
 /// An iterator over the text pieces of a running generation (from `Model.stream`).
@@ -131,11 +133,15 @@ impl TextStream {
             let last = self.last.clone();
             py.detach(move || {
                 while let Ok(m) = rx.recv() {
-                    if let Msg::Done(r) = m {
-                        if let Ok(stats) = r {
-                            *lock(&last) = Some(stats);
+                    match m {
+                        Msg::Done(r) => {
+                            if let Ok(stats) = r {
+                                *lock(&last) = Some(stats);
+                            }
+                            break;
                         }
-                        break;
+                        Msg::Panic(_) => break,
+                        Msg::Text(_) => {}
                     }
                 }
             });
@@ -172,6 +178,12 @@ impl TextStream {
                     let stats = r.map_err(errors::llm)?;
                     *lock(&self.last) = Some(stats);
                     return Ok(None);
+                }
+                Ok(Msg::Panic(what)) => {
+                    *self.rx_mut() = None;
+                    return Err(pyo3::panic::PanicException::new_err(format!(
+                        "the generation thread panicked: {what}"
+                    )));
                 }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => {
@@ -268,18 +280,18 @@ impl PyModel {
                     let _ = text_tx.send(Msg::Text(piece.to_string()));
                 })
             }));
-            let r = r.unwrap_or_else(|p| {
-                let what = p
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| p.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic".into());
-                Err(gpukit_llm::Error::Invalid {
-                    what: "generation",
-                    detail: format!("internal error (panic): {what}"),
-                })
-            });
-            let _ = tx.send(Msg::Done(r));
+            let msg = r.map_or_else(
+                |p| {
+                    Msg::Panic(
+                        p.downcast_ref::<&str>()
+                            .map(|s| s.to_string())
+                            .or_else(|| p.downcast_ref::<String>().cloned())
+                            .unwrap_or_else(|| "unknown panic".into()),
+                    )
+                },
+                Msg::Done,
+            );
+            let _ = tx.send(msg);
         });
         TextStream {
             rx: Mutex::new(Some(rx)),

@@ -748,6 +748,45 @@ pub fn quantize(
     })?))
 }
 
+/// A block-quantized tensor of `shape` in GGUF block format `format` (`gk.q8_0`, `gk.q4_0`,
+/// `gk.q4_1`, `gk.q4_K`, `gk.q5_K`, `gk.q6_K`, or the name) from its raw blocks, as a GGUF file
+/// stores them: `data` is `bytes` or a contiguous uint8 numpy array of exactly the tensor's
+/// size (the last dimension whole blocks of 32 or 256 values). On `device` (default: the
+/// current stream's device, else the CPU).
+///
+/// Raises `ValueError` for a size or shape that does not fit the format, `TypeError` for other
+/// data.
+#[pyfunction]
+#[pyo3(signature = (data, format, shape, *, device=None))]
+pub fn from_blocks(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    format: &Bound<'_, PyAny>,
+    shape: Vec<usize>,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyTensor> {
+    let DType::Quant(f) = dtype_arg(format)? else {
+        return Err(value(
+            "from_blocks: format must be a GGUF block format such as gk.q4_K",
+        ));
+    };
+    let bytes: Vec<u8> = if let Ok(b) = data.cast::<pyo3::types::PyBytes>() {
+        b.as_bytes().to_vec()
+    } else if let Ok(a) = data.extract::<numpy::PyReadonlyArrayDyn<'_, u8>>() {
+        a.as_slice()
+            .map_err(|_| value("from_blocks: the array must be C-contiguous"))?
+            .to_vec()
+    } else {
+        return Err(type_error(
+            "from_blocks: data must be bytes or a uint8 numpy array",
+        ));
+    };
+    let d = crate::device::resolve(device)?;
+    Ok(PyTensor::new(run(py, move || {
+        Tensor::from_blocks(&bytes, f, &shape, &d)
+    })?))
+}
+
 /// The values of block-quantized `q` as a float tensor of `dtype` (default float32).
 #[pyfunction]
 #[pyo3(signature = (q, dtype=None))]

@@ -353,7 +353,7 @@ impl PyTensor {
         }
     }
 
-    /// The view `key` selects: ints, slices of step 1, `None`, `...`, and an integer tensor on
+    /// The view `key` selects: ints, slices (positive steps), `None`, `...`, and an integer tensor on
     /// one dimension (copied rows, through `index_select`).
     fn index(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Tensor> {
         let items: Vec<Bound<'_, PyAny>> = match key.cast::<PyTuple>() {
@@ -390,14 +390,16 @@ impl PyTensor {
             } else if let Ok(s) = k.cast::<PySlice>() {
                 let len = t.shape()[d];
                 let ix = s.indices(len as isize)?;
-                if ix.step != 1 {
+                if ix.step < 1 {
                     return Err(pyo3::exceptions::PyIndexError::new_err(
-                        "slices with a step other than 1 are not supported: use \
-                         gk.index_select with the indices",
+                        "slices with a negative step are not supported: use gk.index_select \
+                         with the indices",
                     ));
                 }
                 let start = ix.start.clamp(0, len as isize) as usize;
-                t = t.narrow(d, start, ix.slicelength).map_err(errors::ops)?;
+                t = t
+                    .slice(d, start, ix.slicelength, ix.step as usize)
+                    .map_err(errors::ops)?;
                 d += 1;
             } else if let Ok(i) = k.extract::<isize>() {
                 let len = t.shape()[d] as isize;
@@ -494,6 +496,15 @@ impl PyTensor {
     /// The address of the first element (device or host), for foreign code.
     fn data_ptr(&self) -> u64 {
         self.t.data_ptr()
+    }
+
+    /// The raw GGUF blocks of a block-quantized tensor: a 1-D uint8 view of its storage, in
+    /// the layout of the GGUF file format (`t.blocks().numpy()` gives the bytes; see
+    /// `gk.from_blocks` for the way back).
+    ///
+    /// Raises `ValueError` for a tensor that is not block-quantized.
+    fn blocks(&self) -> PyResult<PyTensor> {
+        Ok(PyTensor::new(self.t.blocks().map_err(errors::ops)?))
     }
 
     /// The values as a new numpy array (a copy; GPU tensors are downloaded).

@@ -79,3 +79,9 @@ def test_cupy_round_trip_without_copy():
     assert t.numpy()[3] == 99.0
     back = cp.from_dlpack(gk.exp(t))
     cp.testing.assert_allclose(back, cp.exp(a), rtol=1e-6)
+    z = gk.zeros(4, device="cuda")
+    zc = cp.from_dlpack(z)
+    assert zc.data.ptr == z.data_ptr()
+    zc += 2.5  # cupy writes into gpukit's memory
+    cp.cuda.runtime.deviceSynchronize()
+    np.testing.assert_array_equal(z.numpy(), [2.5, 2.5, 2.5, 2.5])

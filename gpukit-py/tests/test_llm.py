@@ -171,3 +171,10 @@ def test_logits_match_transformers(model):
     scale = np.abs(want).max()
     assert np.abs(got - want).max() <= 0.03 * scale, (np.abs(got - want).max(), scale)
     assert np.corrcoef(got, want)[0, 1] > 0.999
+
+
+@pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU")
+def test_a_model_over_a_memory_quota_raises_memory_error():
+    tenant = gk.device("cuda").tenant("tiny-llm", 1 << 20)
+    with pytest.raises(MemoryError, match="tensor"):
+        gk.llm.load(MODEL_PATH, device=tenant)

@@ -226,3 +226,64 @@ def test_quantize_dequantize_and_qgemv(dev, rng, fmt):
     step = np.abs(w).max(-1, keepdims=True) / (127 if fmt == "q8_0" else 7)
     assert (np.abs(wq - w) <= step + 1e-6).all()
     np.testing.assert_allclose(gk.qgemv(t(x, dev), q).numpy(), x @ wq.T, rtol=1e-4, atol=1e-3)
+
+
+# GGUF K-quant block sizes in bytes, and the offsets of their f16 scale fields.
+K_BLOCKS = {"q4_K": (144, [0, 2]), "q5_K": (176, [0, 2]), "q6_K": (210, [208])}
+
+
+def k_blocks(rng, fmt, rows, cols):
+    """Random raw blocks of `fmt` whose f16 scales are small and finite."""
+    size, scale_at = K_BLOCKS[fmt]
+    raw = rng.integers(0, 256, size=(rows * cols // 256, size), dtype=np.uint8)
+    for at in scale_at:
+        raw[:, at:at + 2] = np.frombuffer(np.float16(0.01).tobytes(), np.uint8)
+    return raw.reshape(-1)
+
+
+def q4_k_reference(raw, rows, cols):
+    """ggml's q4_K dequantization, in numpy: per 256 values a d and a dmin (f16), eight 6-bit
+    scales and mins packed in 12 bytes, and 4-bit codes (low nibbles, then high, 32 at a time)."""
+    b = raw.reshape(-1, 144)
+    d = b[:, 0:2].copy().view(np.float16).astype(np.float32)[:, 0]
+    dmin = b[:, 2:4].copy().view(np.float16).astype(np.float32)[:, 0]
+    sc, qs = b[:, 4:16].astype(np.int32), b[:, 16:144].astype(np.int32)
+
+    def scale_min(j):
+        if j < 4:
+            return sc[:, j] & 63, sc[:, j + 4] & 63
+        return ((sc[:, j + 4] & 0xF) | ((sc[:, j - 4] >> 6) << 4),
+                (sc[:, j + 4] >> 4) | ((sc[:, j] >> 6) << 4))
+
+    out = np.empty((b.shape[0], 256), np.float32)
+    for g in range(4):
+        q = qs[:, 32 * g:32 * g + 32]
+        for half, codes in enumerate((q & 0xF, q >> 4)):
+            s, m = scale_min(2 * g + half)
+            out[:, 64 * g + 32 * half:64 * g + 32 * half + 32] = (
+                (d * s)[:, None] * codes - (dmin * m)[:, None])
+    return out.reshape(rows, cols)
+
+
+@pytest.mark.parametrize("fmt", list(K_BLOCKS))
+def test_k_quant_tensors_from_raw_blocks(dev, rng, fmt):
+    rows, cols = 8, 512
+    raw = k_blocks(rng, fmt, rows, cols)
+    q = gk.from_blocks(raw, fmt, (rows, cols), device=dev)
+    assert q.dtype.name == fmt and q.shape == (rows, cols)
+    np.testing.assert_array_equal(q.blocks().numpy(), raw)
+    assert gk.from_blocks(raw.tobytes(), fmt, [rows, cols]).dtype.name == fmt
+    wq = gk.dequantize(q).numpy()
+    np.testing.assert_array_equal(wq, gk.dequantize(q.to("cpu")).numpy())
+    if fmt == "q4_K":
+        np.testing.assert_allclose(wq, q4_k_reference(raw, rows, cols), rtol=1e-6, atol=1e-6)
+    x = rng.standard_normal((2, cols)).astype(np.float32)
+    np.testing.assert_allclose(gk.qgemv(t(x, dev), q).numpy(), x @ wq.T, rtol=1e-4, atol=1e-3)
+    with pytest.raises(ValueError):
+        gk.from_blocks(raw[:-1], fmt, (rows, cols))
+    with pytest.raises(ValueError):
+        gk.from_blocks(raw, "float32", (rows, cols))
+    with pytest.raises(TypeError):
+        gk.from_blocks([1, 2, 3], fmt, (rows, cols))
+    with pytest.raises(ValueError):
+        gk.ones(4).blocks()

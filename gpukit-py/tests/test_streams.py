@@ -1,5 +1,8 @@
 """Streams, events and CUDA graphs (GPU), and what they say without a GPU."""
 
+import gc
+import re
+
 import numpy as np
 import pytest
 
@@ -111,6 +114,27 @@ def test_memory_stats_tenant_quota_and_close():
         keep = gk.zeros(4, device="cuda")
         gk.device("cuda:0").close()
     del keep
+
+
+@requires_gpu
+def test_closing_counts_the_tenants_and_streams_still_in_use():
+    def users():
+        gc.collect()
+        try:
+            gk.device("cuda").close()
+            return 0
+        except ValueError as e:
+            return int(re.search(r"used by (\d+)", str(e)).group(1))
+
+    base = users()
+    tenant = gk.device("cuda").tenant("closing", 1 << 20)
+    x = gk.zeros(4, device=tenant)
+    assert users() == base + 2  # the tenant and its tensor
+    del x, tenant
+    stream = gk.Stream()
+    assert users() == base + 1
+    del stream
+    assert users() == base
 
 
 def test_evictable_needs_a_gpu_tensor():

@@ -89,14 +89,25 @@ def test_indexing_matches_numpy(dev, rng):
     a = rng.standard_normal((4, 5, 6)).astype(np.float32)
     t = gk.from_numpy(a, device=dev)
     for key in [1, -1, (1, 2), (slice(1, 3),), (Ellipsis, 2), (None, 0), (slice(None), 3, slice(2, 4)),
-                (2, Ellipsis, slice(-2, None))]:
+                (2, Ellipsis, slice(-2, None)), (slice(None, None, 2),),
+                (slice(1, None, 3), Ellipsis, slice(0, 5, 2)), (Ellipsis, slice(5, 1, 4)),
+                (slice(0, 0, 2),)]:
         np.testing.assert_array_equal(t[key].numpy(), a[key], err_msg=str(key))
     ids = gk.asarray(np.array([3, 0, 3], np.int64), device=dev)
     np.testing.assert_array_equal(t[ids].numpy(), a[[3, 0, 3]])
     with pytest.raises(IndexError):
         t[4]
     with pytest.raises(IndexError, match="step"):
-        t[::2]
+        t[::-1]
+
+
+def test_strided_slices_are_views(dev):
+    t = gk.zeros(6, 4, device=dev)
+    t[1::2, ::3] = 7.0
+    expect = np.zeros((6, 4), np.float32)
+    expect[1::2, ::3] = 7
+    np.testing.assert_array_equal(t.numpy(), expect)
+    assert t[::2].strides == (8, 1)
 
 
 def test_setitem_from_tensor_array_and_number(dev):

@@ -10,8 +10,8 @@
 //! - `include/gpukit_shared.cuh`: the header the kernels include, generated from
 //!   `gpukit-kernels/src/shared.rs`, for building the probes of `gpukit-kernels/dev/` there;
 //!
-//! The binaries are stored gzipped (`*.gz`, a third of their size, so the bundle fits what the
-//! device tool carries); `run.sh` unpacks them in place first.
+//! The binaries are stored gzipped (`*.gz`, a third of their size, so that the bundle and the
+//! checkout fit the 64 MiB copied to the GPU machine); `run.sh` unpacks them in place first.
 //! - `python/`: the `gpukit` wheel (same profile) and pytest's wheels, which `run.sh` installs
 //!   into a folder on `PYTHONPATH` for the machine's own python3 (which has torch and cupy);
 //! - `BUNDLE.txt`: what was built from which commit.
@@ -22,7 +22,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 
-/// What the device tool carries at most, less room for the checkout itself.
+/// What the copy to the GPU machine takes at most (64 MiB), less room for the checkout itself.
 const MAX_BUNDLE_BYTES: u64 = 56 << 20;
 
 /// Kernel images embedded in the bundle's binaries: the GPU machine's H100/H200 (sm_90) only, so

@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use gpukit_llm::profile::Part;
 use gpukit_llm::serving::{Histogram, Metrics};
 
 fn family(out: &mut String, name: &str, kind: &str, help: &str) {
@@ -31,7 +32,7 @@ fn histogram(out: &mut String, name: &str, help: &str, h: &Histogram) {
 pub fn render(m: &Metrics) -> String {
     let mut out = String::new();
     let o = &mut out;
-    let counters: [(&str, &str, u64); 8] = [
+    let counters: [(&str, &str, u64); 9] = [
         (
             "gpukit_requests_total",
             "Requests accepted.",
@@ -71,6 +72,11 @@ pub fn render(m: &Metrics) -> String {
             "gpukit_engine_steps_total",
             "Engine steps run.",
             m.steps_total,
+        ),
+        (
+            "gpukit_engine_profiled_steps_total",
+            "Engine steps profiled (--profile-every).",
+            m.profiled_steps,
         ),
     ];
     for (name, help, v) in counters {
@@ -129,6 +135,22 @@ pub fn render(m: &Metrics) -> String {
         let _ = writeln!(
             o,
             "gpukit_engine_step_seconds_total{{phase=\"{phase}\"}} {v}"
+        );
+    }
+    family(
+        o,
+        "gpukit_engine_profiled_device_seconds_total",
+        "counter",
+        "Device time of the profiled steps by kind of work: linear (projections and the LM \
+         head), attention (KV-cache writes and attention), sampling, other (embedding, norms, \
+         rope, residual adds, activations).",
+    );
+    for part in Part::ALL {
+        let _ = writeln!(
+            o,
+            "gpukit_engine_profiled_device_seconds_total{{part=\"{}\"}} {}",
+            part.name(),
+            m.profile.get(part)
         );
     }
     histogram(

@@ -83,6 +83,11 @@ pub struct ServeArgs {
     /// Most requests waiting to start; more get 503 with a Retry-After.
     #[arg(long, default_value_t = 1024, value_name = "N")]
     pub max_waiting: usize,
+    /// Profile one engine step in N: its device time by kind of work (linear, attention,
+    /// sampling, other) goes to /metrics as gpukit_engine_profiled_device_seconds_total.
+    /// 0 profiles nothing; a profiled step costs the host about a microsecond per kernel.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub profile_every: usize,
 }
 
 /// Parses `--kv-memory`: a fraction in (0, 1] of `free`, or a byte count with an optional
@@ -688,6 +693,7 @@ fn engine_options(
         block_size: bs,
         max_step_tokens,
         max_waiting: args.max_waiting,
+        profile_every: args.profile_every,
     })
 }
 

@@ -7,7 +7,9 @@
 
 use gpukit_driver::KernelArgs;
 use gpukit_kernels::gemv::{self, GemvKernel};
-use gpukit_kernels::linear::{plan as linear_plan, tiled_fits};
+use gpukit_kernels::linear::{
+    LinearKernel, plan as linear_plan, reduce_grid as linear_reduce_grid, tiled_fits,
+};
 use gpukit_kernels::shared::{BLOCK_THREADS, QGEMV_MAX_ROWS};
 use gpukit_kernels::{BLayout, DType, Epilogue, F32Precision, GemmShape};
 use rayon::prelude::*;
@@ -492,8 +494,10 @@ fn dot_fixed(a: &[f32], b: &[f32]) -> f32 {
 /// `w` is `[n, k]` in x's float dtype, or block-quantized (GGUF); `bias` `[n]` in x's dtype.
 /// On the CPU each sum runs in an order fixed by k (eight strided running sums combined
 /// pairwise, f32). On CUDA, f16/bf16 weights with k a multiple of 8 go through the tensor-core
-/// kernels of `gpukit_kernels::linear` (a skinny tiling up to 16 rows, a 64 × 128 one above; both sum
-/// each element one 16-deep chunk of k at a time, in order, never split); other dense weights
+/// kernels of `gpukit_kernels::linear` (a skinny tiling up to 16 rows, a 64 × 128 one above;
+/// both sum each element in segments of k fixed by k alone, each one 16-deep chunk at a time in
+/// order, the segments' sums in order, whether one block walks them or each runs in its own
+/// block with an f32 workspace of segments · m · n values); other dense weights
 /// through the multi-row GEMV kernel [`GEMV_MAX_M`] rows at a time (its reduction order is fixed
 /// by n and k; every [`GEMV_MAX_M`] rows read the weights again); quantized ones through the
 /// quantized GEMV one row at a time. Which path a call takes depends on the dtype, k and the
@@ -571,19 +575,42 @@ pub fn linear_batch_invariant_into(
             let (xp, op) = (dptr(&x)?, dptr(out)?);
             let bias_ptr = bias.as_ref().map(dptr).transpose()?;
             if tiled_fits(dt, k, xp.0, dptr(&w)?.0) {
+                let plan = linear_plan(dt, m, n, k)?;
+                let partial = plan
+                    .split
+                    .map(|segs| Tensor::empty(&[segs * m * n], DType::F32, &x.device()))
+                    .transpose()?;
+                let null = gpukit_driver::DevicePtr(0);
+                let partial_ptr = partial.as_ref().map(dptr).transpose()?.unwrap_or(null);
                 let args = KernelArgs::new()
                     .arg(xp)
                     .arg(dptr(&w)?)
-                    .arg(bias_ptr.unwrap_or(gpukit_driver::DevicePtr(0)))
+                    .arg(bias_ptr.unwrap_or(null))
                     .arg(op)
+                    .arg(partial_ptr)
                     .arg(u32_dim(OP, m)?)
                     .arg(u32_dim(OP, n)?)
                     .arg(u32_dim(OP, k)?);
-                let (kernel, cfg) = linear_plan(dt, m, n)?;
                 // SAFETY: contiguous x [m, k], w [n, k], out [m, n] and bias [n] (or null) of
                 // the dtype on this lane; k a multiple of 8 and x, w 16-byte aligned
-                // (tiled_fits), as the kernels' 16-byte loads need.
-                return unsafe { c.launch(kernel, &cfg, &args) };
+                // (tiled_fits), as the kernels' 16-byte loads need; the workspace (split plans)
+                // holds one f32 per output per segment, grid z being the segments.
+                unsafe { c.launch(plan.kernel, &plan.cfg, &args) }?;
+                if let (Some(segs), Some(partial)) = (plan.split, &partial) {
+                    let args = KernelArgs::new()
+                        .arg(dptr(partial)?)
+                        .arg(bias_ptr.unwrap_or(null))
+                        .arg(op)
+                        .arg(u32_dim(OP, m)?)
+                        .arg(u32_dim(OP, n)?)
+                        .arg(u32_dim(OP, segs)?);
+                    // SAFETY: the workspace holds segs · m · n f32 sums the launch above wrote;
+                    // out [m, n] and bias [n] (or null) as above.
+                    unsafe {
+                        c.launch(LinearKernel::Reduce(dt), &linear_reduce_grid(m, n), &args)
+                    }?;
+                }
+                return Ok(());
             }
             let vectorized = k % per16 == 0 && xp.0 % 16 == 0 && dptr(&w)?.0 % 16 == 0;
             let size = dt.size_in_bytes();

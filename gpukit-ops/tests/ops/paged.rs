@@ -157,6 +157,93 @@ op_test!(paged_attention, |dev: &Device| {
     assert_past_cache_refused(dev, r, "paged_attention block id 5 of 2");
 });
 
+// Long sequences: a token's keys span several partitions of the CUDA kernel (1,024 positions
+// each), merged afterwards; query heads share a KV head in groups of 4 and 7. A few tokens of
+// one long sequence against f64, and each alone against its place in the batch.
+op_test!(paged_attention_long, |dev: &Device| {
+    let s = seed();
+    let (len, bs, d) = (2100usize, 16usize, 64usize);
+    // (heads, kv_heads, window)
+    for (ci, (heads, kvh, window)) in [(4usize, 1usize, None), (14, 2, Some(1100usize))]
+        .into_iter()
+        .enumerate()
+    {
+        for dt in FLOATS {
+            let what = format!("long case {ci} {dt}");
+            let blocks = len.div_ceil(bs);
+            let order = shuffled(blocks, s + 7 + ci as u64);
+            let slots: Vec<i32> = (0..len)
+                .map(|p| order[p / bs] * bs as i32 + (p % bs) as i32)
+                .collect();
+            let (kn, kv) = input(&[len, kvh, d], dt, -1.0, 1.0, s + 20, dev);
+            let (vn, vv) = input(&[len, kvh, d], dt, -1.0, 1.0, s + 21, dev);
+            let k_cache = poisoned(&[blocks, bs, kvh, d], dt, dev);
+            let v_cache = poisoned(&[blocks, bs, kvh, d], dt, dev);
+            paged_kv_write_into(&kn, &vn, &k_cache, &v_cache, &i32s(&slots, dev)).unwrap();
+            let tables = Tensor::from_slice(&order, &[1, blocks], dev).unwrap();
+            let pos = [0i32, 1023, 1024, 1099, 2047, 2048, 2099];
+            let n = pos.len();
+            let (qt, qv) = input(&[n, heads, d], dt, -1.0, 1.0, s + 22, dev);
+            let seq_t = i32s(&vec![0; n], dev);
+            let pos_t = i32s(&pos, dev);
+            let batch = PagedBatch {
+                block_tables: &tables,
+                token_seq: &seq_t,
+                token_pos: &pos_t,
+            };
+            let scale = 1.0 / (d as f32).sqrt();
+            let out = poisoned(&[n, heads, d], dt, dev);
+            paged_attention_into(&qt, &k_cache, &v_cache, &batch, scale, window, &out).unwrap();
+            let mut want = vec![0f64; n * heads * d];
+            for (t, &p) in pos.iter().enumerate() {
+                let p = p as usize;
+                let lo = window.map_or(0, |w| (p + 1).saturating_sub(w));
+                for h in 0..heads {
+                    let g = h / (heads / kvh);
+                    let qrow = &qv[(t * heads + h) * d..][..d];
+                    let sc: Vec<f64> = (lo..=p)
+                        .map(|j| {
+                            let kr = &kv[(j * kvh + g) * d..][..d];
+                            qrow.iter().zip(kr).map(|(a, b)| a * b).sum::<f64>() * f64::from(scale)
+                        })
+                        .collect();
+                    let m = sc.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    let e: Vec<f64> = sc.iter().map(|x| (x - m).exp()).collect();
+                    let z: f64 = e.iter().sum();
+                    for (jj, j) in (lo..=p).enumerate() {
+                        let vr = &vv[(j * kvh + g) * d..][..d];
+                        for c in 0..d {
+                            want[(t * heads + h) * d + c] += e[jj] / z * vr[c];
+                        }
+                    }
+                }
+            }
+            assert_close(&what, &out.to_vec_f64().unwrap(), &want, tol(dt).max(2e-5));
+            let all = bits_of(&out);
+            let row = heads * d;
+            for t in [1, 3, n - 1] {
+                let (q1, o1) = (
+                    qt.narrow(0, t, 1).unwrap(),
+                    poisoned(&[1, heads, d], dt, dev),
+                );
+                let (s1, p1) = (i32s(&[0], dev), i32s(&pos[t..=t], dev));
+                let one = PagedBatch {
+                    block_tables: &tables,
+                    token_seq: &s1,
+                    token_pos: &p1,
+                };
+                paged_attention_into(&q1, &k_cache, &v_cache, &one, scale, window, &o1).unwrap();
+                assert_eq!(
+                    bits_of(&o1),
+                    all[t * row..(t + 1) * row],
+                    "{what}: token at {} alone differs from the batch",
+                    pos[t]
+                );
+            }
+        }
+    }
+});
+
 op_test!(linear_batch_invariant, |dev: &Device| {
     let s = seed();
     for dt in FLOATS {
@@ -195,6 +282,45 @@ op_test!(linear_batch_invariant, |dev: &Device| {
                     all[r * n..(r + 1) * n],
                     "{what}: row {r} alone differs from the batch"
                 );
+            }
+        }
+    }
+    // K segments (k = 2056: two of them, the second 8 deep) on CUDA, run three ways: fused in
+    // the tiled kernel (1024 rows × 2048 outputs: 256 tiles), split over blocks in the tiled
+    // kernel (100 rows: 32 tiles) and in the skinny one (a row alone). The same bits each way.
+    if let Device::Cuda(_) = dev {
+        let (m, k, n) = (1024usize, 2056usize, 2048usize);
+        for dt in [DType::F16, DType::BF16] {
+            let what = format!("{dt} [{m}, {k}] · [{n}, {k}]ᵀ in K segments");
+            let (x, xv) = input(&[m, k], dt, -1.0, 1.0, s + 5, dev);
+            let (w, wv) = input(&[n, k], dt, -1.0, 1.0, s + 6, dev);
+            let (b, bv) = input(&[n], dt, -1.0, 1.0, s + 7, dev);
+            let big = poisoned(&[m, n], dt, dev);
+            ops::linear_batch_invariant_into(&x, &w, Some(&b), &big).unwrap();
+            let mid = poisoned(&[100, n], dt, dev);
+            let x_mid = x.narrow(0, 0, 100).unwrap();
+            ops::linear_batch_invariant_into(&x_mid, &w, Some(&b), &mid).unwrap();
+            let (big, mid) = (bits_of(&big), bits_of(&mid));
+            for r in [0, 37, 99] {
+                let one = poisoned(&[1, n], dt, dev);
+                let xr = x.narrow(0, r, 1).unwrap().contiguous().unwrap();
+                ops::linear_batch_invariant_into(&xr, &w, Some(&b), &one).unwrap();
+                let one_bits = bits_of(&one);
+                assert_eq!(
+                    one_bits,
+                    big[r * n..(r + 1) * n],
+                    "{what}: row {r} alone vs 1024"
+                );
+                assert_eq!(
+                    one_bits,
+                    mid[r * n..(r + 1) * n],
+                    "{what}: row {r} alone vs 100"
+                );
+                let want: Vec<f64> = (0..n)
+                    .map(|j| (0..k).map(|c| xv[r * k + c] * wv[j * k + c]).sum::<f64>() + bv[j])
+                    .collect();
+                let got = one.to_vec_f64().unwrap();
+                assert_close(&what, &got, &want, tol(dt));
             }
         }
     }

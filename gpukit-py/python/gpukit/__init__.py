@@ -47,6 +47,7 @@ from ._gpukit import (
     float32,
     from_dlpack,
     from_numpy,
+    from_blocks,
     full,
     gather,
     gelu,
