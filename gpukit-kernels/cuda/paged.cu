@@ -158,7 +158,9 @@ __device__ __forceinline__ void paged_attention_impl(
             m[g] = m_new;
         }
         const int n = min(32, keys.pos - base + 1);
-#pragma unroll 2
+        // Unrolled so that eight keys' value rows are in flight at once: with fewer, a short
+        // context's tile waits on one load latency after another.
+#pragma unroll 8
         for (int j = 0; j < n; ++j) {
             const unsigned long long sj = __shfl_sync(0xffffffffu, slot, j);
             const T* vr = v_cache + sj * row + (unsigned long long)kvh * head_dim;

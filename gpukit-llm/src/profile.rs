@@ -3,9 +3,11 @@
 //!
 //! On CUDA the marks are timing events recorded on the lane's stream, so the step runs as it
 //! would unprofiled (nothing waits until [`StepProfiler::finish`]) and each interval is the device
-//! time of the kernels between two marks (`cuEventElapsedTime`, resolution about 0.5 µs). On the
-//! CPU backend ops run synchronously and the marks are host clock readings. Recording an event
-//! costs the host about a microsecond, so a server profiles a sample of its steps, not all.
+//! time between two marks (`cuEventElapsedTime`, resolution about 0.5 µs): the kernels between
+//! them, and any time the device spent waiting for the host to enqueue them (a step whose host
+//! side is slower than its kernels shows that wait in its parts). On the CPU backend ops run
+//! synchronously and the marks are host clock readings. Recording an event costs the host about
+//! a microsecond, so a server profiles a sample of its steps, not all.
 
 use std::time::Instant;
 

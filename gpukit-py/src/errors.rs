@@ -94,9 +94,10 @@ pub(crate) fn llm(e: gpukit_llm::Error) -> PyErr {
         E::Sched(s) => sched(&s),
         // A lower layer's error keeps its exception; the message names the device or tensor.
         E::Open { device, source } => with_context(llm(*source), &device),
-        E::Tensor { file, name, source } => {
-            with_context(ops(*source), &format!("{}: tensor `{name}`", file.display()))
-        }
+        E::Tensor { file, name, source } => with_context(
+            ops(*source),
+            &format!("{}: tensor `{name}`", file.display()),
+        ),
         E::Io { ref source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
             PyFileNotFoundError::new_err(message(&e))
         }
