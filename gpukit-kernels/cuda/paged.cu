@@ -46,7 +46,7 @@ __device__ __forceinline__ void paged_kv_write_impl(T* __restrict__ k_cache, T* 
 // l + 32, …) takes the tile's values key by key with the online softmax of Milakov &
 // Gimelshein 2018. The warps' states merge in warp order. A token with one partition writes
 // its output at once; with more, each partition's state (max, sum, unnormalised output) goes to
-// the workspace and paged_attention_merge combines them in partition order.
+// the workspace and paged_merge combines them in partition order.
 //
 // Every boundary — partition, tile, warp — is a fixed function of the token's position, so a
 // token's result is bit for bit the same whatever else is in the batch (batch invariance). A

@@ -52,17 +52,17 @@ impl KernelFamily for PagedKernel {
     }
 }
 
-/// The paged attention's launch: one warp per (token, query head), [`PAGED_WARPS`] per block.
-///
-/// # Errors
-/// [`Error::InvalidArgument`] for more warps than a grid holds.
 /// Partitions of at most `positions` key positions ([`PAGED_PART_KEYS`] each).
 pub fn partitions(positions: usize) -> usize {
     positions.div_ceil(PAGED_PART_KEYS).max(1)
 }
 
 /// The attention grid: a block per (token, KV head, group of up to [`PAGED_GROUP`] query heads)
-/// in x and per partition in y (`max_parts`, the most any token of the batch has).
+/// in x and per partition in y (`max_parts`, the most any token of the batch has), blocks of
+/// [`PAGED_WARPS`] warps.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for more blocks than a grid holds.
 pub fn attention_grid(
     tokens: usize,
     heads: usize,
@@ -80,6 +80,7 @@ pub fn attention_grid(
         .checked_mul(kv_heads)
         .and_then(|n| n.checked_mul(chunks))
         .and_then(|n| u32::try_from(n.max(1)).ok())
+        .filter(|&x| x <= i32::MAX as u32)
         .ok_or_else(too_many)?;
     let y = u32::try_from(max_parts.max(1))
         .ok()
@@ -89,6 +90,9 @@ pub fn attention_grid(
 }
 
 /// The merge grid: a warp per (token, query head).
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for more warps than a grid holds.
 pub fn merge_grid(tokens: usize, heads: usize) -> Result<LaunchConfig> {
     let warps = tokens.saturating_mul(heads).max(1);
     let blocks = u32::try_from(warps.div_ceil(PAGED_MERGE_WARPS as usize)).map_err(|_| {

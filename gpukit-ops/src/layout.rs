@@ -183,18 +183,27 @@ impl Layout {
             None => start <= self.shape[dim],
             Some(end) => end.is_some_and(|e| e < self.shape[dim]),
         };
-        if step == 0 || !inside {
-            return Err(Error::shape(
+        let bad = || {
+            Error::shape(
                 "slice",
                 format!(
                     "{len} elements from {start} in steps of {step} in dimension {dim} of {:?}",
                     self.shape
                 ),
-            ));
+            )
+        };
+        if step == 0 || !inside {
+            return Err(bad());
         }
         let mut l = self.narrow(dim, start, 0)?;
         l.shape[dim] = len;
-        l.strides[dim] *= step as isize;
+        // With one element or none the step is never taken (and may be any size).
+        if len > 1 {
+            l.strides[dim] = isize::try_from(step)
+                .ok()
+                .and_then(|s| l.strides[dim].checked_mul(s))
+                .ok_or_else(bad)?;
+        }
         Ok(l)
     }
 
@@ -393,6 +402,22 @@ impl Layout {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strided_slices() {
+        let l = Layout::contiguous(&[6, 4]);
+        let s = l.slice(0, 1, 3, 2).unwrap();
+        assert_eq!(
+            (s.shape(), s.strides(), s.offset()),
+            (&[3, 4][..], &[8, 1][..], 4)
+        );
+        assert_eq!(s.indices().take(5).collect::<Vec<_>>(), [4, 5, 6, 7, 12]);
+        // One element: any step; none: a start at the end.
+        assert_eq!(l.slice(1, 2, 1, usize::MAX).unwrap().strides(), [4, 1]);
+        assert_eq!(l.slice(0, 6, 0, 3).unwrap().numel(), 0);
+        assert!(l.slice(0, 1, 3, 3).is_err()); // 1, 4, 7: past the end
+        assert!(l.slice(0, 0, 2, 0).is_err());
+    }
 
     #[test]
     fn views_and_indices() {

@@ -164,9 +164,17 @@ pub fn paged_kv_write_into(
 ///
 /// `q` and `out` are `[tokens, heads, head_dim]`, the caches `[num_blocks, block_size, kv_heads,
 /// head_dim]` (f32, f16 or bf16, one dtype throughout; head_dim at most
-/// [`PAGED_MAX_HEAD_DIM`]). Accumulation is in f32, keys in position order (on CUDA in tiles of
-/// 32 with the online softmax of Milakov & Gimelshein 2018, "Online normalizer calculation for
-/// softmax"), so each token's output is a function of its own query and keys only.
+/// [`PAGED_MAX_HEAD_DIM`]; on CUDA a multiple of 16 bytes' elements). Accumulation is in f32:
+/// on the CPU keys in position order; on CUDA in partitions of 1,024 positions, each a block
+/// whose warps take tiles of 32 keys in turn with the online softmax of Milakov & Gimelshein
+/// 2018 ("Online normalizer calculation for softmax"), merged in warp and then partition order.
+/// Every boundary is a function of the token's position, so each token's output is a function
+/// of its own query and keys only.
+///
+/// On CUDA a token whose keys span several partitions leaves their states in an f32 workspace
+/// of `tokens · heads · P · (head_dim + 2)` values, P the partitions the block tables' width
+/// allows (`⌈max_blocks · block_size / 1024⌉`, when above 1): every token gets P rows, so one
+/// long sequence in a batch of many tokens sizes it for all of them.
 ///
 /// # Errors
 /// [`Error::Shape`] / [`Error::DType`] for mismatched operands; [`Error::Index`] for a block id
