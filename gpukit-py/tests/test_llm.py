@@ -9,6 +9,7 @@ with transformers' on the same weights."""
 
 import _thread
 import os
+import signal
 import threading
 import time
 
@@ -97,7 +98,17 @@ def test_logits_give_the_first_greedy_token(model):
     np.testing.assert_allclose(every.numpy()[-1], last, rtol=0, atol=tol)
 
 
-def test_ctrl_c_stops_a_stream_and_the_model_stays_usable(model):
+@pytest.fixture
+def ctrl_c():
+    """Python's own Ctrl-C handler for the test: a process started in the background by a
+    non-interactive shell inherits SIGINT ignored, and `_thread.interrupt_main` then does
+    nothing."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
+def test_ctrl_c_stops_a_stream_and_the_model_stays_usable(model, ctrl_c):
     stream = model.stream(STORY, max_tokens=100000)
     next(stream)
     with pytest.raises(KeyboardInterrupt):
@@ -110,7 +121,7 @@ def test_ctrl_c_stops_a_stream_and_the_model_stays_usable(model):
 
 
 @needs_default_model
-def test_ctrl_c_interrupts_a_blocking_generate(model):
+def test_ctrl_c_interrupts_a_blocking_generate(model, ctrl_c):
     timer = threading.Timer(0.3, _thread.interrupt_main)
     timer.start()
     with pytest.raises(KeyboardInterrupt):
