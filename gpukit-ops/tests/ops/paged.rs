@@ -32,6 +32,40 @@ fn shuffled(n: usize, seed: u64) -> Vec<i32> {
     v
 }
 
+/// One token's attention in f64, added into `out` (`[heads, d]`): its queries `q` (`[heads, d]`)
+/// over the key and value rows `keys` of `k` and `v` (`[positions, kv_heads, d]`), query head
+/// `h` reading KV head `h / (heads / kv_heads)`.
+fn attend_f64(
+    out: &mut [f64],
+    q: &[f64],
+    k: &[f64],
+    v: &[f64],
+    (heads, kvh, d): (usize, usize, usize),
+    keys: std::ops::RangeInclusive<usize>,
+    scale: f32,
+) {
+    for h in 0..heads {
+        let g = h / (heads / kvh);
+        let qrow = &q[h * d..][..d];
+        let sc: Vec<f64> = keys
+            .clone()
+            .map(|j| {
+                let kr = &k[(j * kvh + g) * d..][..d];
+                qrow.iter().zip(kr).map(|(a, b)| a * b).sum::<f64>() * f64::from(scale)
+            })
+            .collect();
+        let m = sc.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let e: Vec<f64> = sc.iter().map(|x| (x - m).exp()).collect();
+        let z: f64 = e.iter().sum();
+        for (jj, j) in keys.clone().enumerate() {
+            let vr = &v[(j * kvh + g) * d..][..d];
+            for c in 0..d {
+                out[h * d + c] += e[jj] / z * vr[c];
+            }
+        }
+    }
+}
+
 op_test!(paged_attention, |dev: &Device| {
     let s = seed();
     // (heads, kv_heads, head_dim, block_size, sequence lengths, window)
@@ -89,26 +123,10 @@ op_test!(paged_attention, |dev: &Device| {
                 for p in 0..l {
                     let t = start + p;
                     let lo = window.map_or(0, |w: usize| (p + 1).saturating_sub(w));
-                    for h in 0..heads {
-                        let g = h / (heads / kvh);
-                        let qrow = &qv[(t * heads + h) * d..][..d];
-                        let sc: Vec<f64> = (lo..=p)
-                            .map(|j| {
-                                let kr = &kv[((start + j) * kvh + g) * d..][..d];
-                                qrow.iter().zip(kr).map(|(a, b)| a * b).sum::<f64>()
-                                    * f64::from(scale)
-                            })
-                            .collect();
-                        let m = sc.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                        let e: Vec<f64> = sc.iter().map(|x| (x - m).exp()).collect();
-                        let z: f64 = e.iter().sum();
-                        for (jj, j) in (lo..=p).enumerate() {
-                            let vr = &vv[((start + j) * kvh + g) * d..][..d];
-                            for c in 0..d {
-                                want[(t * heads + h) * d + c] += e[jj] / z * vr[c];
-                            }
-                        }
-                    }
+                    let row = &mut want[t * heads * d..][..heads * d];
+                    let q = &qv[t * heads * d..][..heads * d];
+                    let (k, v) = (&kv[start * kvh * d..], &vv[start * kvh * d..]);
+                    attend_f64(row, q, k, v, (heads, kvh, d), lo..=p, scale);
                 }
                 start += l;
             }
@@ -198,25 +216,9 @@ op_test!(paged_attention_long, |dev: &Device| {
             for (t, &p) in pos.iter().enumerate() {
                 let p = p as usize;
                 let lo = window.map_or(0, |w| (p + 1).saturating_sub(w));
-                for h in 0..heads {
-                    let g = h / (heads / kvh);
-                    let qrow = &qv[(t * heads + h) * d..][..d];
-                    let sc: Vec<f64> = (lo..=p)
-                        .map(|j| {
-                            let kr = &kv[(j * kvh + g) * d..][..d];
-                            qrow.iter().zip(kr).map(|(a, b)| a * b).sum::<f64>() * f64::from(scale)
-                        })
-                        .collect();
-                    let m = sc.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                    let e: Vec<f64> = sc.iter().map(|x| (x - m).exp()).collect();
-                    let z: f64 = e.iter().sum();
-                    for (jj, j) in (lo..=p).enumerate() {
-                        let vr = &vv[(j * kvh + g) * d..][..d];
-                        for c in 0..d {
-                            want[(t * heads + h) * d + c] += e[jj] / z * vr[c];
-                        }
-                    }
-                }
+                let row = &mut want[t * heads * d..][..heads * d];
+                let q = &qv[t * heads * d..][..heads * d];
+                attend_f64(row, q, &kv, &vv, (heads, kvh, d), lo..=p, scale);
             }
             assert_close(&what, &out.to_vec_f64().unwrap(), &want, tol(dt).max(2e-5));
             let all = bits_of(&out);
