@@ -1,7 +1,44 @@
 //! # gpukit-audio
 //!
-//! Audio on gpukit (layer 5, above `gpukit-ops`; beside `gpukit-llm`).
+//! Audio on gpukit (layer 5, above `gpukit-ops`; beside `gpukit-llm`): librosa's signal
+//! toolbox with librosa's conventions and defaults, on f32 tensors on the CPU (the f64
+//! reference) or CUDA (gpukit's own FFT kernels, no cuFFT).
 //!
-//! What it will own (not written yet): FFT kernels of our own (no cuFFT) and on them STFT/ISTFT,
-//! mel spectrograms, MFCC, Griffin-Lim, HPSS, CQT, YIN, phase vocoder and resampling; TTS models on
-//! top.
+//! - [`spectrum`]: [`stft`], [`istft`] and [`spectrogram`] (`|STFT|^power`).
+//! - [`mel`]: the mel scale, filter banks (Slaney and HTK), [`melspectrogram`], [`power_to_db`],
+//!   [`amplitude_to_db`] and [`mfcc`].
+//! - [`features`]: spectral centroid, bandwidth and flatness; pre-emphasis.
+//! - [`window`]: analysis windows; [`wav`]: WAV files.
+//!
+//! Shapes are librosa's: signals `[.., samples]`, spectrograms `[.., 1 + n_fft/2, n_frames]`
+//! (complex ones with a trailing axis of 2: real, imaginary).
+//!
+//! ```
+//! use gpukit_audio::{Mel, Stft, melspectrogram, power_to_db, DbRef};
+//! use gpukit_ops::{Device, Tensor};
+//!
+//! // One second of a 440 Hz tone at 16 kHz.
+//! let sr = 16000.0;
+//! let y: Vec<f32> = (0..16000).map(|i| (2.0 * std::f32::consts::PI * 440.0 * i as f32 / 16000.0).sin()).collect();
+//! let y = Tensor::from_slice(&y, &[16000], &Device::Cpu)?;
+//! let stft = Stft { n_fft: 512, hop_length: Some(160), ..Stft::default() };
+//! let mel = Mel { n_mels: 40, ..Mel::new(sr) };
+//! let s = melspectrogram(&y, &stft, &mel, 2.0)?;
+//! assert_eq!(s.shape(), [40, 101]);
+//! let db = power_to_db(&s, DbRef::Max, 1e-10, Some(80.0))?;
+//! assert_eq!(db.shape(), [40, 101]);
+//! # Ok::<(), gpukit_audio::Error>(())
+//! ```
+
+mod error;
+pub mod features;
+pub mod mel;
+pub mod spectrum;
+pub mod wav;
+pub mod window;
+
+pub use error::{Error, Result};
+pub use gpukit_ops::signal::PadMode;
+pub use mel::{DbRef, Mel, MelNorm, MelScale, amplitude_to_db, melspectrogram, mfcc, power_to_db};
+pub use spectrum::{Stft, istft, spectrogram, stft};
+pub use window::Window;

@@ -135,6 +135,8 @@ families! {
     Paged(crate::paged::PagedKernel) => "paged",
     /// `sampling.cu`: token sampling (Philox, penalties, temperature, top-k/p, min-p).
     Sampling(crate::sampling::SamplingKernel) => "sampling",
+    /// `signal.cu`: batched FFTs (Stockham, Bluestein), padding, overlap-add.
+    Signal(crate::signal::SignalKernel) => "signal",
 }
 
 /// The shared header, generated from [`crate::shared`], and the hand-written one, for run-time

@@ -8,7 +8,8 @@
 //!   forward fallback) and embeds them; without NVRTC at build time they are compiled at first
 //!   use instead.
 //! - One module per family — [`elementwise`], [`reduce`], [`norm`], [`gather`], [`gemv`],
-//!   [`rope`], [`quant`], [`kv`], [`attention`], [`paged`], [`linear`], [`sampling`] —
+//!   [`rope`], [`quant`], [`kv`], [`attention`], [`paged`], [`linear`], [`sampling`],
+//!   [`signal`] —
 //!   owning its kernel ids, their entry-point names, its launch geometry (and why it is what it
 //!   is) and their tests.
 //!   [`Kernel`] wraps a family's id for the registry; [`grid`] holds the launch shapes several
@@ -57,6 +58,7 @@ pub mod registry;
 pub mod rope;
 pub mod sampling;
 pub mod shared;
+pub mod signal;
 mod targets;
 
 pub use args::{MAX_DIMS, StridedIndex};

@@ -212,6 +212,17 @@ shared_constants! {
     /// Largest head dimension the paged attention takes (each lane keeps
     /// `PAGED_MAX_HEAD_DIM / 32` query and output values in registers).
     PAGED_MAX_HEAD_DIM: usize = 256;
+    /// Most points of a complex FFT one block transforms in shared memory (a Stockham
+    /// transform, or Bluestein's padded length).
+    FFT_MAX_POINTS: usize = 8192;
+    /// Most threads one transform takes (at least `FFT_MAX_POINTS / 16`, so that a thread
+    /// holds at most 16 points of a radix-2 stage).
+    FFT_MAX_THREADS: u32 = 512;
+    /// Fewest threads one transform takes (a warp).
+    FFT_MIN_THREADS: u32 = 32;
+    /// Threads of a block of the FFT kernel when its transforms are small (several transforms
+    /// share the block).
+    FFT_BLOCK_THREADS: u32 = 256;
 }
 
 shared_enum! {
@@ -436,6 +447,93 @@ shared_struct! {
     }
 }
 
+shared_enum! {
+    /// What the FFT kernel transforms.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum FftMode: "FFT_" {
+        /// Complex to complex.
+        C2c = 0 => "C2C",
+        /// Real to the `n / 2 + 1` non-negative-frequency bins.
+        R2c = 1 => "R2C",
+        /// `n / 2 + 1` bins of a Hermitian spectrum to `n` real samples.
+        C2r = 2 => "C2R",
+    }
+}
+
+shared_enum! {
+    /// What a real-to-complex transform writes per bin.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum FftOutput: "FFT_OUT_" {
+        /// The complex value (two f32).
+        Complex = 0 => "COMPLEX",
+        /// Its magnitude |X| (one f32).
+        Magnitude = 1 => "MAGNITUDE",
+        /// Its power |X|² (one f32).
+        Power = 2 => "POWER",
+    }
+}
+
+shared_enum! {
+    /// How `pad` fills the samples outside a signal (numpy's `np.pad` modes).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum PadMode: "PAD_" {
+        /// A constant value.
+        Constant = 0 => "CONSTANT",
+        /// The edge sample repeated.
+        Edge = 1 => "EDGE",
+        /// Mirrored about the edge sample, which is not repeated (`[3 2 | 1 2 3 | 2 1]`).
+        Reflect = 2 => "REFLECT",
+    }
+}
+
+shared_struct! {
+    /// Arguments of the FFT kernel. A transform's elements are `elem` f32 apart (complex values
+    /// are two adjacent f32); transform `t` of `count` starts at `(t / inner) · stride[0] +
+    /// (t % inner) · stride[1]` f32 from the base, on both sides.
+    #[derive(Clone, Copy, Debug, Default, PartialEq)]
+    pub struct FftArgs as "FftArgs" {
+        /// The input.
+        pub input: DevicePtr => "const float*",
+        /// The output.
+        pub output: DevicePtr => "float*",
+        /// Null, or `n` f32 that multiply the real input (R2C) or the real output (C2R).
+        pub window: DevicePtr => "const float*",
+        /// Input strides (outer, inner) between transforms, in f32.
+        pub in_stride: [i64; 2],
+        /// Output strides (outer, inner) between transforms, in f32.
+        pub out_stride: [i64; 2],
+        /// Input stride between a transform's elements, in f32.
+        pub in_elem: i64,
+        /// Output stride between a transform's elements, in f32.
+        pub out_elem: i64,
+        /// Transforms per outer index.
+        pub inner: u32,
+        /// Transforms.
+        pub count: u32,
+        /// The transform's length (of the real signal for R2C and C2R).
+        pub n: u32,
+        /// The complex FFT run in shared memory: `n` (C2C, or R2C/C2R of odd `n`), `n / 2`
+        /// (R2C/C2R of even `n`), or Bluestein's padded length.
+        pub points: u32,
+        /// 1 when `points` is Bluestein's padded length (the length is not 2^a·3^b·5^c).
+        pub bluestein: u32,
+        /// [`FftMode`] code.
+        pub mode: u32,
+        /// [`FftOutput`] code (R2C only).
+        pub out_kind: u32,
+        /// −1 for the forward transform (e^(−2πi jk/n)), +1 for the inverse (unnormalised).
+        pub sign: i32,
+        /// Multiplies every output value.
+        pub scale: f32,
+        /// Transforms per block.
+        pub per_block: u32,
+        /// Threads per transform (a power of two).
+        pub threads: u32,
+        /// Zero (keeps the struct a multiple of 8 bytes without implicit padding).
+        pub reserved: u32,
+    }
+}
+
 /// Bytes of the decode attention kernels' four-warp merge area at `head_dim`: per warp and
 /// query row, `head_dim + SDPA_TILE_PAD` f32 of the output (padded rows), then per row and warp its
 /// running maximum and sum. The header defines `SDPA_MERGE_BYTES(D)` by the same formula and
@@ -460,6 +558,9 @@ pub fn cuda_header() -> String {
         ScalarOp::CUDA_CODES,
         ReduceOp::CUDA_CODES,
         QuantFormat::CUDA_CODES,
+        FftMode::CUDA_CODES,
+        FftOutput::CUDA_CODES,
+        PadMode::CUDA_CODES,
     ];
     for list in codes {
         for (name, value) in list {
@@ -471,6 +572,7 @@ pub fn cuda_header() -> String {
         StridedIndex::c_struct(),
         AttentionArgs::c_struct(),
         SamplerArgs::c_struct(),
+        FftArgs::c_struct(),
     ] {
         h.push_str(&s);
         h.push('\n');

@@ -207,6 +207,36 @@ impl Layout {
         Ok(l)
     }
 
+    /// Windows of `size` elements every `step` along `dim` (torch's `Tensor.unfold`): `dim`
+    /// becomes the `(len − size) / step + 1` windows and a new last dimension of `size` walks
+    /// each window. Windows overlap when `step < size` (a read-only view for an STFT's frames).
+    ///
+    /// # Errors
+    /// [`Error::Shape`] for a step of 0 or a window longer than the dimension.
+    pub fn unfold(&self, dim: usize, size: usize, step: usize) -> Result<Self> {
+        self.check_dim("unfold", dim)?;
+        let len = self.shape[dim];
+        if step == 0 || size > len {
+            return Err(Error::shape(
+                "unfold",
+                format!(
+                    "windows of {size} every {step} do not fit dimension {dim} of {:?}",
+                    self.shape
+                ),
+            ));
+        }
+        let stride = self.strides[dim];
+        let mut l = self.clone();
+        l.shape[dim] = (len - size) / step + 1;
+        l.strides[dim] = isize::try_from(step)
+            .ok()
+            .and_then(|s| stride.checked_mul(s))
+            .ok_or_else(|| Error::shape("unfold", format!("a step of {step} overflows")))?;
+        l.shape.push(size);
+        l.strides.push(stride);
+        Ok(l)
+    }
+
     /// Dimensions `a` and `b` swapped.
     ///
     /// # Errors

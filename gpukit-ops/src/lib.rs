@@ -10,7 +10,7 @@
 //! - [`ops`]: every op in an allocating form and an `_into` form that writes a preallocated
 //!   output (no allocation; capturable with [`CudaDevice::capture`]). Each runs on the CPU (the
 //!   reference) and on CUDA. [`attention`], [`rope`], [`kv_cache`], [`quant`] and [`sampling`]
-//!   hold the transformer ops.
+//!   hold the transformer ops; [`signal`] the FFTs, padding and overlap-add audio is built on.
 //!
 //! ## Output tensors
 //!
@@ -50,6 +50,7 @@ pub mod paged;
 pub mod quant;
 pub mod rope;
 pub mod sampling;
+pub mod signal;
 mod tensor;
 
 pub use device::{CudaDevice, Device, HandleWatch};

@@ -490,6 +490,16 @@ impl Tensor {
         self.with_layout("slice", self.layout.slice(dim, start, len, step)?)
     }
 
+    /// Windows of `size` elements every `step` along `dim`, in a new last dimension (a view;
+    /// torch's `Tensor.unfold`). Overlapping windows share elements: write through such a view
+    /// only with ops that allow it.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] for a step of 0 or a window longer than the dimension.
+    pub fn unfold(&self, dim: usize, size: usize, step: usize) -> Result<Tensor> {
+        self.with_layout("unfold", self.layout.unfold(dim, size, step)?)
+    }
+
     /// Two dimensions swapped (a view).
     ///
     /// # Errors

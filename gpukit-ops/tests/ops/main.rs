@@ -259,3 +259,4 @@ mod quant;
 mod reduce;
 mod rope;
 mod sampling;
+mod signal;

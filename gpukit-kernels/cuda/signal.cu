@@ -1,0 +1,384 @@
+// Signal processing: batched FFTs in shared memory, padding and overlap-add (f32).
+//
+// fft_f32 runs `per_block` transforms per block, `threads` threads each. A transform's points
+// are loaded into shared memory, transformed there and written out:
+// - Stockham autosort FFT (Govindaraju et al., "High performance discrete Fourier transforms
+//   on graphics processors", SC 2008) with radix 8, 4, 2, 3 and 5 stages for lengths
+//   2^a·3^b·5^c. Each stage reads its butterflies' points into registers, synchronises and
+//   writes them back in place, so one buffer of `points` values suffices.
+// - Bluestein's chirp-z algorithm (Bluestein 1970) for other lengths: a circular convolution
+//   of power-of-two length `points` ≥ 2n − 1 done with three Stockham FFTs.
+// - A real transform of even length n runs one complex FFT of n/2 points on the even/odd
+//   samples packed as (re, im) and splits the result (and the reverse for C2R); odd lengths
+//   run a complex FFT of n points.
+// Twiddles come from sincospif on exact integer ratios, so they are correctly rounded f32.
+#include "common.cuh"
+
+struct cfloat {
+    float re, im;
+};
+
+__device__ __forceinline__ cfloat cadd(cfloat a, cfloat b) { return {a.re + b.re, a.im + b.im}; }
+__device__ __forceinline__ cfloat csub(cfloat a, cfloat b) { return {a.re - b.re, a.im - b.im}; }
+__device__ __forceinline__ cfloat cmul(cfloat a, cfloat b) {
+    return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
+}
+__device__ __forceinline__ cfloat conj(cfloat a) { return {a.re, -a.im}; }
+__device__ __forceinline__ cfloat cscale(cfloat a, float s) { return {a.re * s, a.im * s}; }
+// e^(iπx)
+__device__ __forceinline__ cfloat cispi(float x) {
+    float s, c;
+    sincospif(x, &s, &c);
+    return {c, s};
+}
+
+// e^(sign·2πi·m/R) for the radices of the small DFTs (m < R), from constant tables.
+template <int R> __device__ __forceinline__ cfloat root(int m, int sign);
+template <> __device__ __forceinline__ cfloat root<3>(int m, int sign) {
+    const float c[3] = {1.0f, -0.5f, -0.5f};
+    const float s[3] = {0.0f, 0.86602540378443865f, -0.86602540378443865f};
+    return {c[m], sign * s[m]};
+}
+template <> __device__ __forceinline__ cfloat root<5>(int m, int sign) {
+    const float c[5] = {1.0f, 0.30901699437494742f, -0.80901699437494742f, -0.80901699437494742f,
+                        0.30901699437494742f};
+    const float s[5] = {0.0f, 0.95105651629515357f, 0.58778525229247313f, -0.58778525229247313f,
+                        -0.95105651629515357f};
+    return {c[m], sign * s[m]};
+}
+
+// In-place DFT of R points with e^(sign·2πi·tk/R).
+template <int R> __device__ __forceinline__ void small_dft(cfloat (&v)[R], int sign) {
+    cfloat out[R];
+#pragma unroll
+    for (int k = 0; k < R; ++k) {
+        cfloat acc = v[0];
+#pragma unroll
+        for (int t = 1; t < R; ++t) acc = cadd(acc, cmul(v[t], root<R>((t * k) % R, sign)));
+        out[k] = acc;
+    }
+#pragma unroll
+    for (int k = 0; k < R; ++k) v[k] = out[k];
+}
+template <> __device__ __forceinline__ void small_dft<2>(cfloat (&v)[2], int) {
+    const cfloat a = v[0], b = v[1];
+    v[0] = cadd(a, b);
+    v[1] = csub(a, b);
+}
+// Multiplies by sign·i.
+__device__ __forceinline__ cfloat rot90(cfloat a, int sign) {
+    return sign < 0 ? cfloat{a.im, -a.re} : cfloat{-a.im, a.re};
+}
+template <> __device__ __forceinline__ void small_dft<4>(cfloat (&v)[4], int sign) {
+    const cfloat s02 = cadd(v[0], v[2]), d02 = csub(v[0], v[2]);
+    const cfloat s13 = cadd(v[1], v[3]), d13 = rot90(csub(v[1], v[3]), sign);
+    v[0] = cadd(s02, s13);
+    v[2] = csub(s02, s13);
+    v[1] = cadd(d02, d13);
+    v[3] = csub(d02, d13);
+}
+template <> __device__ __forceinline__ void small_dft<8>(cfloat (&v)[8], int sign) {
+    // Two radix-4 DFTs over the even and odd points, then a radix-2 step with e^(sign·2πi·k/8).
+    cfloat e[4] = {v[0], v[2], v[4], v[6]};
+    cfloat o[4] = {v[1], v[3], v[5], v[7]};
+    small_dft<4>(e, sign);
+    small_dft<4>(o, sign);
+    const float h = 0.70710678118654752f;
+    const cfloat w1 = {h, sign * h}, w3 = {-h, sign * h};
+    const cfloat t[4] = {o[0], cmul(o[1], w1), rot90(o[2], sign), cmul(o[3], w3)};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        v[k] = cadd(e[k], t[k]);
+        v[k + 4] = csub(e[k], t[k]);
+    }
+}
+
+// One Stockham stage of radix R over `n` points in `buf`, after sub-transforms of `ns` points:
+// butterfly j reads points j + t·n/R, twiddles them by e^(sign·2πi·(j mod ns)·t/(ns·R)), and
+// writes them to (j / ns)·ns·R + (j mod ns) + t·ns. The transform's `threads` threads take the
+// n/R butterflies in turn; with at least n/16 threads a thread holds at most 16/R of them.
+template <int R>
+__device__ __forceinline__ void stage(cfloat* buf, int n, int ns, int sign, int lane, int threads) {
+    constexpr int PER = (FFT_MAX_POINTS / FFT_MAX_THREADS + R - 1) / R;
+    const int nb = n / R;
+    cfloat v[PER][R];
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+        const int j = lane + i * threads;
+        if (j < nb) {
+            const int k = j % ns;
+#pragma unroll
+            for (int t = 0; t < R; ++t) v[i][t] = buf[j + t * nb];
+            if (ns > 1) {
+#pragma unroll
+                for (int t = 1; t < R; ++t)
+                    v[i][t] = cmul(v[i][t], cispi((float)(sign * 2 * k * t) / (float)(ns * R)));
+            }
+            small_dft<R>(v[i], sign);
+        }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+        const int j = lane + i * threads;
+        if (j < nb) {
+            const int k = j % ns;
+            const int base = (j / ns) * ns * R + k;
+#pragma unroll
+            for (int t = 0; t < R; ++t) buf[base + t * ns] = v[i][t];
+        }
+    }
+    __syncthreads();
+}
+
+// The radix of the next stage when `rem` points remain to combine (the same on every thread of
+// the block, so every thread reaches the same barriers).
+__device__ __forceinline__ int next_radix(int rem) {
+    if (rem % 8 == 0) return 8;
+    if (rem % 4 == 0) return 4;
+    if (rem % 2 == 0) return 2;
+    if (rem % 3 == 0) return 3;
+    return 5;
+}
+
+// In-place unnormalised FFT of `n` = 2^a·3^b·5^c points in shared memory. Every thread of the
+// block calls it (it synchronises the block).
+__device__ void fft_smem(cfloat* buf, int n, int sign, int lane, int threads) {
+    for (int ns = 1; ns < n;) {
+        const int r = next_radix(n / ns);
+        switch (r) {
+        case 8: stage<8>(buf, n, ns, sign, lane, threads); break;
+        case 4: stage<4>(buf, n, ns, sign, lane, threads); break;
+        case 2: stage<2>(buf, n, ns, sign, lane, threads); break;
+        case 3: stage<3>(buf, n, ns, sign, lane, threads); break;
+        default: stage<5>(buf, n, ns, sign, lane, threads); break;
+        }
+        ns *= r;
+    }
+}
+
+// Bluestein's chirp e^(sign·πi·k²/n), with k² reduced mod 2n first (exact in integers).
+__device__ __forceinline__ cfloat chirp(int k, int n, int sign) {
+    const unsigned int r = (unsigned int)((unsigned long long)k * k % (2ull * n));
+    return cispi((float)sign * (float)r / (float)n);
+}
+
+// Transforms the `n` points in buf[0, n) in place, by Stockham when `m` is 0 and otherwise by
+// Bluestein's algorithm with the power-of-two length `m` (buf then holds 2m points: the
+// sequence and the chirp filter).
+__device__ void transform(cfloat* buf, int n, int m, int sign, int lane, int threads) {
+    if (m == 0) {
+        fft_smem(buf, n, sign, lane, threads);
+        return;
+    }
+    cfloat* b = buf + m;
+    for (int k = lane; k < m; k += threads) {
+        buf[k] = k < n ? cmul(buf[k], chirp(k, n, sign)) : cfloat{0.0f, 0.0f};
+        b[k] = k < n ? conj(chirp(k, n, sign))
+                     : (k > m - n ? conj(chirp(m - k, n, sign)) : cfloat{0.0f, 0.0f});
+    }
+    __syncthreads();
+    fft_smem(buf, m, -1, lane, threads);
+    fft_smem(b, m, -1, lane, threads);
+    for (int k = lane; k < m; k += threads) buf[k] = cmul(buf[k], b[k]);
+    __syncthreads();
+    fft_smem(buf, m, 1, lane, threads);
+    const float inv = 1.0f / (float)m;
+    for (int k = lane; k < n; k += threads) buf[k] = cscale(cmul(buf[k], chirp(k, n, sign)), inv);
+    __syncthreads();
+}
+
+// Writes bin k of a real-to-complex transform as FftArgs::out_kind asks.
+__device__ __forceinline__ void store_bin(const FftArgs& a, float* out, int k, cfloat x) {
+    float* p = out + (long long)k * a.out_elem;
+    if (a.out_kind == FFT_OUT_COMPLEX) {
+        p[0] = x.re * a.scale;
+        p[1] = x.im * a.scale;
+    } else {
+        const float re = x.re * a.scale, im = x.im * a.scale;
+        const float pw = re * re + im * im;
+        p[0] = a.out_kind == FFT_OUT_POWER ? pw : sqrtf(pw);
+    }
+}
+
+extern "C" __global__ void fft_f32(const FftArgs a) {
+    extern __shared__ cfloat smem[];
+    const int slot = threadIdx.x / a.threads, lane = threadIdx.x % a.threads;
+    const unsigned int t = blockIdx.x * a.per_block + slot;
+    // Every slot of the block runs the stages (they synchronise the block); a slot past the
+    // last transform reads and writes no global memory.
+    const bool live = t < a.count;
+    const int n = (int)a.n, points = (int)a.points;
+    const int m = a.bluestein ? points : 0;
+    cfloat* buf = smem + (long long)slot * (a.bluestein ? 2 * points : points);
+    const long long outer = live ? t / a.inner : 0, inner = live ? t % a.inner : 0;
+    const float* in = a.input + outer * a.in_stride[0] + inner * a.in_stride[1];
+    float* out = a.output + outer * a.out_stride[0] + inner * a.out_stride[1];
+    const bool packed = a.mode != FFT_C2C && n % 2 == 0 && !a.bluestein;
+    const int h = n / 2;
+
+    if (a.mode == FFT_C2C) {
+        for (int k = lane; k < n; k += a.threads) {
+            buf[k] = live ? cfloat{in[k * a.in_elem], in[k * a.in_elem + 1]} : cfloat{0.0f, 0.0f};
+        }
+        __syncthreads();
+        transform(buf, n, m, a.sign, lane, a.threads);
+        if (live) {
+            for (int k = lane; k < n; k += a.threads) {
+                float* p = out + (long long)k * a.out_elem;
+                p[0] = buf[k].re * a.scale;
+                p[1] = buf[k].im * a.scale;
+            }
+        }
+        return;
+    }
+
+    if (a.mode == FFT_R2C) {
+        if (packed) {
+            // z[k] = x[2k] + i·x[2k+1]; X[k] = E[k] + e^(−2πik/n)·O[k] with
+            // E = (Z[k] + conj Z[h−k]) / 2 and O = −i (Z[k] − conj Z[h−k]) / 2.
+            for (int k = lane; k < h; k += a.threads) {
+                float x0 = 0.0f, x1 = 0.0f;
+                if (live) {
+                    x0 = in[2 * k * a.in_elem];
+                    x1 = in[(2 * k + 1) * a.in_elem];
+                    if (a.window) {
+                        x0 *= a.window[2 * k];
+                        x1 *= a.window[2 * k + 1];
+                    }
+                }
+                buf[k] = {x0, x1};
+            }
+            __syncthreads();
+            fft_smem(buf, h, -1, lane, a.threads);
+            if (live) {
+                for (int k = lane; k <= h; k += a.threads) {
+                    const cfloat z = buf[k % h], zc = conj(buf[(h - k) % h]);
+                    const cfloat e = cscale(cadd(z, zc), 0.5f);
+                    const cfloat d = csub(z, zc);
+                    const cfloat o = {0.5f * d.im, -0.5f * d.re};
+                    store_bin(a, out, k, cadd(e, cmul(cispi(-2.0f * (float)k / (float)n), o)));
+                }
+            }
+        } else {
+            for (int k = lane; k < n; k += a.threads) {
+                float x = 0.0f;
+                if (live) {
+                    x = in[k * a.in_elem];
+                    if (a.window) x *= a.window[k];
+                }
+                buf[k] = {x, 0.0f};
+            }
+            __syncthreads();
+            transform(buf, n, m, -1, lane, a.threads);
+            if (live) {
+                for (int k = lane; k <= h; k += a.threads) store_bin(a, out, k, buf[k]);
+            }
+        }
+        return;
+    }
+
+    // C2R: the imaginary parts of the zero-frequency bin and (even n) the Nyquist bin are taken
+    // as zero, as numpy's irfft does.
+    if (packed) {
+        // Z[k] = E[k] + i·O[k], E = (X[k] + conj X[h−k]) / 2, O = (X[k] − conj X[h−k]) / 2 ·
+        // e^(2πik/n); the inverse FFT of Z holds the even samples in its real parts and the odd
+        // ones in its imaginary parts, at half the full inverse's scale.
+        for (int k = lane; k < h; k += a.threads) {
+            cfloat x = {0.0f, 0.0f}, y = {0.0f, 0.0f};
+            if (live) {
+                const float* p = in + (long long)k * a.in_elem;
+                const float* q = in + (long long)(h - k) * a.in_elem;
+                x = {p[0], k == 0 ? 0.0f : p[1]};
+                y = {q[0], k == 0 ? 0.0f : -q[1]};
+            }
+            const cfloat e = cscale(cadd(x, y), 0.5f);
+            const cfloat o = cmul(cscale(csub(x, y), 0.5f), cispi(2.0f * (float)k / (float)n));
+            buf[k] = {e.re - o.im, e.im + o.re};
+        }
+        __syncthreads();
+        fft_smem(buf, h, 1, lane, a.threads);
+        if (live) {
+            const float s = 2.0f * a.scale;
+            for (int k = lane; k < h; k += a.threads) {
+                float x0 = buf[k].re * s, x1 = buf[k].im * s;
+                if (a.window) {
+                    x0 *= a.window[2 * k];
+                    x1 *= a.window[2 * k + 1];
+                }
+                out[2 * k * a.out_elem] = x0;
+                out[(2 * k + 1) * a.out_elem] = x1;
+            }
+        }
+        return;
+    }
+    for (int k = lane; k < n; k += a.threads) {
+        cfloat x = {0.0f, 0.0f};
+        if (live) {
+            const int src = k <= h ? k : n - k;
+            const float* p = in + (long long)src * a.in_elem;
+            const bool real_bin = src == 0 || 2 * src == n;
+            x = {p[0], real_bin ? 0.0f : (k <= h ? p[1] : -p[1])};
+        }
+        buf[k] = x;
+    }
+    __syncthreads();
+    transform(buf, n, m, 1, lane, a.threads);
+    if (live) {
+        for (int k = lane; k < n; k += a.threads) {
+            float x = buf[k].re * a.scale;
+            if (a.window) x *= a.window[k];
+            out[k * a.out_elem] = x;
+        }
+    }
+}
+
+// y[r, j] for j in [0, left + len + right): x[r, j − left] inside the signal, and outside it
+// the constant, the edge sample, or the mirror image (period 2·(len − 1), as np.pad's
+// "reflect" repeats for pads longer than the signal). Rows of x are `row_stride` apart.
+extern "C" __global__ void pad_f32(const float* __restrict__ x, float* __restrict__ y,
+                                   unsigned int rows, unsigned int len, long long row_stride,
+                                   unsigned int left, unsigned int right, unsigned int mode,
+                                   float value) {
+    const unsigned long long width = (unsigned long long)left + len + right;
+    const unsigned long long total = rows * width;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+         i < total; i += (unsigned long long)gridDim.x * blockDim.x) {
+        const unsigned long long r = i / width;
+        long long j = (long long)(i % width) - left;
+        float v;
+        if (j >= 0 && j < (long long)len) {
+            v = x[r * row_stride + j];
+        } else if (mode == PAD_CONSTANT) {
+            v = value;
+        } else if (mode == PAD_EDGE || len == 1) {
+            v = x[r * row_stride + (j < 0 ? 0 : len - 1)];
+        } else {
+            const long long period = 2 * ((long long)len - 1);
+            long long p = j % period;
+            if (p < 0) p += period;
+            v = x[r * row_stride + (p < (long long)len ? p : period - p)];
+        }
+        y[i] = v;
+    }
+}
+
+// y[b, t] = Σ_f frames[b, f, t − f·hop] over the frames f covering sample t, in increasing f
+// (one thread per output sample: no atomics, the same sum every run). Frames are contiguous
+// [batch, n_frames, n]; y is contiguous [batch, (n_frames − 1)·hop + n].
+extern "C" __global__ void overlap_add_f32(const float* __restrict__ frames, float* __restrict__ y,
+                                           unsigned int batch, unsigned int n_frames,
+                                           unsigned int n, unsigned int hop) {
+    const unsigned long long len = (unsigned long long)(n_frames - 1) * hop + n;
+    const unsigned long long total = batch * len;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+         i < total; i += (unsigned long long)gridDim.x * blockDim.x) {
+        const unsigned long long b = i / len, t = i % len;
+        const unsigned long long first = t < n ? 0 : (t - n) / hop + 1;
+        const unsigned long long last = min(t / hop, (unsigned long long)n_frames - 1);
+        float acc = 0.0f;
+        for (unsigned long long f = first; f <= last; ++f)
+            acc += frames[(b * n_frames + f) * n + (t - f * hop)];
+        y[i] = acc;
+    }
+}

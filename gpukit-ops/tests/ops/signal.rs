@@ -1,0 +1,263 @@
+//! FFTs, padding and overlap-add against f64 references computed here: a direct DFT (lengths
+//! up to 1024), and for longer ones the inverse transform and Parseval's identity (and on CUDA
+//! the CPU op, itself f64). Lengths cover every radix, odd lengths and Bluestein's algorithm.
+//! Tolerance on ‖out − ref‖ / ‖ref‖: 2e-5 (f32 transforms of up to 16 384 points).
+
+use super::*;
+use gpukit_ops::signal::{self, FftOutput, PadMode};
+
+const FFT_TOL: f64 = 2e-5;
+
+/// Σ_j x_j e^(sign·2πi jk/n) for complex rows, in f64.
+fn dft(re: &[f64], im: &[f64], sign: f64) -> Vec<(f64, f64)> {
+    let n = re.len();
+    (0..n)
+        .map(|k| {
+            let (mut a, mut b) = (0.0, 0.0);
+            for j in 0..n {
+                let t = sign * 2.0 * std::f64::consts::PI * ((j * k) % n) as f64 / n as f64;
+                a += re[j] * t.cos() - im[j] * t.sin();
+                b += re[j] * t.sin() + im[j] * t.cos();
+            }
+            (a, b)
+        })
+        .collect()
+}
+
+op_test!(rfft_and_irfft, |dev: &Device| {
+    let s = seed();
+    // Radix 8·4·2, 3, 5, odd (complex FFT of n points), Bluestein (7, 1001, 2·509), one point.
+    for n in [1usize, 2, 7, 16, 30, 45, 400, 512, 1001, 1018, 2048, 16384] {
+        let batch = [3usize, 2];
+        let (x, xv) = input(
+            &[batch[0], batch[1], n],
+            DType::F32,
+            -1.0,
+            1.0,
+            s ^ n as u64,
+            dev,
+        );
+        let (w, wv) = input(&[n], DType::F32, 0.0, 1.0, s, dev);
+        let bins = n / 2 + 1;
+        let spec = poisoned(&[6, bins, 2], DType::F32, dev)
+            .reshape(&[3, 2, bins, 2])
+            .unwrap();
+        signal::rfft_into(&x, Some(&w), FftOutput::Complex, &spec).unwrap();
+        let got = spec.to_vec_f64().unwrap();
+        if n <= 1024 {
+            let mut want = Vec::new();
+            for row in xv.chunks(n) {
+                let re: Vec<f64> = row.iter().zip(&wv).map(|(a, b)| a * b).collect();
+                let d = dft(&re, &vec![0.0; n], -1.0);
+                want.extend(d[..bins].iter().flat_map(|&(a, b)| [a, b]));
+            }
+            assert_close(&format!("rfft n={n}"), &got, &want, FFT_TOL);
+            // Magnitudes and powers from the same kernel.
+            for kind in [FftOutput::Magnitude, FftOutput::Power] {
+                let m = poisoned(&[3, 2, bins], DType::F32, dev);
+                signal::rfft_into(&x, Some(&w), kind, &m).unwrap();
+                let want_m: Vec<f64> = want
+                    .chunks(2)
+                    .map(|p| {
+                        let pw = p[0] * p[0] + p[1] * p[1];
+                        if kind == FftOutput::Power {
+                            pw
+                        } else {
+                            pw.sqrt()
+                        }
+                    })
+                    .collect();
+                assert_close(
+                    &format!("rfft {kind:?} n={n}"),
+                    &m.to_vec_f64().unwrap(),
+                    &want_m,
+                    FFT_TOL,
+                );
+            }
+        } else {
+            // Parseval: Σ|x|² = (|X0|² + 2 Σ|Xk|² (+|X_{n/2}|² once for even n)) / n.
+            for (r, row) in xv.chunks(n).enumerate() {
+                let energy: f64 = row.iter().zip(&wv).map(|(a, b)| (a * b).powi(2)).sum();
+                let sp = &got[r * 2 * bins..(r + 1) * 2 * bins];
+                let mut e = 0.0;
+                for k in 0..bins {
+                    let p = sp[2 * k].powi(2) + sp[2 * k + 1].powi(2);
+                    let twice = k != 0 && !(n % 2 == 0 && k == n / 2);
+                    e += if twice { 2.0 * p } else { p };
+                }
+                assert!(
+                    (e / n as f64 - energy).abs() <= 1e-4 * energy,
+                    "Parseval n={n}: {e} vs {energy}"
+                );
+            }
+        }
+        also_cpu(
+            dev,
+            &got,
+            || {
+                let c = signal::rfft(
+                    &x.to_device(&Device::Cpu).unwrap(),
+                    Some(&w.to_device(&Device::Cpu).unwrap()),
+                )
+                .unwrap();
+                c.to_vec_f64().unwrap()
+            },
+            FFT_TOL,
+            &format!("rfft n={n}"),
+        );
+        // The inverse: back to the windowed signal. The zero-frequency bin's imaginary part is
+        // ignored (set it to garbage to check).
+        let back = poisoned(&[3, 2, n], DType::F32, dev);
+        let mut sp_host = spec.to_vec_f32().unwrap();
+        for r in 0..6 {
+            sp_host[r * 2 * bins + 1] = 7.0;
+        }
+        let spec2 = Tensor::from_slice(&sp_host, &[3, 2, bins, 2], dev).unwrap();
+        signal::irfft_into(&spec2, n, None, &back).unwrap();
+        let want: Vec<f64> = xv
+            .chunks(n)
+            .flat_map(|row| row.iter().zip(&wv).map(|(a, b)| a * b).collect::<Vec<_>>())
+            .collect();
+        assert_close(
+            &format!("irfft(rfft) n={n}"),
+            &back.to_vec_f64().unwrap(),
+            &want,
+            FFT_TOL,
+        );
+    }
+    assert!(signal::irfft(&Tensor::zeros(&[5, 2], DType::F32, dev).unwrap(), 16, None).is_err());
+    assert!(signal::rfft(&Tensor::zeros(&[4], DType::F16, dev).unwrap(), None).is_err());
+});
+
+op_test!(complex_fft, |dev: &Device| {
+    let s = seed();
+    for n in [1usize, 5, 12, 97, 360, 1000, 8192] {
+        let (x, xv) = input(&[3, n, 2], DType::F32, -1.0, 1.0, s ^ n as u64, dev);
+        for inverse in [false, true] {
+            let out = poisoned(&[3, n, 2], DType::F32, dev);
+            signal::fft_into(&x, inverse, &out).unwrap();
+            let got = out.to_vec_f64().unwrap();
+            if n <= 1024 {
+                let mut want = Vec::new();
+                for row in xv.chunks(2 * n) {
+                    let re: Vec<f64> = row.iter().step_by(2).copied().collect();
+                    let im: Vec<f64> = row.iter().skip(1).step_by(2).copied().collect();
+                    let scale = if inverse { 1.0 / n as f64 } else { 1.0 };
+                    let d = dft(&re, &im, if inverse { 1.0 } else { -1.0 });
+                    want.extend(d.iter().flat_map(|&(a, b)| [a * scale, b * scale]));
+                }
+                assert_close(
+                    &format!("fft n={n} inverse={inverse}"),
+                    &got,
+                    &want,
+                    FFT_TOL,
+                );
+            }
+        }
+        let round = signal::fft(&signal::fft(&x, false).unwrap(), true).unwrap();
+        assert_close(
+            &format!("ifft(fft) n={n}"),
+            &round.to_vec_f64().unwrap(),
+            &xv,
+            FFT_TOL,
+        );
+    }
+});
+
+op_test!(stft_frames_from_an_overlapping_view, |dev: &Device| {
+    // The STFT's pattern: frames read in place from an unfold view (hop < n), written as a
+    // transposed view [bins, frames] of a frames-major buffer... and the other way round.
+    let s = seed();
+    let (n, hop, len) = (64usize, 17usize, 1000usize);
+    let (y, yv) = input(&[2, len], DType::F32, -1.0, 1.0, s, dev);
+    let frames = y.unfold(1, n, hop).unwrap();
+    let f = frames.shape()[1];
+    assert_eq!(f, (len - n) / hop + 1);
+    let bins = n / 2 + 1;
+    let buf = poisoned(&[2, bins, f, 2], DType::F32, dev);
+    let view = buf.transpose(1, 2).unwrap();
+    signal::rfft_into(&frames, None, FftOutput::Complex, &view).unwrap();
+    let got = buf.to_vec_f64().unwrap();
+    let mut want = vec![0.0; got.len()];
+    for b in 0..2 {
+        for t in 0..f {
+            let re = &yv[b * len + t * hop..b * len + t * hop + n];
+            for (k, &(a, c)) in dft(re, &vec![0.0; n], -1.0)[..bins].iter().enumerate() {
+                let i = ((b * bins + k) * f + t) * 2;
+                want[i] = a;
+                want[i + 1] = c;
+            }
+        }
+    }
+    assert_close(
+        "rfft of unfolded frames into a transposed view",
+        &got,
+        &want,
+        FFT_TOL,
+    );
+});
+
+op_test!(pad_and_overlap_add, |dev: &Device| {
+    let x = Tensor::from_slice(&[1f32, 2., 3., 4., 5., 6.], &[2, 3], dev).unwrap();
+    let cases: [(PadMode, [f32; 9]); 3] = [
+        (PadMode::Constant, [9., 9., 1., 2., 3., 9., 9., 9., 9.]),
+        (PadMode::Edge, [1., 1., 1., 2., 3., 3., 3., 3., 3.]),
+        // np.pad([1, 2, 3], (2, 4), "reflect")
+        (PadMode::Reflect, [3., 2., 1., 2., 3., 2., 1., 2., 3.]),
+    ];
+    for (mode, row) in cases {
+        let out = poisoned(&[2, 9], DType::F32, dev);
+        signal::pad_into(&x, 2, 4, mode, 9.0, &out).unwrap();
+        let got = out.to_vec::<f32>().unwrap();
+        assert_eq!(got[..9], row, "{mode:?}");
+        let second: Vec<f32> = row
+            .iter()
+            .map(|&v| if v == 9.0 { 9.0 } else { v + 3.0 })
+            .collect();
+        assert_eq!(got[9..], second[..], "{mode:?} second row");
+    }
+    // A transposed (non-contiguous) input pads the same as its contiguous copy.
+    let t = x.transpose(0, 1).unwrap();
+    let a = signal::pad(&t, 3, 1, PadMode::Reflect, 0.0)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    let b = signal::pad(&t.contiguous().unwrap(), 3, 1, PadMode::Reflect, 0.0)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    assert_eq!(a, b);
+    assert!(
+        signal::pad(
+            &Tensor::zeros(&[0], DType::F32, dev).unwrap(),
+            1,
+            1,
+            PadMode::Edge,
+            0.0
+        )
+        .is_err()
+    );
+
+    let s = seed();
+    let (frames, fv) = input(&[3, 5, 16], DType::F32, -1.0, 1.0, s, dev);
+    for hop in [1usize, 4, 16, 20] {
+        let len = 4 * hop + 16;
+        let out = poisoned(&[3, len], DType::F32, dev);
+        signal::overlap_add_into(&frames, hop, &out).unwrap();
+        let mut want = vec![0.0; 3 * len];
+        for b in 0..3 {
+            for f in 0..5 {
+                for j in 0..16 {
+                    want[b * len + f * hop + j] += fv[(b * 5 + f) * 16 + j];
+                }
+            }
+        }
+        assert_close(
+            &format!("overlap_add hop {hop}"),
+            &out.to_vec_f64().unwrap(),
+            &want,
+            1e-6,
+        );
+    }
+    assert!(signal::overlap_add(&frames, 0).is_err());
+});
