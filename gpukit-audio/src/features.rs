@@ -71,7 +71,7 @@ pub fn spectral_centroid(s: &Tensor, sr: f64, n_fft: usize) -> Result<Tensor> {
 /// As [`spectral_centroid`]; [`Error::Invalid`] for `p ≤ 0`.
 pub fn spectral_bandwidth(s: &Tensor, sr: f64, n_fft: usize, p: f32) -> Result<Tensor> {
     let axis = bins_axis("spectral_bandwidth", s, n_fft)?;
-    if !(p > 0.0) {
+    if p.is_nan() || p <= 0.0 {
         return Err(Error::invalid(
             "spectral_bandwidth",
             format!("p must be positive, got {p}"),
@@ -102,7 +102,7 @@ pub fn spectral_bandwidth(s: &Tensor, sr: f64, n_fft: usize, p: f32) -> Result<T
 /// # Errors
 /// [`Error::Invalid`] for `amin ≤ 0` or `power ≤ 0`; tensor errors.
 pub fn spectral_flatness(s: &Tensor, amin: f32, power: f32) -> Result<Tensor> {
-    if !(amin > 0.0 && power > 0.0) || s.rank() < 2 {
+    if amin.is_nan() || power.is_nan() || amin <= 0.0 || power <= 0.0 || s.rank() < 2 {
         return Err(Error::invalid(
             "spectral_flatness",
             format!(
@@ -128,29 +128,33 @@ pub fn spectral_centroid_of(y: &Tensor, sr: f64, stft: &Stft) -> Result<Tensor> 
     spectral_centroid(&spectrum::spectrogram(y, stft, 1.0)?, sr, stft.n_fft)
 }
 
-/// Pre-emphasis `y[n] − coef · y[n − 1]` along the last axis, with `y[−1]` taken as
-/// `2·y[0] − y[1]` (librosa's default initial state; `y[0]` for one sample).
+/// Pre-emphasis `y[n] − coef · y[n − 1]` along the last axis (`librosa.effects.preemphasis`
+/// with its default initial state): the first output is `y[0] + zi` with the filter state
+/// `zi = 2·y[0] − y[1]`, as librosa passes it to `scipy.signal.lfilter`.
 ///
 /// # Errors
-/// [`Error::Invalid`] for an empty signal; tensor errors.
+/// [`Error::Invalid`] for a signal of fewer than 2 samples; tensor errors.
 pub fn preemphasis(y: &Tensor, coef: f32) -> Result<Tensor> {
     let axis = y
         .rank()
         .checked_sub(1)
         .ok_or_else(|| Error::invalid("preemphasis", "needs a signal [.., samples]"))?;
     let len = y.shape()[axis];
-    if len == 0 {
-        return Err(Error::invalid("preemphasis", "the signal is empty"));
+    if len < 2 {
+        return Err(Error::invalid(
+            "preemphasis",
+            format!("needs at least 2 samples (the initial state is 2·y[0] − y[1]), got {len}"),
+        ));
     }
-    // previous = [2·y0 − y1, y0, …, y_{n−2}]
+    // out = y − [−zi, coef·y[0], …, coef·y[n−2]]
     let first = y.narrow(axis, 0, 1)?;
-    let before = if len > 1 {
-        let twice = ops::scalar(ScalarOp::Mul, &first, 2.0)?;
-        ops::binary(BinaryOp::Sub, &twice, &y.narrow(axis, 1, 1)?)?
-    } else {
-        first.clone()
-    };
-    let previous = ops::concat(&[&before, &y.narrow(axis, 0, len - 1)?], axis)?;
-    let scaled = ops::scalar(ScalarOp::Mul, &previous, coef)?;
-    Ok(ops::binary(BinaryOp::Sub, y, &scaled)?)
+    let zi = ops::binary(
+        BinaryOp::Sub,
+        &ops::scalar(ScalarOp::Mul, &first, 2.0)?,
+        &y.narrow(axis, 1, 1)?,
+    )?;
+    let minus_zi = ops::unary(UnaryOp::Neg, &zi)?;
+    let scaled = ops::scalar(ScalarOp::Mul, &y.narrow(axis, 0, len - 1)?, coef)?;
+    let previous = ops::concat(&[&minus_zi, &scaled], axis)?;
+    Ok(ops::binary(BinaryOp::Sub, y, &previous)?)
 }

@@ -122,7 +122,12 @@ impl Mel {
     /// [`Error::Invalid`] for a sample rate, band count or frequency range out of range.
     pub fn filters(&self, n_fft: usize) -> Result<Vec<f64>> {
         let fmax = self.fmax.unwrap_or(self.sr / 2.0);
-        if !(self.sr > 0.0) || self.n_mels == 0 || n_fft == 0 || !(0.0..fmax).contains(&self.fmin) {
+        if self.sr.is_nan()
+            || self.sr <= 0.0
+            || self.n_mels == 0
+            || n_fft == 0
+            || !(0.0..fmax).contains(&self.fmin)
+        {
             return Err(Error::invalid(
                 "mel filters",
                 format!(
@@ -215,7 +220,7 @@ pub enum DbRef {
 /// # Errors
 /// [`Error::Invalid`] for `amin ≤ 0` or a negative `top_db`; tensor errors.
 pub fn power_to_db(s: &Tensor, reference: DbRef, amin: f32, top_db: Option<f32>) -> Result<Tensor> {
-    if !(amin > 0.0) || top_db.is_some_and(|t| !(t >= 0.0)) {
+    if amin.is_nan() || amin <= 0.0 || top_db.is_some_and(|t| t.is_nan() || t < 0.0) {
         return Err(Error::invalid(
             "power_to_db",
             format!("needs amin > 0 and top_db ≥ 0, got {amin} and {top_db:?}"),
@@ -350,9 +355,9 @@ mod tests {
                 assert!((mel_to_hz(hz_to_mel(hz, scale), scale) - hz).abs() < 1e-9);
             }
         }
-        // librosa.hz_to_mel(440) = 6.6, (htk=True) = 549.6393…
+        // librosa.hz_to_mel(440) = 6.6, (htk=True) = 549.638675…
         assert!((hz_to_mel(440.0, MelScale::Slaney) - 6.6).abs() < 1e-12);
-        assert!((hz_to_mel(440.0, MelScale::Htk) - 549.639_269_887_530_4).abs() < 1e-9);
+        assert!((hz_to_mel(440.0, MelScale::Htk) - 549.638_675_381_149_9).abs() < 1e-9);
     }
 
     #[test]

@@ -170,7 +170,7 @@ pub fn stft(y: &Tensor, p: &Stft) -> Result<Tensor> {
 /// # Errors
 /// As [`stft`]; [`Error::Invalid`] for a power that is not positive.
 pub fn spectrogram(y: &Tensor, p: &Stft, power: f32) -> Result<Tensor> {
-    if !(power > 0.0 && power.is_finite()) {
+    if power.is_nan() || power <= 0.0 || power.is_infinite() {
         return Err(Error::invalid(
             "spectrogram",
             format!("power must be positive, got {power}"),

@@ -61,7 +61,8 @@ pub fn read_wav(path: impl AsRef<Path>, device: &Device) -> Result<Audio> {
 /// The sample format [`write_wav`] writes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum WavFormat {
-    /// 16-bit PCM (samples clipped to [−1, 1], scaled by 32767 and rounded).
+    /// 16-bit PCM (samples scaled by 32768, rounded and clipped to the 16-bit range: the
+    /// inverse of reading, as libsndfile does it).
     #[default]
     Pcm16,
     /// 32-bit IEEE float.
@@ -115,7 +116,9 @@ pub fn write_wav(
         for c in 0..channels {
             let v = values[c * frames + t];
             let r = match format {
-                WavFormat::Pcm16 => w.write_sample((v.clamp(-1.0, 1.0) * 32767.0).round() as i16),
+                WavFormat::Pcm16 => {
+                    w.write_sample((f64::from(v) * 32768.0).round().clamp(-32768.0, 32767.0) as i16)
+                }
                 WavFormat::Float32 => w.write_sample(v),
             };
             r.map_err(|e| wav_error(path, e))?;

@@ -201,7 +201,7 @@ __device__ __forceinline__ void store_bin(const FftArgs& a, float* out, int k, c
     }
 }
 
-extern "C" __global__ void fft_f32(const FftArgs a) {
+extern "C" __global__ void __launch_bounds__(FFT_MAX_THREADS) fft_f32(const FftArgs a) {
     extern __shared__ cfloat smem[];
     const int slot = threadIdx.x / a.threads, lane = threadIdx.x % a.threads;
     const unsigned int t = blockIdx.x * a.per_block + slot;

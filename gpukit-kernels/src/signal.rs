@@ -61,7 +61,7 @@ pub fn smooth(mut n: usize) -> bool {
         return false;
     }
     for p in [2, 3, 5] {
-        while n % p == 0 {
+        while n.is_multiple_of(p) {
             n /= p;
         }
     }
@@ -96,7 +96,7 @@ pub fn fft(mode: FftMode, n: usize, count: usize, smem_limit: usize) -> Result<F
         ));
     }
     // Even real lengths run a complex FFT of half as many points.
-    let direct = if mode != FftMode::C2c && n % 2 == 0 {
+    let direct = if mode != FftMode::C2c && n.is_multiple_of(2) {
         n / 2
     } else {
         n

@@ -85,6 +85,20 @@ pub(crate) fn ops(e: gpukit_ops::Error) -> PyErr {
     }
 }
 
+/// A `gpukit-audio` error as its exception: bad parameters and unreadable WAV files are
+/// `ValueError` (a missing file `FileNotFoundError`), tensor errors as in [`ops`].
+pub(crate) fn audio(e: gpukit_audio::Error) -> PyErr {
+    use gpukit_audio::Error as E;
+    match e {
+        E::Tensor(o) => ops(o),
+        E::Wav {
+            source: hound::Error::IoError(ref io),
+            ..
+        } if io.kind() == std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(message(&e)),
+        _ => PyValueError::new_err(message(&e)),
+    }
+}
+
 /// A `gpukit-llm` error as its exception.
 pub(crate) fn llm(e: gpukit_llm::Error) -> PyErr {
     use gpukit_llm::Error as E;

@@ -12,6 +12,7 @@
 //! - `jit` and `graph`: NVRTC kernels, CUDA graphs.
 //! - `memory`: evictable tensors (spilled to host memory under pressure).
 //! - `llm`: models.
+//! - `audio`: `gpukit-audio` (STFT, mel, MFCC, spectral features, WAV files).
 //!
 //! Every function releases the GIL during GPU work, loading and generation; every Rust error
 //! becomes a Python exception (`errors`), and a panic becomes `gpukit.PanicException`
@@ -20,6 +21,7 @@
 // The Python-facing functions take the arguments Python passes, many of them optional.
 #![allow(clippy::too_many_arguments)]
 
+mod audio;
 mod device;
 mod dlpack;
 mod errors;
@@ -48,6 +50,7 @@ fn _gpukit(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "PanicException",
         py.get_type::<pyo3::panic::PanicException>(),
     )?;
+    m.add_submodule(&audio::module(py)?)?;
     m.add_class::<device::PyDevice>()?;
     m.add_class::<device::PyStream>()?;
     m.add_class::<device::PyEvent>()?;

@@ -10,8 +10,18 @@ use anyhow::{Context, Result, bail};
 
 use crate::testrun::Counts;
 
-/// What the build and the tests need in the environment (pinned to ranges known to work).
-const TOOLS: [&str; 4] = ["maturin>=1.9.4,<2", "numpy>=1.23", PYTEST, OPENAI];
+/// What the build and the tests need in the environment (pinned to ranges known to work):
+/// librosa is the reference of gpukit.audio's parity tests.
+const TOOLS: [&str; 5] = [
+    "maturin>=1.9.4,<2",
+    "numpy>=1.23",
+    PYTEST,
+    OPENAI,
+    "librosa>=0.10,<0.12",
+];
+
+/// The Debian package of real speech recordings the audio tests use (8 kHz 16-bit WAV).
+const AUDIO_PACKAGE: &str = "asterisk-core-sounds-en-wav";
 
 /// pytest, for the suites (here and in the GPU bundle).
 pub const PYTEST: &str = "pytest>=8";
@@ -22,7 +32,29 @@ pub const OPENAI: &str = "openai>=1.40,<3";
 /// The pytest suites, relative to the repository.
 pub const SUITES: [&str; 2] = ["gpukit-py/tests", "gpukit-cli/tests"];
 
-/// `target/py-venv`, created (with maturin, numpy, pytest and openai from PyPI) if missing;
+/// `target/audio-data`: the recordings of [`AUDIO_PACKAGE`], downloaded with `apt-get download`
+/// (no root needed) and unpacked with `dpkg-deb` once.
+pub fn audio_data(root: &Path) -> Result<PathBuf> {
+    let dir = root.join("target/audio-data");
+    let sounds = dir.join("usr/share/asterisk/sounds");
+    if sounds.exists() {
+        return Ok(sounds);
+    }
+    std::fs::create_dir_all(&dir)?;
+    crate::run(&dir, "apt-get", &["download", "-q", AUDIO_PACKAGE]).with_context(|| {
+        format!("downloading the Debian package {AUDIO_PACKAGE} (the audio tests' recordings)")
+    })?;
+    let deb = std::fs::read_dir(&dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|e| e == "deb"))
+        .context("apt-get download left no .deb")?;
+    crate::run(&dir, "dpkg-deb", &["-x", &deb.to_string_lossy(), "."])?;
+    std::fs::remove_file(&deb)?;
+    Ok(sounds)
+}
+
+/// `target/py-venv`, created (with maturin, numpy, pytest, openai and librosa from PyPI) if
+/// missing;
 /// returns its `python`.
 pub fn venv(root: &Path) -> Result<PathBuf> {
     let dir = root.join("target/py-venv");
@@ -113,13 +145,20 @@ pub fn test(root: &Path) -> Result<Counts> {
             &wheel.to_string_lossy(),
         ],
     )?;
+    let audio = audio_data(root)?;
     let mut args = vec!["-m", "pytest"];
     args.extend(SUITES);
     args.extend(["-q", "-rs", "-p", "no:cacheprovider"]);
-    eprintln!("$ GPUKIT_BIN={} {py} {}", bin.display(), args.join(" "));
+    eprintln!(
+        "$ GPUKIT_BIN={} GPUKIT_AUDIO_DATA={} {py} {}",
+        bin.display(),
+        audio.display(),
+        args.join(" ")
+    );
     let mut child = Command::new(&python)
         .args(args)
         .env("GPUKIT_BIN", &bin)
+        .env("GPUKIT_AUDIO_DATA", &audio)
         .current_dir(root)
         .stdout(Stdio::piped())
         .spawn()

@@ -12,7 +12,7 @@ Errors are Python exceptions: `ValueError` for shapes, dtypes and arguments, `Me
 memory, `RuntimeError` for the driver and NVRTC.
 """
 
-from . import llm
+from . import audio, llm
 from ._gpukit import (
     Device,
     Event,

@@ -1,0 +1,337 @@
+//! `gpukit-audio` for Python: the functions behind `gpukit.audio` (`python/gpukit/audio.py`
+//! wraps them with librosa's signatures, numpy in and out). They take and return `gk.Tensor`s,
+//! run where their inputs are, and release the GIL.
+
+use gpukit_audio::features;
+use gpukit_audio::mel::{self, DbRef, Mel, MelNorm, MelScale};
+use gpukit_audio::wav::{self, WavFormat};
+use gpukit_audio::{PadMode, Stft, Window};
+use gpukit_ops::Tensor;
+use pyo3::prelude::*;
+
+use crate::errors::{self, value};
+use crate::tensor::PyTensor;
+
+/// Runs `f` without the GIL, its audio error as the matching exception.
+fn run<T: Send>(py: Python<'_>, f: impl FnOnce() -> gpukit_audio::Result<T> + Send) -> PyResult<T> {
+    py.detach(f).map_err(errors::audio)
+}
+
+fn stft_params(
+    n_fft: usize,
+    hop_length: Option<usize>,
+    win_length: Option<usize>,
+    window: &str,
+    center: bool,
+    pad_mode: &str,
+) -> PyResult<Stft> {
+    let window = Window::from_name(window).ok_or_else(|| {
+        value(format!(
+            "window {window:?}: gpukit has hann, hamming, blackman and boxcar"
+        ))
+    })?;
+    let pad_mode = match pad_mode {
+        "constant" => PadMode::Constant,
+        "edge" => PadMode::Edge,
+        "reflect" => PadMode::Reflect,
+        other => {
+            return Err(value(format!(
+                "pad_mode {other:?}: gpukit pads with \"constant\" (zeros), \"edge\" or \"reflect\""
+            )));
+        }
+    };
+    Ok(Stft {
+        n_fft,
+        hop_length,
+        win_length,
+        window,
+        center,
+        pad_mode,
+    })
+}
+
+fn mel_params(
+    sr: f64,
+    n_mels: usize,
+    fmin: f64,
+    fmax: Option<f64>,
+    htk: bool,
+    norm: Option<&str>,
+) -> PyResult<Mel> {
+    let norm = match norm {
+        Some("slaney") => MelNorm::Slaney,
+        None => MelNorm::None,
+        Some(other) => {
+            return Err(value(format!(
+                "norm {other:?}: gpukit's mel filters take \"slaney\" or None"
+            )));
+        }
+    };
+    Ok(Mel {
+        sr,
+        n_mels,
+        fmin,
+        fmax,
+        scale: if htk { MelScale::Htk } else { MelScale::Slaney },
+        norm,
+    })
+}
+
+fn t(x: &Bound<'_, PyTensor>) -> Tensor {
+    x.get().t.clone()
+}
+
+/// Complex STFT `[.., 1 + n_fft/2, n_frames, 2]` of `y [.., samples]` (float32).
+#[pyfunction]
+#[pyo3(signature = (y, n_fft, hop_length, win_length, window, center, pad_mode))]
+pub fn stft(
+    py: Python<'_>,
+    y: &Bound<'_, PyTensor>,
+    n_fft: usize,
+    hop_length: Option<usize>,
+    win_length: Option<usize>,
+    window: &str,
+    center: bool,
+    pad_mode: &str,
+) -> PyResult<PyTensor> {
+    let p = stft_params(n_fft, hop_length, win_length, window, center, pad_mode)?;
+    let y = t(y);
+    Ok(PyTensor::new(run(py, move || gpukit_audio::stft(&y, &p))?))
+}
+
+/// `|STFT|^power` `[.., 1 + n_fft/2, n_frames]`.
+#[pyfunction]
+#[pyo3(signature = (y, n_fft, hop_length, win_length, window, center, pad_mode, power))]
+pub fn spectrogram(
+    py: Python<'_>,
+    y: &Bound<'_, PyTensor>,
+    n_fft: usize,
+    hop_length: Option<usize>,
+    win_length: Option<usize>,
+    window: &str,
+    center: bool,
+    pad_mode: &str,
+    power: f32,
+) -> PyResult<PyTensor> {
+    let p = stft_params(n_fft, hop_length, win_length, window, center, pad_mode)?;
+    let y = t(y);
+    Ok(PyTensor::new(run(py, move || {
+        gpukit_audio::spectrogram(&y, &p, power)
+    })?))
+}
+
+/// The signal of a complex STFT `[.., bins, n_frames, 2]`.
+#[pyfunction]
+#[pyo3(signature = (s, n_fft, hop_length, win_length, window, center, length))]
+pub fn istft(
+    py: Python<'_>,
+    s: &Bound<'_, PyTensor>,
+    n_fft: usize,
+    hop_length: Option<usize>,
+    win_length: Option<usize>,
+    window: &str,
+    center: bool,
+    length: Option<usize>,
+) -> PyResult<PyTensor> {
+    let p = stft_params(n_fft, hop_length, win_length, window, center, "constant")?;
+    let s = t(s);
+    Ok(PyTensor::new(run(py, move || {
+        gpukit_audio::istft(&s, &p, length)
+    })?))
+}
+
+/// The mel filter bank `[n_mels, 1 + n_fft/2]` (float32, CPU).
+#[pyfunction]
+#[pyo3(signature = (sr, n_fft, n_mels, fmin, fmax, htk, norm))]
+pub fn mel_filters(
+    sr: f64,
+    n_fft: usize,
+    n_mels: usize,
+    fmin: f64,
+    fmax: Option<f64>,
+    htk: bool,
+    norm: Option<&str>,
+) -> PyResult<PyTensor> {
+    let m = mel_params(sr, n_mels, fmin, fmax, htk, norm)?;
+    let w = m.filters(n_fft).map_err(errors::audio)?;
+    let w: Vec<f32> = w.iter().map(|&v| v as f32).collect();
+    let t = Tensor::from_slice(&w, &[n_mels, n_fft / 2 + 1], &gpukit_ops::Device::Cpu)
+        .map_err(errors::ops)?;
+    Ok(PyTensor::new(t))
+}
+
+/// A spectrogram `[.., 1 + n_fft/2, n_frames]` projected on the mel filter bank.
+#[pyfunction]
+#[pyo3(signature = (s, n_fft, sr, n_mels, fmin, fmax, htk, norm))]
+pub fn mel_project(
+    py: Python<'_>,
+    s: &Bound<'_, PyTensor>,
+    n_fft: usize,
+    sr: f64,
+    n_mels: usize,
+    fmin: f64,
+    fmax: Option<f64>,
+    htk: bool,
+    norm: Option<&str>,
+) -> PyResult<PyTensor> {
+    let m = mel_params(sr, n_mels, fmin, fmax, htk, norm)?;
+    let s = t(s);
+    Ok(PyTensor::new(run(py, move || {
+        mel::mel_project(&s, n_fft, &m)
+    })?))
+}
+
+fn db_ref(reference: Option<f32>) -> DbRef {
+    reference.map_or(DbRef::Max, DbRef::Value)
+}
+
+/// `power_to_db` (`reference` None: the maximum).
+#[pyfunction]
+#[pyo3(signature = (s, reference, amin, top_db))]
+pub fn power_to_db(
+    py: Python<'_>,
+    s: &Bound<'_, PyTensor>,
+    reference: Option<f32>,
+    amin: f32,
+    top_db: Option<f32>,
+) -> PyResult<PyTensor> {
+    let s = t(s);
+    Ok(PyTensor::new(run(py, move || {
+        mel::power_to_db(&s, db_ref(reference), amin, top_db)
+    })?))
+}
+
+/// `amplitude_to_db` (`reference` None: the maximum).
+#[pyfunction]
+#[pyo3(signature = (s, reference, amin, top_db))]
+pub fn amplitude_to_db(
+    py: Python<'_>,
+    s: &Bound<'_, PyTensor>,
+    reference: Option<f32>,
+    amin: f32,
+    top_db: Option<f32>,
+) -> PyResult<PyTensor> {
+    let s = t(s);
+    Ok(PyTensor::new(run(py, move || {
+        mel::amplitude_to_db(&s, db_ref(reference), amin, top_db)
+    })?))
+}
+
+/// MFCCs `[.., n_mfcc, n_frames]` of a log-power mel spectrogram.
+#[pyfunction]
+#[pyo3(signature = (db, n_mfcc, lifter))]
+pub fn mfcc_from_db(
+    py: Python<'_>,
+    db: &Bound<'_, PyTensor>,
+    n_mfcc: usize,
+    lifter: f64,
+) -> PyResult<PyTensor> {
+    let db = t(db);
+    Ok(PyTensor::new(run(py, move || {
+        mel::mfcc_from_db(&db, n_mfcc, lifter)
+    })?))
+}
+
+/// Spectral centroid `[.., 1, n_frames]` of a magnitude spectrogram.
+#[pyfunction]
+pub fn spectral_centroid(
+    py: Python<'_>,
+    s: &Bound<'_, PyTensor>,
+    sr: f64,
+    n_fft: usize,
+) -> PyResult<PyTensor> {
+    let s = t(s);
+    Ok(PyTensor::new(run(py, move || {
+        features::spectral_centroid(&s, sr, n_fft)
+    })?))
+}
+
+/// Spectral bandwidth `[.., 1, n_frames]` of a magnitude spectrogram.
+#[pyfunction]
+pub fn spectral_bandwidth(
+    py: Python<'_>,
+    s: &Bound<'_, PyTensor>,
+    sr: f64,
+    n_fft: usize,
+    p: f32,
+) -> PyResult<PyTensor> {
+    let s = t(s);
+    Ok(PyTensor::new(run(py, move || {
+        features::spectral_bandwidth(&s, sr, n_fft, p)
+    })?))
+}
+
+/// Spectral flatness `[.., 1, n_frames]` of a magnitude spectrogram.
+#[pyfunction]
+pub fn spectral_flatness(
+    py: Python<'_>,
+    s: &Bound<'_, PyTensor>,
+    amin: f32,
+    power: f32,
+) -> PyResult<PyTensor> {
+    let s = t(s);
+    Ok(PyTensor::new(run(py, move || {
+        features::spectral_flatness(&s, amin, power)
+    })?))
+}
+
+/// Pre-emphasis along the last axis.
+#[pyfunction]
+pub fn preemphasis(py: Python<'_>, y: &Bound<'_, PyTensor>, coef: f32) -> PyResult<PyTensor> {
+    let y = t(y);
+    Ok(PyTensor::new(run(py, move || {
+        features::preemphasis(&y, coef)
+    })?))
+}
+
+/// A WAV file as (`[channels, frames]` float32 on `device`, sample rate).
+#[pyfunction]
+#[pyo3(signature = (path, device=None))]
+pub fn read_wav(
+    py: Python<'_>,
+    path: std::path::PathBuf,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(PyTensor, u32)> {
+    let device = crate::device::resolve(device)?;
+    let a = run(py, move || wav::read_wav(&path, &device))?;
+    Ok((PyTensor::new(a.samples), a.sample_rate))
+}
+
+/// Writes `[frames]` or `[channels, frames]` float32 samples as 16-bit PCM or 32-bit float.
+#[pyfunction]
+#[pyo3(signature = (path, y, sr, float32=false))]
+pub fn write_wav(
+    py: Python<'_>,
+    path: std::path::PathBuf,
+    y: &Bound<'_, PyTensor>,
+    sr: u32,
+    float32: bool,
+) -> PyResult<()> {
+    let y = t(y);
+    let format = if float32 {
+        WavFormat::Float32
+    } else {
+        WavFormat::Pcm16
+    };
+    run(py, move || wav::write_wav(&path, &y, sr, format))
+}
+
+/// The `_audio` submodule of `_gpukit`.
+pub(crate) fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
+    let m = PyModule::new(py, "_audio")?;
+    m.add_function(wrap_pyfunction!(stft, &m)?)?;
+    m.add_function(wrap_pyfunction!(spectrogram, &m)?)?;
+    m.add_function(wrap_pyfunction!(istft, &m)?)?;
+    m.add_function(wrap_pyfunction!(mel_filters, &m)?)?;
+    m.add_function(wrap_pyfunction!(mel_project, &m)?)?;
+    m.add_function(wrap_pyfunction!(power_to_db, &m)?)?;
+    m.add_function(wrap_pyfunction!(amplitude_to_db, &m)?)?;
+    m.add_function(wrap_pyfunction!(mfcc_from_db, &m)?)?;
+    m.add_function(wrap_pyfunction!(spectral_centroid, &m)?)?;
+    m.add_function(wrap_pyfunction!(spectral_bandwidth, &m)?)?;
+    m.add_function(wrap_pyfunction!(spectral_flatness, &m)?)?;
+    m.add_function(wrap_pyfunction!(preemphasis, &m)?)?;
+    m.add_function(wrap_pyfunction!(read_wav, &m)?)?;
+    m.add_function(wrap_pyfunction!(write_wav, &m)?)?;
+    Ok(m)
+}
