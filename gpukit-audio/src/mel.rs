@@ -213,6 +213,17 @@ pub enum DbRef {
     Max,
 }
 
+/// The largest element, as a tensor of one element on the device: the maxima of the rows of
+/// the last axis first (a block per row), then of those — one block over every element of a
+/// spectrogram batch would take milliseconds.
+fn max_all(t: &Tensor) -> Result<Tensor> {
+    if t.rank() < 2 {
+        return Ok(ops::reduce_all(ReduceOp::Max, t)?);
+    }
+    let rows = ops::reduce(ReduceOp::Max, t, t.rank() - 1)?;
+    Ok(ops::reduce_all(ReduceOp::Max, &rows)?)
+}
+
 /// Decibels `10 · log10(max(amin, S) / max(amin, ref))`, floored at `top_db` below the
 /// largest (over the whole tensor) when given (`librosa.power_to_db`; defaults: ref 1, amin
 /// 1e-10, top_db 80).
@@ -238,7 +249,7 @@ pub fn power_to_db(s: &Tensor, reference: DbRef, amin: f32, top_db: Option<f32>)
             log_spec = ops::scalar(ScalarOp::Sub, &log_spec, r as f32)?;
         }
         DbRef::Max => {
-            let peak = ops::reduce_all(ReduceOp::Max, s)?;
+            let peak = max_all(s)?;
             log_spec = ops::binary(BinaryOp::Sub, &log_spec, &db(&peak)?)?;
         }
     }

@@ -23,7 +23,7 @@ def stub_names():
 
 
 def public():
-    skip = {"llm", "cat", "__version__"}
+    skip = {"llm", "audio", "cat", "__version__"}
     return [n for n in gk.__all__ if n not in skip]
 
 
@@ -47,7 +47,8 @@ def test_every_public_callable_and_method_has_a_docstring():
                     continue
                 if not (getattr(member, "__doc__", "") or "").strip():
                     undocumented.append(f"{name}.{attr}")
-    for obj in (gk.llm.Model, gk.llm.Tokenizer, gk.llm.TextStream, gk.llm.load):
+    audio = [getattr(gk.audio, n) for n in gk.audio.__all__]
+    for obj in (gk.llm.Model, gk.llm.Tokenizer, gk.llm.TextStream, gk.llm.load, *audio):
         if not (obj.__doc__ or "").strip():
             undocumented.append(obj.__name__)
     assert not undocumented, f"no docstring: {undocumented}"

@@ -188,8 +188,10 @@ def test_cuda_matches_the_cpu(signals):
             cuda = gk.audio.stft(y, device="cuda", **case)
             assert rel(cuda, cpu) < 2e-5, (name, case)
             args = {k: v for k, v in case.items() if k != "pad_mode"}
-            assert rel(gk.audio.istft(cuda, device="cuda", length=y.size, **args),
-                       gk.audio.istft(cpu, length=y.size, **args)) < 2e-5
+            edge = 0 if case.get("center", True) else case["n_fft"]
+            back_cuda = gk.audio.istft(cuda, device="cuda", length=y.size, **args)
+            back_cpu = gk.audio.istft(cpu, length=y.size, **args)
+            assert rel(back_cuda[edge:y.size - edge], back_cpu[edge:y.size - edge]) < 2e-5
         kw = dict(sr=sr, n_fft=512, hop_length=128, n_mels=40)
         assert rel(gk.audio.melspectrogram(y=y, device="cuda", **kw),
                    gk.audio.melspectrogram(y=y, **kw)) < 2e-5, name
