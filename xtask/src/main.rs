@@ -39,7 +39,7 @@ enum Task {
     /// Fails without a CUDA device: on a GPU-less machine, build the bundle and run
     /// `run.sh bench` on the GPU machine.
     Bench {
-        /// Only this benchmark: mem, ops, decode, python or serve (default: all).
+        /// Only this benchmark: mem, ops, decode, python, audio or serve (default: all).
         name: Option<String>,
     },
     /// Runs every test, GPU tests included, under compute-sanitizer memcheck and then racecheck
@@ -184,10 +184,11 @@ fn bench(root: &Path, only: Option<&str>) -> Result<()> {
         .filter(|(_, b)| only.is_none_or(|o| *b == o))
         .collect();
     let python_bench = only.is_none_or(|o| o == "python");
+    let audio_bench = only.is_none_or(|o| o == "audio");
     let serve_bench = only.is_none_or(|o| o == "serve");
-    if chosen.is_empty() && !python_bench && !serve_bench {
+    if chosen.is_empty() && !python_bench && !audio_bench && !serve_bench {
         bail!(
-            "no benchmark named {}: choose mem, ops, decode, python or serve",
+            "no benchmark named {}: choose mem, ops, decode, python, audio or serve",
             only.unwrap_or_default()
         );
     }
@@ -216,8 +217,8 @@ fn bench(root: &Path, only: Option<&str>) -> Result<()> {
             run(root, "python3", &[&peer, &out])?;
         }
     }
-    if python_bench {
-        // The module as users install it (release), beside torch and the release CLI.
+    if python_bench || audio_bench {
+        // The module as users install it (release), beside torch (and the release CLI).
         let python = python::venv(root)?;
         let wheel = python::build_wheel(
             root,
@@ -239,13 +240,18 @@ fn bench(root: &Path, only: Option<&str>) -> Result<()> {
                 &wheel.to_string_lossy(),
             ],
         )?;
-        run(root, &cargo(), &["build", "--release", "-p", "gpukit-cli"])?;
-        let cli = root.join("target/release/gpukit");
-        run(
-            root,
-            &py,
-            &["bench/python.py", &out, &cli.to_string_lossy()],
-        )?;
+        if python_bench {
+            run(root, &cargo(), &["build", "--release", "-p", "gpukit-cli"])?;
+            let cli = root.join("target/release/gpukit");
+            run(
+                root,
+                &py,
+                &["bench/python.py", &out, &cli.to_string_lossy()],
+            )?;
+        }
+        if audio_bench {
+            run(root, &py, &["bench/audio.py", &out])?;
+        }
     }
     if serve_bench {
         // The release server under a seeded load, beside HF transformers' batched generate.

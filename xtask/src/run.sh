@@ -14,7 +14,8 @@
 #           followed by its peer bench/peer_<name>.py; the decode bench first builds its
 #           random-weight models (bench/decode_models.py) in $GPUKIT_DECODE_MODELS
 #           (default /tmp/gpukit-decode-models; kept between runs on a warm machine); then
-#           python (bench/python.py) and serve (bench/serve.py: the server under load beside
+#           python (bench/python.py), audio (bench/audio.py: STFT, mel and MFCC beside torch)
+#           and serve (bench/serve.py: the server under load beside
 #           HF transformers; $GPUKIT_SERVE_MODELS and $GPUKIT_SERVE_ARGS narrow it);
 # all:      test, then bench;
 # sanitize: every test binary under compute-sanitizer memcheck and racecheck (but the
@@ -180,6 +181,17 @@ if { [ "$mode" = bench ] || [ "$mode" = all ]; } && { [ -z "$only" ] || [ "$only
     [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "   bench python FAILED"; broken=$((broken + 1)); }
   else
     echo "   bench python: the wheel could not be installed; see python-setup.log"
+    broken=$((broken + 1))
+  fi
+fi
+
+if { [ "$mode" = bench ] || [ "$mode" = all ]; } && { [ -z "$only" ] || [ "$only" = audio ]; }; then
+  echo "== bench audio (batched STFT, mel spectrogram and MFCC beside torch / torchaudio)"
+  if python_setup; then
+    pyrun "$repo/bench/audio.py" "$out" 2>&1 | tee "$out/bench-audio.log" | tail -n 10
+    [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "   bench audio FAILED"; broken=$((broken + 1)); }
+  else
+    echo "   bench audio: the wheel could not be installed; see python-setup.log"
     broken=$((broken + 1))
   fi
 fi
