@@ -41,9 +41,16 @@ pub fn audio_data(root: &Path) -> Result<PathBuf> {
         return Ok(sounds);
     }
     std::fs::create_dir_all(&dir)?;
-    crate::run(&dir, "apt-get", &["download", "-q", AUDIO_PACKAGE]).with_context(|| {
-        format!("downloading the Debian package {AUDIO_PACKAGE} (the audio tests' recordings)")
-    })?;
+    // Without package lists (a fresh container) the download needs an update first.
+    if crate::run(&dir, "apt-get", &["download", "-q", AUDIO_PACKAGE]).is_err() {
+        crate::run(&dir, "apt-get", &["update", "-q"])
+            .and_then(|()| crate::run(&dir, "apt-get", &["download", "-q", AUDIO_PACKAGE]))
+            .with_context(|| {
+                format!(
+                    "downloading the Debian package {AUDIO_PACKAGE} (the audio tests' recordings)"
+                )
+            })?;
+    }
     let deb = std::fs::read_dir(&dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .find(|p| p.extension().is_some_and(|e| e == "deb"))
