@@ -158,3 +158,193 @@ pub fn preemphasis(y: &Tensor, coef: f32) -> Result<Tensor> {
     let previous = ops::concat(&[&minus_zi, &scaled], axis)?;
     Ok(ops::binary(BinaryOp::Sub, y, &previous)?)
 }
+
+/// The chroma filter bank `[n_chroma, 1 + n_fft/2]` in f64, row-major (`librosa.filters.chroma`
+/// with its defaults: Gaussian bumps per pitch class, each FFT bin's column of unit L2 norm,
+/// weighted by a Gaussian over octaves centred on octave 5 with a width of 2, rows starting at
+/// C). `tuning` is in fractions of a chroma bin.
+///
+/// # Errors
+/// [`Error::Invalid`] for `sr ≤ 0`, `n_fft < 2` or no chroma bins.
+pub fn chroma_filters(sr: f64, n_fft: usize, n_chroma: usize, tuning: f64) -> Result<Vec<f64>> {
+    if sr.is_nan() || sr <= 0.0 || n_fft < 2 || n_chroma == 0 {
+        return Err(Error::invalid(
+            "chroma filters",
+            format!("needs sr > 0, n_fft ≥ 2 and n_chroma ≥ 1; got {sr}, {n_fft}, {n_chroma}"),
+        ));
+    }
+    let nc = n_chroma as f64;
+    let a440 = 440.0 * 2f64.powf(tuning / nc);
+    // Bins 1.. in chroma units; bin 0 placed 1.5 octaves below bin 1.
+    let mut frqbins: Vec<f64> = (1..n_fft)
+        .map(|k| nc * ((k as f64 * sr / n_fft as f64) / (a440 / 16.0)).log2())
+        .collect();
+    frqbins.insert(0, frqbins[0] - 1.5 * nc);
+    let mut width: Vec<f64> = frqbins.windows(2).map(|w| (w[1] - w[0]).max(1.0)).collect();
+    width.push(1.0);
+    let half = (nc / 2.0).round();
+    let bins = n_fft / 2 + 1;
+    let mut w = vec![0.0; n_chroma * bins];
+    for k in 0..bins {
+        let column: Vec<f64> = (0..n_chroma)
+            .map(|c| {
+                let d = (frqbins[k] - c as f64 + half + 10.0 * nc).rem_euclid(nc) - half;
+                (-0.5 * (2.0 * d / width[k]).powi(2)).exp()
+            })
+            .collect();
+        let norm = column.iter().map(|v| v * v).sum::<f64>().sqrt();
+        let norm = if norm < f64::MIN_POSITIVE { 1.0 } else { norm };
+        let octave = (-0.5 * ((frqbins[k] / nc - 5.0) / 2.0).powi(2)).exp();
+        for (c, v) in column.iter().enumerate() {
+            // Rolled so that row 0 is C (3 semitone-classes after A).
+            let row = (c + n_chroma - 3 * (n_chroma / 12) % n_chroma) % n_chroma;
+            w[row * bins + k] = v / norm * octave;
+        }
+    }
+    Ok(w)
+}
+
+/// The chromagram `[.., n_chroma, n_frames]` of a power spectrogram `s` `[.., 1 + n_fft/2,
+/// n_frames]` (`librosa.feature.chroma_stft` with `tuning` given: librosa estimates it when
+/// not), each frame divided by its largest value.
+///
+/// # Errors
+/// As [`chroma_filters`]; [`Error::Invalid`] when `s` does not have `n_fft`'s bins.
+pub fn chroma(s: &Tensor, sr: f64, n_fft: usize, n_chroma: usize, tuning: f64) -> Result<Tensor> {
+    let axis = bins_axis("chroma", s, n_fft)?;
+    let w = chroma_filters(sr, n_fft, n_chroma, tuning)?;
+    let bins = n_fft / 2 + 1;
+    // Transposed [bins, n_chroma]: the right operand over frames stored one after another.
+    let t: Vec<f32> = (0..bins * n_chroma)
+        .map(|i| w[(i % n_chroma) * bins + i / n_chroma] as f32)
+        .collect();
+    let fb = Tensor::from_slice(&t, &[bins, n_chroma], &s.device())?;
+    let frames = s.transpose(axis, axis + 1)?;
+    let raw = ops::matmul(&frames, &fb)?.transpose(axis, axis + 1)?;
+    let peak = ops::reduce(ReduceOp::Max, &ops::unary(UnaryOp::Abs, &raw)?, axis)?;
+    let safe = ops::scalar(ScalarOp::Maximum, &peak, f32::MIN_POSITIVE)?;
+    Ok(ops::binary(BinaryOp::Div, &raw, &safe.unsqueeze(axis)?)?)
+}
+
+/// Savitzky–Golay weights `c` of the `order`-th derivative of a polynomial of degree `order`
+/// fitted over `width` points: `y[t] = Σ_j c[j] · x[t − width/2 + j]` (Savitzky & Golay 1964;
+/// scipy's `savgol_coeffs(width, order, deriv=order, use="dot")`).
+fn savgol(width: usize, order: usize) -> Vec<f64> {
+    // Least squares: A[j, i] = (j − half)^i; weights = order! · row `order` of (AᵀA)⁻¹Aᵀ.
+    let half = (width / 2) as f64;
+    let n = order + 1;
+    let a = |j: usize, i: usize| (j as f64 - half).powi(i as i32);
+    let mut m = vec![vec![0.0; 2 * n]; n];
+    for (r, row) in m.iter_mut().enumerate() {
+        for (c, v) in row.iter_mut().take(n).enumerate() {
+            *v = (0..width).map(|j| a(j, r) * a(j, c)).sum();
+        }
+        row[n + r] = 1.0;
+    }
+    // Gauss–Jordan with partial pivoting on the small normal matrix.
+    for col in 0..n {
+        let pivot = (col..n)
+            .max_by(|&x, &y| m[x][col].abs().total_cmp(&m[y][col].abs()))
+            .unwrap_or(col);
+        m.swap(col, pivot);
+        let p = m[col][col];
+        for v in m[col].iter_mut() {
+            *v /= p;
+        }
+        for r in 0..n {
+            if r != col {
+                let f = m[r][col];
+                let pivot_row = m[col].clone();
+                for (v, pv) in m[r].iter_mut().zip(pivot_row) {
+                    *v -= f * pv;
+                }
+            }
+        }
+    }
+    let factorial: f64 = (1..=order).map(|k| k as f64).product();
+    (0..width)
+        .map(|j| factorial * (0..n).map(|c| m[order][n + c] * a(j, c)).sum::<f64>())
+        .collect()
+}
+
+/// The `order`-th delta (derivative estimate) of `data` along its last axis
+/// (`librosa.feature.delta` with `mode="interp"`): a Savitzky–Golay filter of `width` points
+/// (odd, ≥ 3, at most the axis' length) and polynomial degree `order`; within `width / 2` of
+/// each end the derivative of the polynomial fitted to the first or last `width` points, which
+/// for degree `order` is the value at the first or last full window.
+///
+/// # Errors
+/// [`Error::Invalid`] for an even or small width, one longer than the axis, or order 0.
+pub fn delta(data: &Tensor, width: usize, order: usize) -> Result<Tensor> {
+    let axis = data
+        .rank()
+        .checked_sub(1)
+        .ok_or_else(|| Error::invalid("delta", "needs [.., frames]"))?;
+    let len = data.shape()[axis];
+    if width < 3 || width.is_multiple_of(2) || width > len || order == 0 {
+        return Err(Error::invalid(
+            "delta",
+            format!(
+                "needs an odd width ≥ 3 and ≤ the {len} frames, and order ≥ 1; got width \
+                 {width}, order {order}"
+            ),
+        ));
+    }
+    let c: Vec<f32> = savgol(width, order).iter().map(|&v| v as f32).collect();
+    let weights = Tensor::from_slice(&c, &[width, 1], &data.device())?;
+    // Windows [.., len − width + 1, width] · weights → [.., len − width + 1].
+    let windows = data.unfold(axis, width, 1)?;
+    let inner = ops::matmul(&windows, &weights)?.squeeze(axis + 1)?;
+    let half = width / 2;
+    Ok(gpukit_ops::signal::pad(
+        &inner,
+        half,
+        half,
+        gpukit_ops::signal::PadMode::Edge,
+        0.0,
+    )?)
+}
+
+/// The zero-crossing rate `[.., 1, n_frames]` of signals `y` `[.., samples]`
+/// (`librosa.feature.zero_crossing_rate`): per frame of `frame_length` samples every
+/// `hop_length`, the fraction of samples whose sign differs from the previous one's, values
+/// within ±1e-10 counting as zero; `center` pads `frame_length / 2` copies of the edge samples
+/// each side first (librosa's defaults: 2048, 512, centred).
+///
+/// # Errors
+/// [`Error::Invalid`] for a frame or hop of 0 or a signal shorter than a frame; tensor errors.
+pub fn zero_crossing_rate(
+    y: &Tensor,
+    frame_length: usize,
+    hop_length: usize,
+    center: bool,
+) -> Result<Tensor> {
+    let len = y.shape().last().copied().unwrap_or(0);
+    if frame_length == 0 || hop_length == 0 || len == 0 {
+        return Err(Error::invalid(
+            "zero_crossing_rate",
+            format!(
+                "needs frame_length ≥ 1, hop_length ≥ 1 and samples; got {frame_length}, \
+                 {hop_length}, {len}"
+            ),
+        ));
+    }
+    let y = if center {
+        let half = frame_length / 2;
+        gpukit_ops::signal::pad(y, half, half, gpukit_ops::signal::PadMode::Edge, 0.0)?
+    } else {
+        y.clone()
+    };
+    let padded = y.shape().last().copied().unwrap_or(0);
+    if padded < frame_length {
+        return Err(Error::invalid(
+            "zero_crossing_rate",
+            format!("{padded} samples are fewer than frame_length = {frame_length}"),
+        ));
+    }
+    let mut shape = y.shape()[..y.rank() - 1].to_vec();
+    shape.push((padded - frame_length) / hop_length + 1);
+    let out = Tensor::empty(&shape, gpukit_ops::DType::F32, &y.device())?;
+    gpukit_ops::signal::zero_crossing_rate_into(&y, frame_length, hop_length, 1e-10, &out)?;
+    Ok(out.unsqueeze(out.rank() - 1)?)
+}

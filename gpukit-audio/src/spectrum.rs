@@ -10,7 +10,7 @@
 
 use gpukit_ops::ops;
 use gpukit_ops::signal::{self, FftOutput, PadMode};
-use gpukit_ops::{BinaryOp, ScalarOp};
+use gpukit_ops::{BinaryOp, ScalarOp, UnaryOp};
 use gpukit_ops::{DType, Tensor};
 
 use crate::window::{self, Window};
@@ -263,4 +263,103 @@ pub fn istft(stft_matrix: &Tensor, p: &Stft, length: Option<usize>) -> Result<Te
         &y,
         &window::tensor(&inv, &stft_matrix.device())?,
     )?)
+}
+
+/// How [`griffin_lim`] starts its phases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PhaseInit {
+    /// Every phase 0 (librosa's `init=None`).
+    Zero,
+    /// Phases uniform in [0, 2π) from this seed (librosa's default is random too, from numpy's
+    /// generator, so its values differ from these).
+    Random(u64),
+}
+
+/// The complex values `[.., 2]` scaled to unit modulus (`z / (|z| + tiny)`).
+fn unit_phase(z: &Tensor) -> Result<Tensor> {
+    let r = z.rank();
+    let norm = ops::unary(
+        UnaryOp::Sqrt,
+        &ops::sum(&ops::unary(UnaryOp::Square, z)?, r - 1)?,
+    )?;
+    let denom = ops::scalar(ScalarOp::Add, &norm, f32::MIN_POSITIVE)?;
+    Ok(ops::binary(BinaryOp::Div, z, &denom.unsqueeze(r - 1)?)?)
+}
+
+/// A signal `[.., samples]` whose STFT magnitude approximates `s` `[.., 1 + n_fft/2, n_frames]`
+/// (`librosa.griffinlim`): the fast Griffin-Lim algorithm (Griffin & Lim 1984; Perraudin,
+/// Balazs & Søndergaard 2013), `n_iter` rounds of ISTFT → STFT with `momentum` (librosa's 0.99),
+/// then the ISTFT of the last phases. `length` as in [`istft`].
+///
+/// # Errors
+/// [`Error::Invalid`] for a negative momentum or parameters that do not match `s`; as
+/// [`stft`] and [`istft`].
+pub fn griffin_lim(
+    s: &Tensor,
+    p: &Stft,
+    n_iter: usize,
+    momentum: f32,
+    init: PhaseInit,
+    length: Option<usize>,
+) -> Result<Tensor> {
+    const F: &str = "griffin_lim";
+    p.check(F)?;
+    let shape = s.shape();
+    if s.rank() < 2 || shape[s.rank() - 2] != p.bins() {
+        return Err(Error::invalid(
+            F,
+            format!(
+                "needs a magnitude spectrogram [.., {} bins, n_frames] for n_fft = {}, got \
+                 {shape:?}",
+                p.bins(),
+                p.n_fft
+            ),
+        ));
+    }
+    if momentum.is_nan() || momentum < 0.0 {
+        return Err(Error::invalid(
+            F,
+            format!("momentum must be ≥ 0, got {momentum}"),
+        ));
+    }
+    let dev = s.device();
+    let mut complex_shape = shape.to_vec();
+    complex_shape.push(2);
+    let magnitude = s.unsqueeze(s.rank())?;
+    let mut angles = match init {
+        PhaseInit::Zero => {
+            let re = Tensor::ones(shape, DType::F32, &dev)?.unsqueeze(s.rank())?;
+            let im = Tensor::zeros(shape, DType::F32, &dev)?.unsqueeze(s.rank())?;
+            ops::concat(&[&re, &im], s.rank())?
+        }
+        PhaseInit::Random(seed) => {
+            let phase = Tensor::rand(shape, 0.0, std::f64::consts::TAU, DType::F32, seed, &dev)?;
+            let phase = phase.unsqueeze(s.rank())?;
+            ops::concat(
+                &[
+                    &ops::unary(UnaryOp::Cos, &phase)?,
+                    &ops::unary(UnaryOp::Sin, &phase)?,
+                ],
+                s.rank(),
+            )?
+        }
+    };
+    angles = ops::binary(BinaryOp::Mul, &angles, &magnitude)?;
+    let mut tprev: Option<Tensor> = None;
+    let keep = momentum / (1.0 + momentum);
+    for _ in 0..n_iter {
+        let inverse = istft(&angles, p, length)?;
+        let rebuilt = stft(&inverse, p)?;
+        let mut next = rebuilt.clone();
+        if let Some(prev) = &tprev {
+            next = ops::binary(
+                BinaryOp::Sub,
+                &next,
+                &ops::scalar(ScalarOp::Mul, prev, keep)?,
+            )?;
+        }
+        angles = ops::binary(BinaryOp::Mul, &unit_phase(&next)?, &magnitude)?;
+        tprev = Some(rebuilt);
+    }
+    istft(&angles, p, length)
 }

@@ -382,3 +382,29 @@ extern "C" __global__ void overlap_add_f32(const float* __restrict__ frames, flo
         y[i] = acc;
     }
 }
+
+// out[r, f] = the fraction of the frame_length samples of frame f (starting at f·hop in row r
+// of y) whose sign differs from the previous sample's, the first sample counting as no
+// crossing (librosa's zero_crossing_rate): a sample is negative when below −threshold, so
+// values within ±threshold count as positive zeros. One warp per frame; the integer count is
+// summed across the warp (exact, so the same every run). y is contiguous [rows, len].
+extern "C" __global__ void zero_crossing_rate_f32(const float* __restrict__ y,
+                                                  float* __restrict__ out, unsigned int rows,
+                                                  unsigned int len, unsigned int frame_length,
+                                                  unsigned int hop, unsigned int n_frames,
+                                                  float threshold) {
+    const unsigned int lane = threadIdx.x % 32;
+    const unsigned long long warps = (unsigned long long)gridDim.x * (blockDim.x / 32);
+    const unsigned long long total = (unsigned long long)rows * n_frames;
+    for (unsigned long long w = blockIdx.x * (unsigned long long)(blockDim.x / 32) + threadIdx.x / 32;
+         w < total; w += warps) {
+        const unsigned long long r = w / n_frames, f = w % n_frames;
+        const float* x = y + r * len + f * hop;
+        unsigned int count = 0;
+        for (unsigned int i = lane + 1; i < frame_length; i += 32)
+            count += (x[i - 1] < -threshold) != (x[i] < -threshold);
+#pragma unroll
+        for (int o = 16; o > 0; o /= 2) count += __shfl_xor_sync(0xffffffffu, count, o);
+        if (lane == 0) out[w] = (float)count / (float)frame_length;
+    }
+}

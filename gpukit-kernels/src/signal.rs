@@ -1,5 +1,5 @@
 //! The signal family (`cuda/signal.cu`): batched f32 FFTs of our own (no cuFFT, so a machine
-//! with only the driver runs them), padding and overlap-add — what `gpukit-audio`'s STFT, ISTFT
+//! with only the driver runs them), padding, overlap-add and zero-crossing rates — what `gpukit-audio`'s STFT, ISTFT
 //! and spectral features are built from.
 //!
 //! `fft_f32` takes one transform per `threads` threads, several transforms per block when they
@@ -29,6 +29,8 @@ pub enum SignalKernel {
     Pad,
     /// `overlap_add_f32`: sums overlapping frames into a signal, in frame order.
     OverlapAdd,
+    /// `zero_crossing_rate_f32`: the fraction of sign changes per frame, a warp per frame.
+    ZeroCrossingRate,
 }
 
 impl KernelFamily for SignalKernel {
@@ -37,6 +39,7 @@ impl KernelFamily for SignalKernel {
             SignalKernel::Fft => "fft_f32",
             SignalKernel::Pad => "pad_f32",
             SignalKernel::OverlapAdd => "overlap_add_f32",
+            SignalKernel::ZeroCrossingRate => "zero_crossing_rate_f32",
         }
         .into())
     }

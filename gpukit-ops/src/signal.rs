@@ -1,5 +1,5 @@
-//! Signal ops on f32 tensors: discrete Fourier transforms along the last axis, padding and
-//! overlap-add — the pieces `gpukit-audio` builds STFT, ISTFT and spectral features from.
+//! Signal ops on f32 tensors: discrete Fourier transforms along the last axis, padding,
+//! overlap-add and zero-crossing rates — the pieces `gpukit-audio` builds STFT, ISTFT and spectral features from.
 //!
 //! Complex values are a trailing axis of 2 f32 (real, imaginary), as `torch.view_as_real` lays
 //! them out. Transforms follow numpy's `np.fft` conventions: forward transforms are
@@ -651,4 +651,84 @@ pub fn overlap_add(frames: &Tensor, hop: usize) -> Result<Tensor> {
     let out = Tensor::empty(&shape, DType::F32, &frames.device())?;
     overlap_add_into(frames, hop, &out)?;
     Ok(out)
+}
+
+/// `out[.., f]` = the fraction of the `frame_length` samples of frame f (starting at sample
+/// `f · hop` of each row of `y` `[.., len]`) whose sign differs from the previous sample's
+/// (librosa's `zero_crossing_rate` on frames it has already padded): values within
+/// ±`threshold` count as positive zeros, and a frame's first sample as no crossing. `out` is
+/// `[.., 1 + (len − frame_length) / hop]`.
+///
+/// # Errors
+/// [`Error::Shape`] for a frame longer than the signal or a hop of 0; dtype and device errors.
+pub fn zero_crossing_rate_into(
+    y: &Tensor,
+    frame_length: usize,
+    hop: usize,
+    threshold: f32,
+    out: &Tensor,
+) -> Result<()> {
+    const OP: &str = "zero_crossing_rate";
+    f32_only(OP, y)?;
+    let dev = same_device(OP, &[y, out])?;
+    let (batch, len) = last_axis(OP, y, "the signal")?;
+    if frame_length == 0 || frame_length > len || hop == 0 {
+        return Err(Error::shape(
+            OP,
+            format!("frames of {frame_length} every {hop} do not fit a signal of {len}"),
+        ));
+    }
+    let n_frames = (len - frame_length) / hop + 1;
+    let mut shape = batch.to_vec();
+    shape.push(n_frames);
+    check_out(OP, out, &shape, DType::F32, &dev, &[y])?;
+    if out.numel() == 0 {
+        return Ok(());
+    }
+    let rows = out.numel() / n_frames;
+    let negative = |v: f64| v < -f64::from(threshold);
+    match &dev {
+        Device::Cpu => {
+            let v = host_values(y)?;
+            let mut values = Vec::with_capacity(out.numel());
+            for r in 0..rows {
+                let row = &v[r * len..(r + 1) * len];
+                values.extend((0..n_frames).map(|f| {
+                    let x = &row[f * hop..f * hop + frame_length];
+                    let count = x
+                        .windows(2)
+                        .filter(|p| negative(p[0]) != negative(p[1]))
+                        .count();
+                    count as f64 / frame_length as f64
+                }));
+            }
+            write_host(out, values)
+        }
+        Device::Cuda(c) => {
+            let y = y.contiguous()?;
+            let (out_c, copy_back) = if out.is_contiguous() {
+                (out.clone(), false)
+            } else {
+                (Tensor::empty(out.shape(), DType::F32, &dev)?, true)
+            };
+            let args = KernelArgs::new()
+                .arg(dptr(&y)?)
+                .arg(dptr(&out_c)?)
+                .arg(u32_dim(OP, rows)?)
+                .arg(u32_dim(OP, len)?)
+                .arg(u32_dim(OP, frame_length)?)
+                .arg(u32_dim(OP, hop)?)
+                .arg(u32_dim(OP, n_frames)?)
+                .arg(threshold);
+            // A warp per frame: 32 threads per output element.
+            let cfg = grid::elementwise(out.numel().saturating_mul(32), c.props());
+            // SAFETY: y is contiguous rows·len f32 and every frame lies inside its row;
+            // out_c is contiguous rows·n_frames.
+            unsafe { c.launch(SignalKernel::ZeroCrossingRate, &cfg, &args) }?;
+            if copy_back {
+                crate::ops::copy_into(&out_c, out)?;
+            }
+            Ok(())
+        }
+    }
 }

@@ -4,6 +4,7 @@
 
 use gpukit_audio::features;
 use gpukit_audio::mel::{self, DbRef, Mel, MelNorm, MelScale};
+use gpukit_audio::spectrum::{self, PhaseInit};
 use gpukit_audio::wav::{self, WavFormat};
 use gpukit_audio::{PadMode, Stft, Window};
 use gpukit_ops::Tensor;
@@ -284,6 +285,86 @@ pub fn preemphasis(py: Python<'_>, y: &Bound<'_, PyTensor>, coef: f32) -> PyResu
     })?))
 }
 
+/// Griffin-Lim phase reconstruction of a magnitude spectrogram (`seed` None: zero phases).
+#[pyfunction]
+#[pyo3(signature = (s, n_iter, n_fft, hop_length, win_length, window, center, pad_mode, momentum, seed, length))]
+pub fn griffin_lim(
+    py: Python<'_>,
+    s: &Bound<'_, PyTensor>,
+    n_iter: usize,
+    n_fft: usize,
+    hop_length: Option<usize>,
+    win_length: Option<usize>,
+    window: &str,
+    center: bool,
+    pad_mode: &str,
+    momentum: f32,
+    seed: Option<u64>,
+    length: Option<usize>,
+) -> PyResult<PyTensor> {
+    let p = stft_params(n_fft, hop_length, win_length, window, center, pad_mode)?;
+    let init = seed.map_or(PhaseInit::Zero, PhaseInit::Random);
+    let s = t(s);
+    Ok(PyTensor::new(run(py, move || {
+        spectrum::griffin_lim(&s, &p, n_iter, momentum, init, length)
+    })?))
+}
+
+/// The chroma filter bank `[n_chroma, 1 + n_fft/2]` (float32, CPU).
+#[pyfunction]
+pub fn chroma_filters(sr: f64, n_fft: usize, n_chroma: usize, tuning: f64) -> PyResult<PyTensor> {
+    let w = features::chroma_filters(sr, n_fft, n_chroma, tuning).map_err(errors::audio)?;
+    let w: Vec<f32> = w.iter().map(|&v| v as f32).collect();
+    let t = Tensor::from_slice(&w, &[n_chroma, n_fft / 2 + 1], &gpukit_ops::Device::Cpu)
+        .map_err(errors::ops)?;
+    Ok(PyTensor::new(t))
+}
+
+/// The chromagram `[.., n_chroma, n_frames]` of a power spectrogram.
+#[pyfunction]
+pub fn chroma(
+    py: Python<'_>,
+    s: &Bound<'_, PyTensor>,
+    sr: f64,
+    n_fft: usize,
+    n_chroma: usize,
+    tuning: f64,
+) -> PyResult<PyTensor> {
+    let s = t(s);
+    Ok(PyTensor::new(run(py, move || {
+        features::chroma(&s, sr, n_fft, n_chroma, tuning)
+    })?))
+}
+
+/// Delta features along the last axis.
+#[pyfunction]
+pub fn delta(
+    py: Python<'_>,
+    data: &Bound<'_, PyTensor>,
+    width: usize,
+    order: usize,
+) -> PyResult<PyTensor> {
+    let data = t(data);
+    Ok(PyTensor::new(run(py, move || {
+        features::delta(&data, width, order)
+    })?))
+}
+
+/// Zero-crossing rate `[.., 1, n_frames]`.
+#[pyfunction]
+pub fn zero_crossing_rate(
+    py: Python<'_>,
+    y: &Bound<'_, PyTensor>,
+    frame_length: usize,
+    hop_length: usize,
+    center: bool,
+) -> PyResult<PyTensor> {
+    let y = t(y);
+    Ok(PyTensor::new(run(py, move || {
+        features::zero_crossing_rate(&y, frame_length, hop_length, center)
+    })?))
+}
+
 /// A WAV file as (`[channels, frames]` float32 on `device`, sample rate).
 #[pyfunction]
 #[pyo3(signature = (path, device=None))]
@@ -331,6 +412,11 @@ pub(crate) fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     m.add_function(wrap_pyfunction!(spectral_bandwidth, &m)?)?;
     m.add_function(wrap_pyfunction!(spectral_flatness, &m)?)?;
     m.add_function(wrap_pyfunction!(preemphasis, &m)?)?;
+    m.add_function(wrap_pyfunction!(griffin_lim, &m)?)?;
+    m.add_function(wrap_pyfunction!(chroma_filters, &m)?)?;
+    m.add_function(wrap_pyfunction!(chroma, &m)?)?;
+    m.add_function(wrap_pyfunction!(delta, &m)?)?;
+    m.add_function(wrap_pyfunction!(zero_crossing_rate, &m)?)?;
     m.add_function(wrap_pyfunction!(read_wav, &m)?)?;
     m.add_function(wrap_pyfunction!(write_wav, &m)?)?;
     Ok(m)

@@ -205,3 +205,47 @@ def test_cuda_matches_the_cpu(signals):
     t = gk.asarray(signals[0][1], device="cuda")
     s = gk.audio.stft(t, n_fft=512)
     assert isinstance(s, gk.Tensor) and s.shape[-1] == 2 and s.device.type == "cuda"
+
+
+def test_griffinlim_chroma_and_delta_match_librosa(signals):
+    librosa = pytest.importorskip("librosa")
+    for name, y, sr in signals:
+        y = y[: 2 * sr]
+        S = np.abs(librosa.stft(y, n_fft=512, hop_length=128))
+        want = librosa.griffinlim(S, n_iter=8, hop_length=128, init=None)
+        got = gk.audio.griffinlim(S, n_iter=8, hop_length=128, init=None)
+        assert rel(got, want) < 1e-4, name
+        kw = dict(n_fft=1024, hop_length=256, tuning=0.0)
+        assert np.max(np.abs(gk.audio.chroma_filters(sr=sr, n_fft=1024)
+                             - librosa.filters.chroma(sr=sr, n_fft=1024))) < 1e-6
+        assert rel(gk.audio.chroma_stft(y=y, sr=sr, **kw),
+                   librosa.feature.chroma_stft(y=y, sr=sr, **kw)) < 1e-4, name
+        for kw in (dict(), dict(frame_length=400, hop_length=160, center=False)):
+            assert rel(gk.audio.zero_crossing_rate(y, **kw),
+                       librosa.feature.zero_crossing_rate(y, **kw)) < 1e-6, (name, kw)
+        M = librosa.feature.mfcc(y=y, sr=sr, n_mfcc=13)
+        for width, order in ((9, 1), (5, 2), (3, 1)):
+            assert rel(gk.audio.delta(M, width=width, order=order),
+                       librosa.feature.delta(M, width=width, order=order)) < 1e-5, name
+    with pytest.raises(ValueError, match="width"):
+        gk.audio.delta(np.zeros((3, 5), np.float32), width=9)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU")
+def test_cuda_griffinlim_chroma_and_delta_match_the_cpu(rng):
+    y = synthetic(rng)[:16000]
+    S = np.abs(gk.audio.stft(y, n_fft=512, hop_length=128))
+    for init in (None, "random"):
+        cpu = gk.audio.griffinlim(S, n_iter=4, hop_length=128, init=init, random_state=3)
+        cuda = gk.audio.griffinlim(S, n_iter=4, hop_length=128, init=init, random_state=3,
+                                   device="cuda")
+        assert rel(cuda, cpu) < 1e-4, init
+    assert rel(gk.audio.chroma_stft(y=y, sr=22050, device="cuda"),
+               gk.audio.chroma_stft(y=y, sr=22050)) < 1e-4
+    M = gk.audio.mfcc(y=y, sr=22050, n_mfcc=13)
+    assert rel(gk.audio.delta(M, device="cuda"), gk.audio.delta(M)) < 1e-5
+    y[100:200] = 0  # exact zeros and values inside the threshold count as positive
+    y[300:310] = -1e-12
+    assert np.array_equal(gk.audio.zero_crossing_rate(y, device="cuda"),
+                          gk.audio.zero_crossing_rate(y))

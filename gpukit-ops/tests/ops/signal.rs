@@ -261,3 +261,42 @@ op_test!(pad_and_overlap_add, |dev: &Device| {
     }
     assert!(signal::overlap_add(&frames, 0).is_err());
 });
+
+op_test!(zero_crossing_rate, |dev: &Device| {
+    let s = seed();
+    let (y, yv) = input(&[3, 1000], DType::F32, -1.0, 1.0, s, dev);
+    // Exact zeros and values within the threshold are positive zeros.
+    let mut host = yv.iter().map(|&v| v as f32).collect::<Vec<_>>();
+    host[10..20].fill(0.0);
+    host[30..35].fill(-1e-12);
+    drop(y);
+    let y = Tensor::from_slice(&host, &[3, 1000], dev).unwrap();
+    for (frame, hop) in [(64usize, 16usize), (1000, 1), (7, 7)] {
+        let n_frames = (1000 - frame) / hop + 1;
+        let out = poisoned(&[3, n_frames], DType::F32, dev);
+        signal::zero_crossing_rate_into(&y, frame, hop, 1e-10, &out).unwrap();
+        let neg = |v: f32| v < -1e-10;
+        let want: Vec<f64> = (0..3)
+            .flat_map(|r| {
+                let row = &host[r * 1000..(r + 1) * 1000];
+                (0..n_frames)
+                    .map(|f| {
+                        let x = &row[f * hop..f * hop + frame];
+                        (1..frame).filter(|&i| neg(x[i - 1]) != neg(x[i])).count() as f64
+                            / frame as f64
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert_close(
+            &format!("zcr {frame}/{hop}"),
+            &out.to_vec_f64().unwrap(),
+            &want,
+            1e-7,
+        );
+    }
+    assert!(
+        signal::zero_crossing_rate_into(&y, 1001, 1, 0.0, &poisoned(&[3, 1], DType::F32, dev))
+            .is_err()
+    );
+});

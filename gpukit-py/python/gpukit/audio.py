@@ -22,6 +22,10 @@ _a = _gpukit._audio
 
 __all__ = [
     "amplitude_to_db",
+    "chroma_filters",
+    "chroma_stft",
+    "delta",
+    "griffinlim",
     "istft",
     "load",
     "mel_filters",
@@ -34,6 +38,7 @@ __all__ = [
     "spectral_flatness",
     "stft",
     "write_wav",
+    "zero_crossing_rate",
 ]
 
 
@@ -186,6 +191,61 @@ def preemphasis(y, *, coef=0.97, device=None):
     (`librosa.effects.preemphasis`)."""
     t, np_in = _tensor(y, device)
     return _out(_a.preemphasis(t, float(coef)), np_in)
+
+
+def griffinlim(S, *, n_iter=32, hop_length=None, win_length=None, n_fft=None, window="hann",
+               center=True, length=None, pad_mode="constant", momentum=0.99, init="random",
+               random_state=None, device=None):
+    """A signal whose STFT magnitude approximates `S` (`librosa.griffinlim`, fast Griffin-Lim
+    with momentum). `init=None` starts from zero phases (the same result as librosa's);
+    `init="random"` from uniform phases seeded by `random_state` (an int; gpukit's generator,
+    so not librosa's values)."""
+    t, np_in = _tensor(S, device)
+    if n_fft is None:
+        n_fft = 2 * (t.shape[-2] - 1)
+    if init is None:
+        seed = None
+    elif init == "random":
+        seed = int(random_state) if random_state is not None else 0
+    else:
+        raise ValueError(f"init={init!r}: None or 'random'")
+    r = _a.griffin_lim(t, n_iter, n_fft, hop_length, win_length, window, center, pad_mode,
+                       float(momentum), seed, length)
+    return _out(r, np_in)
+
+
+def chroma_filters(*, sr, n_fft, n_chroma=12, tuning=0.0):
+    """The chroma filter bank `[n_chroma, 1 + n_fft // 2]` as a float32 numpy array
+    (`librosa.filters.chroma` with its defaults)."""
+    return _a.chroma_filters(float(sr), n_fft, n_chroma, float(tuning)).numpy()
+
+
+def chroma_stft(*, y=None, sr=22050, S=None, n_fft=2048, hop_length=512, win_length=None,
+                window="hann", center=True, pad_mode="constant", tuning=0.0, n_chroma=12,
+                device=None):
+    """Chromagram `[..., n_chroma, n_frames]` of the power spectrogram, each frame divided by
+    its maximum (`librosa.feature.chroma_stft`). `tuning` defaults to 0 (librosa estimates it
+    when given None; gpukit does not)."""
+    if tuning is None:
+        raise ValueError("tuning=None (estimated tuning) is not implemented: pass a value")
+    s, np_in = _spectrogram(y, S, n_fft, hop_length, win_length, window, center, pad_mode, 2.0,
+                            device)
+    n_fft = 2 * (s.shape[-2] - 1)
+    return _out(_a.chroma(s, float(sr), n_fft, n_chroma, float(tuning)), np_in)
+
+
+def delta(data, *, width=9, order=1, device=None):
+    """Delta features along the last axis (`librosa.feature.delta`, mode "interp"): a
+    Savitzky-Golay derivative of polynomial degree `order` over `width` frames."""
+    t, np_in = _tensor(data, device)
+    return _out(_a.delta(t, width, order), np_in)
+
+
+def zero_crossing_rate(y, *, frame_length=2048, hop_length=512, center=True, device=None):
+    """The fraction of sign changes per frame, `[..., 1, n_frames]`
+    (`librosa.feature.zero_crossing_rate`; `center` pads with the edge samples)."""
+    t, np_in = _tensor(y, device)
+    return _out(_a.zero_crossing_rate(t, frame_length, hop_length, center), np_in)
 
 
 def load(path, *, device=None):
