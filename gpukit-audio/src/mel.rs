@@ -255,11 +255,7 @@ pub fn power_to_db(s: &Tensor, reference: DbRef, amin: f32, top_db: Option<f32>)
     }
     if let Some(top) = top_db {
         // On the device: no read-back of the maximum.
-        let floor = ops::scalar(
-            ScalarOp::Sub,
-            &ops::reduce_all(ReduceOp::Max, &log_spec)?,
-            top,
-        )?;
+        let floor = ops::scalar(ScalarOp::Sub, &max_all(&log_spec)?, top)?;
         log_spec = ops::binary(BinaryOp::Maximum, &log_spec, &floor)?;
     }
     Ok(log_spec)
