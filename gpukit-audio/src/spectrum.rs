@@ -9,7 +9,7 @@
 //! the mel projection reads without a copy; call `contiguous()` for librosa's memory order.
 
 use gpukit_ops::ops;
-use gpukit_ops::signal::{self, FftOutput, PadMode};
+use gpukit_ops::signal::{self, FftOutput, FftWindow, PadMode};
 use gpukit_ops::{BinaryOp, ScalarOp, UnaryOp};
 use gpukit_ops::{DType, Tensor};
 
@@ -94,12 +94,9 @@ impl Stft {
         Ok(())
     }
 
-    /// The window padded to `n_fft`, as an f32 tensor like `like`'s device.
-    fn window_tensor(&self, like: &Tensor) -> Result<Tensor> {
-        window::tensor(
-            &self.window.padded(self.win_length(), self.n_fft),
-            &like.device(),
-        )
+    /// The window centred in `n_fft`, computed by the FFT ops where they run.
+    fn fft_window(&self) -> FftWindow<'static> {
+        self.window.fft_window(self.win_length(), self.n_fft)
     }
 
     /// The frames `[.., n_frames, n_fft]` of `y` `[.., samples]` (a view of the padded signal).
@@ -154,12 +151,7 @@ pub fn stft(y: &Tensor, p: &Stft) -> Result<Tensor> {
     let mut shape = frames.shape()[..frames.rank() - 1].to_vec();
     shape.extend([p.bins(), 2]);
     let out = Tensor::empty(&shape, DType::F32, &y.device())?;
-    signal::rfft_into(
-        &frames,
-        Some(&p.window_tensor(y)?),
-        FftOutput::Complex,
-        &out,
-    )?;
+    signal::rfft_into(&frames, Some(p.fft_window()), FftOutput::Complex, &out)?;
     frames_last(&out, true)
 }
 
@@ -185,7 +177,7 @@ pub fn spectrogram(y: &Tensor, p: &Stft, power: f32) -> Result<Tensor> {
     } else {
         FftOutput::Magnitude
     };
-    signal::rfft_into(&frames, Some(&p.window_tensor(y)?), kind, &out)?;
+    signal::rfft_into(&frames, Some(p.fft_window()), kind, &out)?;
     let out = if power == 1.0 || power == 2.0 {
         out
     } else {
@@ -228,11 +220,7 @@ pub fn istft(stft_matrix: &Tensor, p: &Stft, length: Option<usize>) -> Result<Te
     // [.., n_frames, bins, 2]
     let spec = frames_last(stft_matrix, true)?.narrow(stft_matrix.rank() - 3, 0, n_frames)?;
     let win = p.window.padded(p.win_length(), n_fft);
-    let frames = signal::irfft(
-        &spec,
-        n_fft,
-        Some(&window::tensor(&win, &stft_matrix.device())?),
-    )?;
+    let frames = signal::irfft(&spec, n_fft, Some(p.fft_window()))?;
     let full = signal::overlap_add(&frames, hop)?;
     let full_len = *full.shape().last().unwrap_or(&0);
     let out_len = length.unwrap_or_else(|| full_len.saturating_sub(2 * start));

@@ -1,8 +1,7 @@
 //! Analysis windows, as `scipy.signal.get_window(name, n, fftbins=True)` (periodic, the form
 //! librosa's STFT uses) makes them, computed in f64 and rounded to f32.
 
-use std::f64::consts::PI;
-
+use gpukit_ops::signal::{FftWindow, WindowFn};
 use gpukit_ops::{Device, Tensor};
 
 use crate::Result;
@@ -43,17 +42,30 @@ impl Window {
         })
     }
 
+    /// The window function the FFT kernels compute.
+    pub fn function(self) -> WindowFn {
+        match self {
+            Window::Hann => WindowFn::Hann,
+            Window::Hamming => WindowFn::Hamming,
+            Window::Blackman => WindowFn::Blackman,
+            Window::Rectangular => WindowFn::Rectangular,
+        }
+    }
+
     /// The periodic window of `n` samples (period `n`, as for spectral analysis), in f64.
     pub fn values(self, n: usize) -> Vec<f64> {
-        let phase = |i: usize| 2.0 * PI * i as f64 / n as f64;
-        (0..n)
-            .map(|i| match self {
-                Window::Hann => 0.5 - 0.5 * phase(i).cos(),
-                Window::Hamming => 0.54 - 0.46 * phase(i).cos(),
-                Window::Blackman => 0.42 - 0.5 * phase(i).cos() + 0.08 * (2.0 * phase(i)).cos(),
-                Window::Rectangular => 1.0,
-            })
-            .collect()
+        (0..n).map(|i| self.function().value(i, n)).collect()
+    }
+
+    /// The window of `win_length` samples centred in `n_fft` (as [`Window::padded`]), for the
+    /// FFT ops to compute where they run.
+    pub fn fft_window(self, win_length: usize, n_fft: usize) -> FftWindow<'static> {
+        let length = win_length.min(n_fft);
+        FftWindow::Function {
+            function: self.function(),
+            length,
+            offset: (n_fft - length) / 2,
+        }
     }
 
     /// The window of `win_length` samples centred in `n_fft` zeros (librosa's `pad_center`:

@@ -188,6 +188,22 @@ __device__ void transform(cfloat* buf, int n, int m, int sign, int lane, int thr
     __syncthreads();
 }
 
+// The window's value at sample j of a transform: the window array's, the analytic window's
+// (periodic over win_length samples from win_offset, zero outside them), or 1.
+__device__ __forceinline__ float window_at(const FftArgs& a, int j) {
+    if (a.window) return a.window[j];
+    if (a.window_fn == WIN_NONE) return 1.0f;
+    const int k = j - (int)a.win_offset;
+    if (k < 0 || k >= (int)a.win_length) return 0.0f;
+    const float x = (float)(2 * k) / (float)a.win_length;
+    switch (a.window_fn) {
+    case WIN_HANN: return 0.5f - 0.5f * cospif(x);
+    case WIN_HAMMING: return 0.54f - 0.46f * cospif(x);
+    case WIN_BLACKMAN: return 0.42f - 0.5f * cospif(x) + 0.08f * cospif(2.0f * x);
+    default: return 1.0f;
+    }
+}
+
 // Writes bin k of a real-to-complex transform as FftArgs::out_kind asks.
 __device__ __forceinline__ void store_bin(const FftArgs& a, float* out, int k, cfloat x) {
     float* p = out + (long long)k * a.out_elem;
@@ -242,10 +258,8 @@ extern "C" __global__ void __launch_bounds__(FFT_MAX_THREADS) fft_f32(const FftA
                 if (live) {
                     x0 = in[2 * k * a.in_elem];
                     x1 = in[(2 * k + 1) * a.in_elem];
-                    if (a.window) {
-                        x0 *= a.window[2 * k];
-                        x1 *= a.window[2 * k + 1];
-                    }
+                    x0 *= window_at(a, 2 * k);
+                    x1 *= window_at(a, 2 * k + 1);
                 }
                 buf[k] = {x0, x1};
             }
@@ -265,7 +279,7 @@ extern "C" __global__ void __launch_bounds__(FFT_MAX_THREADS) fft_f32(const FftA
                 float x = 0.0f;
                 if (live) {
                     x = in[k * a.in_elem];
-                    if (a.window) x *= a.window[k];
+                    x *= window_at(a, k);
                 }
                 buf[k] = {x, 0.0f};
             }
@@ -302,10 +316,8 @@ extern "C" __global__ void __launch_bounds__(FFT_MAX_THREADS) fft_f32(const FftA
             const float s = 2.0f * a.scale;
             for (int k = lane; k < h; k += a.threads) {
                 float x0 = buf[k].re * s, x1 = buf[k].im * s;
-                if (a.window) {
-                    x0 *= a.window[2 * k];
-                    x1 *= a.window[2 * k + 1];
-                }
+                x0 *= window_at(a, 2 * k);
+                x1 *= window_at(a, 2 * k + 1);
                 out[2 * k * a.out_elem] = x0;
                 out[(2 * k + 1) * a.out_elem] = x1;
             }
@@ -327,7 +339,7 @@ extern "C" __global__ void __launch_bounds__(FFT_MAX_THREADS) fft_f32(const FftA
     if (live) {
         for (int k = lane; k < n; k += a.threads) {
             float x = buf[k].re * a.scale;
-            if (a.window) x *= a.window[k];
+            x *= window_at(a, k);
             out[k * a.out_elem] = x;
         }
     }

@@ -474,6 +474,24 @@ shared_enum! {
 }
 
 shared_enum! {
+    /// A window function the FFT kernel computes as it loads (periodic, as for spectral
+    /// analysis: period `win_length`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum WindowFn: "WIN_" {
+        /// No analytic window (the `window` pointer, or none).
+        None = 0 => "NONE",
+        /// Hann: 0.5 − 0.5·cos(2πk/N).
+        Hann = 1 => "HANN",
+        /// Hamming: 0.54 − 0.46·cos(2πk/N).
+        Hamming = 2 => "HAMMING",
+        /// Blackman: 0.42 − 0.5·cos(2πk/N) + 0.08·cos(4πk/N).
+        Blackman = 3 => "BLACKMAN",
+        /// Ones.
+        Rectangular = 4 => "RECTANGULAR",
+    }
+}
+
+shared_enum! {
     /// How `pad` fills the samples outside a signal (numpy's `np.pad` modes).
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
     pub enum PadMode: "PAD_" {
@@ -529,6 +547,13 @@ shared_struct! {
         pub per_block: u32,
         /// Threads per transform (a power of two).
         pub threads: u32,
+        /// [`WindowFn`] code: when not `None` (and `window` is null), the kernel computes the
+        /// window, `win_length` samples long starting at sample `win_offset`, zero elsewhere.
+        pub window_fn: u32,
+        /// The analytic window's length.
+        pub win_length: u32,
+        /// Where the analytic window starts within the `n` samples.
+        pub win_offset: u32,
         /// Zero (keeps the struct a multiple of 8 bytes without implicit padding).
         pub reserved: u32,
     }
@@ -561,6 +586,7 @@ pub fn cuda_header() -> String {
         FftMode::CUDA_CODES,
         FftOutput::CUDA_CODES,
         PadMode::CUDA_CODES,
+        WindowFn::CUDA_CODES,
     ];
     for list in codes {
         for (name, value) in list {

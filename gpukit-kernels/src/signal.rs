@@ -13,10 +13,10 @@ use gpukit_driver::{DeviceCopy, LaunchConfig};
 
 use crate::kernel::KernelFamily;
 use crate::shared::{FFT_BLOCK_THREADS, FFT_MAX_POINTS, FFT_MAX_THREADS, FFT_MIN_THREADS};
-pub use crate::shared::{FftArgs, FftMode, FftOutput, PadMode};
+pub use crate::shared::{FftArgs, FftMode, FftOutput, PadMode, WindowFn};
 use crate::{Error, Result};
 
-// SAFETY: `repr(C)`, pointers, integers and floats, no implicit padding (120 bytes, every
+// SAFETY: `repr(C)`, pointers, integers and floats, no implicit padding (136 bytes, every
 // 8-byte field on an 8-byte offset).
 unsafe impl DeviceCopy for FftArgs {}
 
@@ -55,6 +55,21 @@ impl KernelFamily for SignalKernel {
             SignalKernel::Pad,
             SignalKernel::OverlapAdd,
         ]
+    }
+}
+
+impl WindowFn {
+    /// Sample `k` of the periodic window of `length` samples, in f64 (what the kernel computes
+    /// in f32): Hann 0.5 − 0.5·cos(2πk/N), Hamming 0.54 − 0.46·cos(2πk/N), Blackman 0.42 −
+    /// 0.5·cos(2πk/N) + 0.08·cos(4πk/N), rectangular (and `None`) 1.
+    pub fn value(self, k: usize, length: usize) -> f64 {
+        let phase = 2.0 * std::f64::consts::PI * k as f64 / length.max(1) as f64;
+        match self {
+            WindowFn::Hann => 0.5 - 0.5 * phase.cos(),
+            WindowFn::Hamming => 0.54 - 0.46 * phase.cos(),
+            WindowFn::Blackman => 0.42 - 0.5 * phase.cos() + 0.08 * (2.0 * phase).cos(),
+            WindowFn::Rectangular | WindowFn::None => 1.0,
+        }
     }
 }
 
@@ -152,6 +167,12 @@ mod tests {
 
     /// An H200's opt-in shared memory per block.
     const H200: usize = 227 << 10;
+
+    #[test]
+    fn fft_args_have_no_padding() {
+        assert_eq!(std::mem::size_of::<FftArgs>(), 136);
+        assert!(crate::shared::cuda_header().contains("    unsigned int win_offset;\n"));
+    }
 
     #[test]
     fn smooth_lengths_are_products_of_2_3_5() {

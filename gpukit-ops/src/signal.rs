@@ -15,7 +15,7 @@
 use gpukit_driver::{DevicePtr, KernelArgs};
 use gpukit_kernels::grid;
 use gpukit_kernels::signal::{self as ksignal, FftArgs, FftMode, SignalKernel};
-pub use gpukit_kernels::signal::{FftOutput, PadMode};
+pub use gpukit_kernels::signal::{FftOutput, PadMode, WindowFn};
 use rustfft::FftPlanner;
 use rustfft::num_complex::Complex64;
 
@@ -58,14 +58,73 @@ fn complex_axis<'a>(op: &'static str, t: &'a Tensor) -> Result<(&'a [usize], usi
     Ok((&s[..s.len() - 2], s[s.len() - 2]))
 }
 
-/// A window `[n]` f32 on `dev`, contiguous.
+/// The window an FFT op multiplies each row by (the input of [`rfft_into`], the output of
+/// [`irfft_into`]).
+#[derive(Clone, Copy, Debug)]
+pub enum FftWindow<'a> {
+    /// Values `[n]` f32 on the op's device.
+    Values(&'a Tensor),
+    /// A periodic window function `length` samples long starting at sample `offset` of the
+    /// row, zero elsewhere (librosa's window centred in `n_fft`), computed where the op runs:
+    /// inside the FFT kernel on CUDA, so nothing is uploaded.
+    Function {
+        /// The function (not [`WindowFn::None`]).
+        function: WindowFn,
+        /// Its length (period) in samples.
+        length: usize,
+        /// Its first sample's position in the row.
+        offset: usize,
+    },
+}
+
+/// A checked window: values `[n]` on the op's device (contiguous), or a function that fits.
+enum Checked {
+    Values(Tensor),
+    Function(WindowFn, usize, usize),
+}
+
+impl Checked {
+    /// The window's `n` values in f64 (the CPU side).
+    fn values(&self, n: usize) -> Result<Vec<f64>> {
+        Ok(match self {
+            Checked::Values(t) => host_values(t)?,
+            Checked::Function(f, length, offset) => (0..n)
+                .map(|j| match j.checked_sub(*offset) {
+                    Some(k) if k < *length => f.value(k, *length),
+                    _ => 0.0,
+                })
+                .collect(),
+        })
+    }
+}
+
+/// Checks `w` against rows of `n` samples on `dev`.
 fn window_for(
     op: &'static str,
-    w: Option<&Tensor>,
+    w: Option<FftWindow<'_>>,
     n: usize,
     dev: &Device,
-) -> Result<Option<Tensor>> {
-    let Some(w) = w else { return Ok(None) };
+) -> Result<Option<Checked>> {
+    let w = match w {
+        None => return Ok(None),
+        Some(FftWindow::Function {
+            function,
+            length,
+            offset,
+        }) => {
+            if function == WindowFn::None || length == 0 || offset.saturating_add(length) > n {
+                return Err(Error::shape(
+                    op,
+                    format!(
+                        "a {function:?} window of {length} samples from sample {offset} does \
+                         not fit a row of {n}"
+                    ),
+                ));
+            }
+            return Ok(Some(Checked::Function(function, length, offset)));
+        }
+        Some(FftWindow::Values(w)) => w,
+    };
     f32_only(op, w)?;
     if w.shape() != [n] {
         return Err(Error::shape(
@@ -80,7 +139,7 @@ fn window_for(
             b: format!("{} (the window)", w.device().describe()),
         });
     }
-    Ok(Some(w.contiguous()?))
+    Ok(Some(Checked::Values(w.contiguous()?)))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -160,7 +219,7 @@ fn launch_fft(
     out_kind: FftOutput,
     x: &Tensor,
     out: &Tensor,
-    window: Option<&Tensor>,
+    window: Option<&Checked>,
     n: usize,
     sign: i32,
     scale: f32,
@@ -216,8 +275,8 @@ fn launch_fft(
         input: dptr(&x)?,
         output: dptr(&target)?,
         window: match window {
-            Some(w) => dptr(w)?,
-            None => DevicePtr(0),
+            Some(Checked::Values(w)) => dptr(w)?,
+            _ => DevicePtr(0),
         },
         in_stride,
         out_stride,
@@ -234,6 +293,18 @@ fn launch_fft(
         scale,
         per_block: plan.per_block,
         threads: plan.threads,
+        window_fn: match window {
+            Some(Checked::Function(f, ..)) => f.code() as u32,
+            _ => WindowFn::None.code() as u32,
+        },
+        win_length: match window {
+            Some(Checked::Function(_, length, _)) => u32_dim(op, *length)?,
+            _ => 0,
+        },
+        win_offset: match window {
+            Some(Checked::Function(_, _, offset)) => u32_dim(op, *offset)?,
+            _ => 0,
+        },
         reserved: 0,
     };
     // SAFETY: the strides and counts describe x and the target exactly (checked shapes); the
@@ -249,7 +320,7 @@ fn launch_fft(
 // Public ops.
 
 /// `out` = the `n / 2 + 1` non-negative-frequency bins of the DFT of each row of `x` (f32
-/// `[.., n]`, any strides), each row first multiplied by `window` (f32 `[n]`) when given:
+/// `[.., n]`, any strides), each row first multiplied by `window` when given:
 /// complex `[.., n/2+1, 2]` for [`FftOutput::Complex`], magnitudes or powers `[.., n/2+1]`
 /// otherwise.
 ///
@@ -258,7 +329,7 @@ fn launch_fft(
 /// kernels cannot hold in shared memory (see `gpukit_kernels::signal`).
 pub fn rfft_into(
     x: &Tensor,
-    window: Option<&Tensor>,
+    window: Option<FftWindow<'_>>,
     output: FftOutput,
     out: &Tensor,
 ) -> Result<()> {
@@ -280,7 +351,7 @@ pub fn rfft_into(
     match &dev {
         Device::Cpu => {
             let v = host_values(x)?;
-            let w = window.as_ref().map(host_values).transpose()?;
+            let w = window.as_ref().map(|w| w.values(n)).transpose()?;
             let mut values = Vec::with_capacity(out.numel());
             let mut row = vec![Complex64::default(); n];
             for xs in v.chunks(n) {
@@ -317,7 +388,7 @@ pub fn rfft_into(
 ///
 /// # Errors
 /// As [`rfft_into`].
-pub fn rfft(x: &Tensor, window: Option<&Tensor>) -> Result<Tensor> {
+pub fn rfft(x: &Tensor, window: Option<FftWindow<'_>>) -> Result<Tensor> {
     let (batch, n) = last_axis("rfft", x, "the signal")?;
     let mut shape = batch.to_vec();
     shape.extend([n / 2 + 1, 2]);
@@ -327,13 +398,13 @@ pub fn rfft(x: &Tensor, window: Option<&Tensor>) -> Result<Tensor> {
 }
 
 /// `out` `[.., n]` = the real inverse DFT (divided by n) of each Hermitian half-spectrum of `x`
-/// `[.., n/2+1, 2]`, multiplied by `window` (f32 `[n]`) when given. The imaginary parts of
+/// `[.., n/2+1, 2]`, multiplied by `window` when given. The imaginary parts of
 /// the zero-frequency bin and, for even n, the Nyquist bin are ignored.
 ///
 /// # Errors
 /// [`Error::Shape`] when `x` does not hold `n / 2 + 1` bins; dtype and device errors; on CUDA
 /// a length the kernels cannot hold in shared memory.
-pub fn irfft_into(x: &Tensor, n: usize, window: Option<&Tensor>, out: &Tensor) -> Result<()> {
+pub fn irfft_into(x: &Tensor, n: usize, window: Option<FftWindow<'_>>, out: &Tensor) -> Result<()> {
     const OP: &str = "irfft";
     f32_only(OP, x)?;
     let dev = same_device(OP, &[x, out])?;
@@ -351,7 +422,7 @@ pub fn irfft_into(x: &Tensor, n: usize, window: Option<&Tensor>, out: &Tensor) -
     match &dev {
         Device::Cpu => {
             let v = host_values(x)?;
-            let w = window.as_ref().map(host_values).transpose()?;
+            let w = window.as_ref().map(|w| w.values(n)).transpose()?;
             let mut values = Vec::with_capacity(out.numel());
             let mut row = vec![Complex64::default(); n];
             for xs in v.chunks(2 * bins) {
@@ -388,7 +459,7 @@ pub fn irfft_into(x: &Tensor, n: usize, window: Option<&Tensor>, out: &Tensor) -
 ///
 /// # Errors
 /// As [`irfft_into`].
-pub fn irfft(x: &Tensor, n: usize, window: Option<&Tensor>) -> Result<Tensor> {
+pub fn irfft(x: &Tensor, n: usize, window: Option<FftWindow<'_>>) -> Result<Tensor> {
     let (batch, _) = complex_axis("irfft", x)?;
     let mut shape = batch.to_vec();
     shape.push(n);

@@ -4,7 +4,7 @@
 //! Tolerance on ‖out − ref‖ / ‖ref‖: 2e-5 (f32 transforms of up to 16 384 points).
 
 use super::*;
-use gpukit_ops::signal::{self, FftOutput, PadMode};
+use gpukit_ops::signal::{self, FftOutput, FftWindow, PadMode, WindowFn};
 
 const FFT_TOL: f64 = 2e-5;
 
@@ -42,7 +42,7 @@ op_test!(rfft_and_irfft, |dev: &Device| {
         let spec = poisoned(&[6, bins, 2], DType::F32, dev)
             .reshape(&[3, 2, bins, 2])
             .unwrap();
-        signal::rfft_into(&x, Some(&w), FftOutput::Complex, &spec).unwrap();
+        signal::rfft_into(&x, Some(FftWindow::Values(&w)), FftOutput::Complex, &spec).unwrap();
         let got = spec.to_vec_f64().unwrap();
         if n <= 1024 {
             let mut want = Vec::new();
@@ -55,7 +55,7 @@ op_test!(rfft_and_irfft, |dev: &Device| {
             // Magnitudes and powers from the same kernel.
             for kind in [FftOutput::Magnitude, FftOutput::Power] {
                 let m = poisoned(&[3, 2, bins], DType::F32, dev);
-                signal::rfft_into(&x, Some(&w), kind, &m).unwrap();
+                signal::rfft_into(&x, Some(FftWindow::Values(&w)), kind, &m).unwrap();
                 let want_m: Vec<f64> = want
                     .chunks(2)
                     .map(|p| {
@@ -97,7 +97,7 @@ op_test!(rfft_and_irfft, |dev: &Device| {
             || {
                 let c = signal::rfft(
                     &x.to_device(&Device::Cpu).unwrap(),
-                    Some(&w.to_device(&Device::Cpu).unwrap()),
+                    Some(FftWindow::Values(&w.to_device(&Device::Cpu).unwrap())),
                 )
                 .unwrap();
                 c.to_vec_f64().unwrap()
@@ -126,6 +126,56 @@ op_test!(rfft_and_irfft, |dev: &Device| {
         );
     }
     assert!(signal::irfft(&Tensor::zeros(&[5, 2], DType::F32, dev).unwrap(), 16, None).is_err());
+    // Analytic windows, computed where the op runs, against their values as a tensor: on the
+    // input of rfft and the output of irfft, odd and even lengths, centred in the row.
+    for (n, function, length) in [
+        (512usize, WindowFn::Hann, 400usize),
+        (45, WindowFn::Blackman, 45),
+        (64, WindowFn::Hamming, 63),
+    ] {
+        let offset = (n - length) / 2;
+        let (x, _) = input(&[3, n], DType::F32, -1.0, 1.0, s, dev);
+        let values: Vec<f32> = (0..n)
+            .map(|j| match j.checked_sub(offset) {
+                Some(k) if k < length => function.value(k, length) as f32,
+                _ => 0.0,
+            })
+            .collect();
+        let w = Tensor::from_slice(&values, &[n], dev).unwrap();
+        let f = FftWindow::Function {
+            function,
+            length,
+            offset,
+        };
+        let a = signal::rfft(&x, Some(f)).unwrap().to_vec_f64().unwrap();
+        let b = signal::rfft(&x, Some(FftWindow::Values(&w)))
+            .unwrap()
+            .to_vec_f64()
+            .unwrap();
+        assert_close(&format!("rfft {function:?} window"), &a, &b, FFT_TOL);
+        let spec = signal::rfft(&x, None).unwrap();
+        let a = signal::irfft(&spec, n, Some(f))
+            .unwrap()
+            .to_vec_f64()
+            .unwrap();
+        let b = signal::irfft(&spec, n, Some(FftWindow::Values(&w)))
+            .unwrap()
+            .to_vec_f64()
+            .unwrap();
+        assert_close(&format!("irfft {function:?} window"), &a, &b, FFT_TOL);
+    }
+    let too_long = FftWindow::Function {
+        function: WindowFn::Hann,
+        length: 10,
+        offset: 10,
+    };
+    assert!(
+        signal::rfft(
+            &Tensor::zeros(&[16], DType::F32, dev).unwrap(),
+            Some(too_long)
+        )
+        .is_err()
+    );
     assert!(signal::rfft(&Tensor::zeros(&[4], DType::F16, dev).unwrap(), None).is_err());
 });
 
