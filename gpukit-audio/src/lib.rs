@@ -4,10 +4,11 @@
 //! toolbox with librosa's conventions and defaults, on f32 tensors on the CPU (the f64
 //! reference) or CUDA (gpukit's own FFT kernels, no cuFFT).
 //!
-//! - [`spectrum`]: [`stft`], [`istft`] and [`spectrogram`] (`|STFT|^power`).
+//! - [`spectrum`]: [`stft`], [`istft`], [`spectrogram`] (`|STFT|^power`) and Griffin-Lim.
 //! - [`mel`]: the mel scale, filter banks (Slaney and HTK), [`melspectrogram`], [`power_to_db`],
 //!   [`amplitude_to_db`] and [`mfcc`].
-//! - [`features`]: spectral centroid, bandwidth and flatness; pre-emphasis.
+//! - [`features`]: chroma, delta, spectral centroid, bandwidth and flatness, zero-crossing rate,
+//!   pre-emphasis.
 //! - [`window`]: analysis windows; [`wav`]: WAV files.
 //!
 //! Shapes are librosa's: signals `[.., samples]`, spectrograms `[.., 1 + n_fft/2, n_frames]`

@@ -574,29 +574,23 @@ pub fn pad_into(
         }
         Device::Cuda(c) => {
             let x = x.contiguous()?;
-            let (out_c, copy_back) = if out.is_contiguous() {
-                (out.clone(), false)
-            } else {
-                (Tensor::empty(out.shape(), DType::F32, &dev)?, true)
-            };
-            let rows = out.numel() / width;
-            let args = KernelArgs::new()
-                .arg(dptr(&x)?)
-                .arg(dptr(&out_c)?)
-                .arg(u32_dim(OP, rows)?)
-                .arg(u32_dim(OP, len)?)
-                .arg(len as i64)
-                .arg(u32_dim(OP, left)?)
-                .arg(u32_dim(OP, right)?)
-                .arg(mode.code() as u32)
-                .arg(value);
-            let cfg = grid::elementwise(out.numel(), c.props());
-            // SAFETY: x is contiguous rows·len f32, out_c contiguous rows·width.
-            unsafe { c.launch(SignalKernel::Pad, &cfg, &args) }?;
-            if copy_back {
-                crate::ops::copy_into(&out_c, out)?;
-            }
-            Ok(())
+            with_contiguous_out(out, |out_c| {
+                let rows = out.numel() / width;
+                let args = KernelArgs::new()
+                    .arg(dptr(&x)?)
+                    .arg(dptr(out_c)?)
+                    .arg(u32_dim(OP, rows)?)
+                    .arg(u32_dim(OP, len)?)
+                    .arg(len as i64)
+                    .arg(u32_dim(OP, left)?)
+                    .arg(u32_dim(OP, right)?)
+                    .arg(mode.code() as u32)
+                    .arg(value);
+                let cfg = grid::elementwise(out.numel(), c.props());
+                // SAFETY: x is contiguous rows·len f32, out_c contiguous rows·width.
+                unsafe { c.launch(SignalKernel::Pad, &cfg, &args) }?;
+                Ok(())
+            })
         }
     }
 }
@@ -631,6 +625,17 @@ pub fn pad(x: &Tensor, left: usize, right: usize, mode: PadMode, value: f32) -> 
     let out = Tensor::empty(&shape, DType::F32, &x.device())?;
     pad_into(x, left, right, mode, value, &out)?;
     Ok(out)
+}
+
+/// Runs `launch` on `out` when it is contiguous, else on a contiguous scratch tensor copied
+/// into `out` afterwards (the elementwise signal kernels write contiguous rows).
+fn with_contiguous_out(out: &Tensor, launch: impl FnOnce(&Tensor) -> Result<()>) -> Result<()> {
+    if out.is_contiguous() {
+        return launch(out);
+    }
+    let scratch = Tensor::empty(out.shape(), DType::F32, &out.device())?;
+    launch(&scratch)?;
+    crate::ops::copy_into(&scratch, out)
 }
 
 /// `out[.., t]` = Σ_f `frames[.., f, t − f·hop]` over the frames covering sample t, summed in
@@ -678,25 +683,19 @@ pub fn overlap_add_into(frames: &Tensor, hop: usize, out: &Tensor) -> Result<()>
         }
         Device::Cuda(c) => {
             let frames = frames.contiguous()?;
-            let (out_c, copy_back) = if out.is_contiguous() {
-                (out.clone(), false)
-            } else {
-                (Tensor::empty(out.shape(), DType::F32, &dev)?, true)
-            };
-            let args = KernelArgs::new()
-                .arg(dptr(&frames)?)
-                .arg(dptr(&out_c)?)
-                .arg(u32_dim(OP, batch)?)
-                .arg(u32_dim(OP, n_frames)?)
-                .arg(u32_dim(OP, n)?)
-                .arg(u32_dim(OP, hop)?);
-            let cfg = grid::elementwise(out.numel(), c.props());
-            // SAFETY: frames is contiguous batch·n_frames·n f32, out_c contiguous batch·len.
-            unsafe { c.launch(SignalKernel::OverlapAdd, &cfg, &args) }?;
-            if copy_back {
-                crate::ops::copy_into(&out_c, out)?;
-            }
-            Ok(())
+            with_contiguous_out(out, |out_c| {
+                let args = KernelArgs::new()
+                    .arg(dptr(&frames)?)
+                    .arg(dptr(out_c)?)
+                    .arg(u32_dim(OP, batch)?)
+                    .arg(u32_dim(OP, n_frames)?)
+                    .arg(u32_dim(OP, n)?)
+                    .arg(u32_dim(OP, hop)?);
+                let cfg = grid::elementwise(out.numel(), c.props());
+                // SAFETY: frames is contiguous batch·n_frames·n f32, out_c contiguous batch·len.
+                unsafe { c.launch(SignalKernel::OverlapAdd, &cfg, &args) }?;
+                Ok(())
+            })
         }
     }
 }
@@ -777,29 +776,23 @@ pub fn zero_crossing_rate_into(
         }
         Device::Cuda(c) => {
             let y = y.contiguous()?;
-            let (out_c, copy_back) = if out.is_contiguous() {
-                (out.clone(), false)
-            } else {
-                (Tensor::empty(out.shape(), DType::F32, &dev)?, true)
-            };
-            let args = KernelArgs::new()
-                .arg(dptr(&y)?)
-                .arg(dptr(&out_c)?)
-                .arg(u32_dim(OP, rows)?)
-                .arg(u32_dim(OP, len)?)
-                .arg(u32_dim(OP, frame_length)?)
-                .arg(u32_dim(OP, hop)?)
-                .arg(u32_dim(OP, n_frames)?)
-                .arg(threshold);
-            // A warp per frame: 32 threads per output element.
-            let cfg = grid::elementwise(out.numel().saturating_mul(32), c.props());
-            // SAFETY: y is contiguous rows·len f32 and every frame lies inside its row;
-            // out_c is contiguous rows·n_frames.
-            unsafe { c.launch(SignalKernel::ZeroCrossingRate, &cfg, &args) }?;
-            if copy_back {
-                crate::ops::copy_into(&out_c, out)?;
-            }
-            Ok(())
+            with_contiguous_out(out, |out_c| {
+                let args = KernelArgs::new()
+                    .arg(dptr(&y)?)
+                    .arg(dptr(out_c)?)
+                    .arg(u32_dim(OP, rows)?)
+                    .arg(u32_dim(OP, len)?)
+                    .arg(u32_dim(OP, frame_length)?)
+                    .arg(u32_dim(OP, hop)?)
+                    .arg(u32_dim(OP, n_frames)?)
+                    .arg(threshold);
+                // A warp per frame: 32 threads per output element.
+                let cfg = grid::elementwise(out.numel().saturating_mul(32), c.props());
+                // SAFETY: y is contiguous rows·len f32 and every frame lies inside its row;
+                // out_c is contiguous rows·n_frames.
+                unsafe { c.launch(SignalKernel::ZeroCrossingRate, &cfg, &args) }?;
+                Ok(())
+            })
         }
     }
 }
