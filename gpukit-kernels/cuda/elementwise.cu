@@ -14,6 +14,8 @@ __device__ __forceinline__ float binary_f(int op, float a, float b) {
         case OP_DIV: return a / b;
         case OP_MAX: return fmaxf(a, b);
         case OP_MIN: return fminf(a, b);
+        case OP_ATAN2: return atan2f(a, b);
+        case OP_LT: return a < b ? 1.0f : 0.0f;
         default: return powf(a, b);
     }
 }
@@ -42,6 +44,7 @@ __device__ __forceinline__ float unary_f(int op, float x) {
         }
         case U_SILU: return x / (1.0f + expf(-x));
         case U_SQUARE: return x * x;
+        case U_ROUND: return rintf(x);
         default: return 1.0f / x;
     }
 }

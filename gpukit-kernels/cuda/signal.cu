@@ -1,4 +1,5 @@
-// Signal processing: batched FFTs in shared memory, padding and overlap-add (f32).
+// Signal processing (f32): batched FFTs in shared memory, padding, overlap-add, zero-crossing
+// rates, first-order recurrences, polyphase resampling, median filters and row sorts.
 //
 // fft_f32 runs `per_block` transforms per block, `threads` threads each. A transform's points
 // are loaded into shared memory, transformed there and written out:
@@ -345,9 +346,23 @@ extern "C" __global__ void __launch_bounds__(FFT_MAX_THREADS) fft_f32(const FftA
     }
 }
 
+// Where position j of a row of len samples reads from under a PAD_* mode (numpy's np.pad
+// modes; PAD_SYMMETRIC is scipy.ndimage's "reflect"), or −1 for the constant. len ≥ 1 unless
+// the mode is PAD_CONSTANT.
+__device__ __forceinline__ long long pad_source(long long j, long long len, unsigned int mode) {
+    if (j >= 0 && j < len) return j;
+    if (mode == PAD_CONSTANT) return -1;
+    if (mode == PAD_EDGE || len == 1) return j < 0 ? 0 : len - 1;
+    const long long period = mode == PAD_SYMMETRIC ? 2 * len : 2 * (len - 1);
+    long long p = j % period;
+    if (p < 0) p += period;
+    if (p < len) return p;
+    return mode == PAD_SYMMETRIC ? period - 1 - p : period - p;
+}
+
 // y[r, j] for j in [0, left + len + right): x[r, j − left] inside the signal, and outside it
-// the constant, the edge sample, or the mirror image (period 2·(len − 1), as np.pad's
-// "reflect" repeats for pads longer than the signal). Rows of x are `row_stride` apart.
+// the constant, the edge sample, or a mirror image (pad_source; a mirror repeats for pads
+// longer than the signal, as np.pad's). Rows of x are `row_stride` apart.
 extern "C" __global__ void pad_f32(const float* __restrict__ x, float* __restrict__ y,
                                    unsigned int rows, unsigned int len, long long row_stride,
                                    unsigned int left, unsigned int right, unsigned int mode,
@@ -357,21 +372,8 @@ extern "C" __global__ void pad_f32(const float* __restrict__ x, float* __restric
     for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
          i < total; i += (unsigned long long)gridDim.x * blockDim.x) {
         const unsigned long long r = i / width;
-        long long j = (long long)(i % width) - left;
-        float v;
-        if (j >= 0 && j < (long long)len) {
-            v = x[r * row_stride + j];
-        } else if (mode == PAD_CONSTANT) {
-            v = value;
-        } else if (mode == PAD_EDGE || len == 1) {
-            v = x[r * row_stride + (j < 0 ? 0 : len - 1)];
-        } else {
-            const long long period = 2 * ((long long)len - 1);
-            long long p = j % period;
-            if (p < 0) p += period;
-            v = x[r * row_stride + (p < (long long)len ? p : period - p)];
-        }
-        y[i] = v;
+        const long long s = pad_source((long long)(i % width) - left, len, mode);
+        y[i] = s < 0 ? value : x[r * row_stride + s];
     }
 }
 
@@ -418,5 +420,123 @@ extern "C" __global__ void zero_crossing_rate_f32(const float* __restrict__ y,
 #pragma unroll
         for (int o = 16; o > 0; o /= 2) count += __shfl_xor_sync(0xffffffffu, count, o);
         if (lane == 0) out[w] = (float)count / (float)frame_length;
+    }
+}
+
+// y[o, n, i] = x[o, n, i] + a·y[o, n − 1, i] along the middle axis of contiguous
+// [outer, len, inner], starting from y[o, −1, i] = init[o·inner + i] (0 without init): a prefix
+// sum for a = 1, a first-order IIR filter (scipy's lfilter with denominator [1, −a]) otherwise.
+// One thread per (o, i) line, in order, each step one fused multiply-add: consecutive threads
+// read consecutive i (coalesced when inner > 1) and every run gives the same bits.
+extern "C" __global__ void linear_recurrence_f32(const float* __restrict__ x,
+                                                 const float* __restrict__ init,
+                                                 float* __restrict__ y, unsigned long long outer,
+                                                 unsigned int len, unsigned long long inner,
+                                                 float a) {
+    const unsigned long long lines = outer * inner;
+    for (unsigned long long l = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+         l < lines; l += (unsigned long long)gridDim.x * blockDim.x) {
+        const unsigned long long base = (l / inner) * len * inner + l % inner;
+        float acc = init ? init[l] : 0.0f;
+        for (unsigned int n = 0; n < len; ++n) {
+            acc = fmaf(a, acc, x[base + n * inner]);
+            y[base + n * inner] = acc;
+        }
+    }
+}
+
+// y[r, k] = Σ_j h[j]·u[t − j] with t = k·down + offset, u being row r of x upsampled by up
+// (x[r, m] at position m·up, zeros between) and h the h_len taps: scipy's upfirdn from its
+// output index offset/down on. Only the taps j ≡ t (mod up) meet a sample (the polyphase
+// decomposition), summed in increasing j; one thread per output. x is contiguous
+// [rows, n_in], y contiguous [rows, n_out].
+extern "C" __global__ void upfirdn_f32(const float* __restrict__ x, const float* __restrict__ h,
+                                       float* __restrict__ y, unsigned int rows,
+                                       unsigned int n_in, unsigned int n_out, unsigned int h_len,
+                                       unsigned int up, unsigned int down, long long offset) {
+    const unsigned long long total = (unsigned long long)rows * n_out;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+         i < total; i += (unsigned long long)gridDim.x * blockDim.x) {
+        const unsigned long long r = i / n_out;
+        const long long t = (long long)(i % n_out) * down + offset;
+        long long p = t % up;
+        if (p < 0) p += up;
+        // Tap p + q·up meets sample m0 − q; start at the first q whose sample is in the row.
+        const long long m0 = (t - p) / up;
+        const long long q0 = m0 >= (long long)n_in ? m0 - n_in + 1 : 0;
+        const float* row = x + r * n_in;
+        float acc = 0.0f;
+        for (long long j = p + q0 * up, m = m0 - q0; j < h_len && m >= 0; j += up, --m)
+            acc = fmaf(h[j], row[m], acc);
+        y[i] = acc;
+    }
+}
+
+// y[o, n, i] = the value of rank size/2 (the median for an odd size, the upper median for an
+// even one) among x[o, n − size/2 + k, i], k = 0..size−1, along the middle axis of contiguous
+// [outer, len, inner]; positions outside the row read through pad_source (a constant reads
+// value): scipy.ndimage.median_filter's window and boundary modes. One thread per output: the
+// window goes into a local array and the value of the wanted rank is found by counting, which
+// is exact and needs no sorting network (O(size²); size ≤ MEDIAN_MAX_SIZE).
+extern "C" __global__ void median_filter_f32(const float* __restrict__ x, float* __restrict__ y,
+                                             unsigned long long outer, unsigned int len,
+                                             unsigned long long inner, unsigned int size,
+                                             unsigned int mode, float value) {
+    float w[MEDIAN_MAX_SIZE];
+    const unsigned long long total = outer * len * inner;
+    const unsigned int rank = size / 2;
+    for (unsigned long long e = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+         e < total; e += (unsigned long long)gridDim.x * blockDim.x) {
+        const unsigned long long i = e % inner, n = (e / inner) % len, o = e / (inner * len);
+        const float* line = x + o * len * inner + i;
+        for (unsigned int k = 0; k < size; ++k) {
+            const long long s = pad_source((long long)n - rank + k, len, mode);
+            w[k] = s < 0 ? value : line[s * inner];
+        }
+        float result = w[0];
+        for (unsigned int a = 0; a < size; ++a) {
+            unsigned int lt = 0, le = 0;
+            for (unsigned int b = 0; b < size; ++b) {
+                lt += w[b] < w[a];
+                le += w[b] <= w[a];
+            }
+            if (lt <= rank && rank < le) {
+                result = w[a];
+                break;
+            }
+        }
+        y[e] = result;
+    }
+}
+
+// Each row of contiguous [rows, len] sorted ascending into y, one block per row: a bitonic
+// sort in shared memory over `points` (the power of two ≥ len, ≤ SORT_MAX_POINTS), the tail
+// filled with +∞. Rows holding NaN come out in an unspecified order.
+extern "C" __global__ void sort_f32(const float* __restrict__ x, float* __restrict__ y,
+                                    unsigned int rows, unsigned int len, unsigned int points) {
+    extern __shared__ float keys[];
+    for (unsigned int r = blockIdx.x; r < rows; r += gridDim.x) {
+        const float* row = x + (unsigned long long)r * len;
+        for (unsigned int k = threadIdx.x; k < points; k += blockDim.x)
+            keys[k] = k < len ? row[k] : __int_as_float(0x7f800000);  // +∞
+        __syncthreads();
+        for (unsigned int size = 2; size <= points; size <<= 1) {
+            for (unsigned int stride = size / 2; stride > 0; stride >>= 1) {
+                for (unsigned int k = threadIdx.x; k < points; k += blockDim.x) {
+                    const unsigned int partner = k ^ stride;
+                    if (partner > k) {
+                        const float a = keys[k], b = keys[partner];
+                        if ((a > b) == ((k & size) == 0)) {
+                            keys[k] = b;
+                            keys[partner] = a;
+                        }
+                    }
+                }
+                __syncthreads();
+            }
+        }
+        float* out = y + (unsigned long long)r * len;
+        for (unsigned int k = threadIdx.x; k < len; k += blockDim.x) out[k] = keys[k];
+        __syncthreads();
     }
 }

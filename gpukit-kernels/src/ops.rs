@@ -14,6 +14,8 @@ impl BinaryOp {
             BinaryOp::Maximum => a.max(b),
             BinaryOp::Minimum => a.min(b),
             BinaryOp::Pow => a.powf(b),
+            BinaryOp::Atan2 => a.atan2(b),
+            BinaryOp::Lt => f32::from(u8::from(a < b)),
         }
     }
 }
@@ -43,6 +45,7 @@ impl UnaryOp {
             UnaryOp::Silu => v / (1.0 + (-v).exp()),
             UnaryOp::Square => v * v,
             UnaryOp::Recip => 1.0 / v,
+            UnaryOp::Round => v.round_ties_even(),
         };
         r as f32
     }

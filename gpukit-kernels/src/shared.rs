@@ -223,6 +223,10 @@ shared_constants! {
     /// Threads of a block of the FFT kernel when its transforms are small (several transforms
     /// share the block).
     FFT_BLOCK_THREADS: u32 = 256;
+    /// Largest window of the median filter (a thread holds its window in local memory).
+    MEDIAN_MAX_SIZE: usize = 255;
+    /// Longest row the sort kernel sorts (a block sorts a row in shared memory).
+    SORT_MAX_POINTS: usize = 8192;
 }
 
 shared_enum! {
@@ -243,6 +247,10 @@ shared_enum! {
         Minimum = 5 => "MIN",
         /// a ^ b
         Pow = 6 => "POW",
+        /// atan2(a, b): the angle of the point (b, a) in radians, in [−π, π]
+        Atan2 = 7 => "ATAN2",
+        /// 1 where a < b, else 0 (0 when either is NaN)
+        Lt = 8 => "LT",
     }
 }
 
@@ -284,6 +292,8 @@ shared_enum! {
         Square = 15 => "SQUARE",
         /// 1/x
         Recip = 16 => "RECIP",
+        /// x rounded to the nearest integer, ties to even (numpy's `round`)
+        Round = 17 => "ROUND",
     }
 }
 
@@ -501,6 +511,9 @@ shared_enum! {
         Edge = 1 => "EDGE",
         /// Mirrored about the edge sample, which is not repeated (`[3 2 | 1 2 3 | 2 1]`).
         Reflect = 2 => "REFLECT",
+        /// Mirrored with the edge sample repeated (`[2 1 | 1 2 3 | 3 2]`; numpy's
+        /// `"symmetric"`, scipy.ndimage's `"reflect"`).
+        Symmetric = 3 => "SYMMETRIC",
     }
 }
 

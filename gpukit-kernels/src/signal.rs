@@ -1,6 +1,8 @@
 //! The signal family (`cuda/signal.cu`): batched f32 FFTs of our own (no cuFFT, so a machine
-//! with only the driver runs them), padding, overlap-add and zero-crossing rates — what `gpukit-audio`'s STFT, ISTFT
-//! and spectral features are built from.
+//! with only the driver runs them), padding, overlap-add, zero-crossing rates, first-order
+//! recurrences (prefix sums, IIR filters), polyphase resampling (`upfirdn`), median filters and
+//! row sorts — what `gpukit-audio`'s STFT, ISTFT, resampling and spectral features are built
+//! from.
 //!
 //! `fft_f32` takes one transform per `threads` threads, several transforms per block when they
 //! are small, each in shared memory: a Stockham autosort FFT (radix 8, 4, 2, 3, 5) for lengths
@@ -31,6 +33,15 @@ pub enum SignalKernel {
     OverlapAdd,
     /// `zero_crossing_rate_f32`: the fraction of sign changes per frame, a warp per frame.
     ZeroCrossingRate,
+    /// `linear_recurrence_f32`: y[n] = x[n] + a·y[n − 1] along an axis (a prefix sum for
+    /// a = 1), a thread per line.
+    LinearRecurrence,
+    /// `upfirdn_f32`: upsample, FIR filter and downsample (polyphase), a thread per output.
+    Upfirdn,
+    /// `median_filter_f32`: a sliding median along an axis, a thread per output.
+    MedianFilter,
+    /// `sort_f32`: sorts rows ascending, a block per row (bitonic, in shared memory).
+    Sort,
 }
 
 impl KernelFamily for SignalKernel {
@@ -40,6 +51,10 @@ impl KernelFamily for SignalKernel {
             SignalKernel::Pad => "pad_f32",
             SignalKernel::OverlapAdd => "overlap_add_f32",
             SignalKernel::ZeroCrossingRate => "zero_crossing_rate_f32",
+            SignalKernel::LinearRecurrence => "linear_recurrence_f32",
+            SignalKernel::Upfirdn => "upfirdn_f32",
+            SignalKernel::MedianFilter => "median_filter_f32",
+            SignalKernel::Sort => "sort_f32",
         }
         .into())
     }
@@ -54,6 +69,11 @@ impl KernelFamily for SignalKernel {
             SignalKernel::Fft,
             SignalKernel::Pad,
             SignalKernel::OverlapAdd,
+            SignalKernel::ZeroCrossingRate,
+            SignalKernel::LinearRecurrence,
+            SignalKernel::Upfirdn,
+            SignalKernel::MedianFilter,
+            SignalKernel::Sort,
         ]
     }
 }

@@ -1,5 +1,7 @@
 //! Signal ops on f32 tensors: discrete Fourier transforms along the last axis, padding,
-//! overlap-add and zero-crossing rates — the pieces `gpukit-audio` builds STFT, ISTFT and spectral features from.
+//! overlap-add, zero-crossing rates, and (from [`filter`]) first-order recurrences, polyphase
+//! `upfirdn`, median filters and sorts — the pieces `gpukit-audio` builds STFT, ISTFT,
+//! resampling and spectral features from.
 //!
 //! Complex values are a trailing axis of 2 f32 (real, imaginary), as `torch.view_as_real` lays
 //! them out. Transforms follow numpy's `np.fft` conventions: forward transforms are
@@ -23,6 +25,12 @@ use crate::device::{CudaDevice, Device};
 use crate::ops::{check_out, dptr, host_values, same_device, u32_dim, write_host};
 use crate::tensor::Tensor;
 use crate::{DType, Error, Result};
+
+pub mod filter;
+pub use filter::{
+    cumsum, linear_recurrence, linear_recurrence_into, median_filter, median_filter_into, sort,
+    sort_into, upfirdn, upfirdn_into,
+};
 
 /// The f32 check every signal op makes.
 fn f32_only(op: &'static str, t: &Tensor) -> Result<()> {
@@ -524,8 +532,9 @@ pub fn fft(x: &Tensor, inverse: bool) -> Result<Tensor> {
 
 /// `out` `[.., left + len + right]` = each row of `x` `[.., len]` padded at both ends of its
 /// last axis: with `value` ([`PadMode::Constant`]), the edge sample ([`PadMode::Edge`]) or its
-/// mirror image without repeating the edge ([`PadMode::Reflect`], numpy's `"reflect"`, which
-/// repeats the reflection when a pad is longer than the signal).
+/// mirror image without repeating the edge ([`PadMode::Reflect`], numpy's `"reflect"`) or
+/// repeating it ([`PadMode::Symmetric`], numpy's `"symmetric"`); mirrors repeat when a pad is
+/// longer than the signal.
 ///
 /// # Errors
 /// [`Error::Shape`] for an empty signal padded by [`PadMode::Edge`] or [`PadMode::Reflect`];
@@ -610,6 +619,11 @@ fn pad_source(j: isize, len: usize, mode: PadMode) -> Option<usize> {
             let period = 2 * (n - 1);
             let p = j.rem_euclid(period);
             Some(if p < n { p } else { period - p } as usize)
+        }
+        PadMode::Symmetric => {
+            let period = 2 * n;
+            let p = j.rem_euclid(period);
+            Some(if p < n { p } else { period - 1 - p } as usize)
         }
     }
 }

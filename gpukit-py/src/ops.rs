@@ -55,16 +55,18 @@ pub(crate) fn binary_op(
     })?))
 }
 
-/// The scalar op computing `x op s` for a tensor `x` and a number `s`.
-fn scalar_of(op: BinaryOp) -> ScalarOp {
+/// The scalar op computing `x op s` for a tensor `x` and a number `s` (none for the ops with no
+/// scalar form).
+fn scalar_of(op: BinaryOp) -> Option<ScalarOp> {
     match op {
-        BinaryOp::Add => ScalarOp::Add,
-        BinaryOp::Sub => ScalarOp::Sub,
-        BinaryOp::Mul => ScalarOp::Mul,
-        BinaryOp::Div => ScalarOp::Div,
-        BinaryOp::Pow => ScalarOp::Pow,
-        BinaryOp::Maximum => ScalarOp::Maximum,
-        BinaryOp::Minimum => ScalarOp::Minimum,
+        BinaryOp::Add => Some(ScalarOp::Add),
+        BinaryOp::Sub => Some(ScalarOp::Sub),
+        BinaryOp::Mul => Some(ScalarOp::Mul),
+        BinaryOp::Div => Some(ScalarOp::Div),
+        BinaryOp::Pow => Some(ScalarOp::Pow),
+        BinaryOp::Maximum => Some(ScalarOp::Maximum),
+        BinaryOp::Minimum => Some(ScalarOp::Minimum),
+        BinaryOp::Atan2 | BinaryOp::Lt => None,
     }
 }
 
@@ -78,7 +80,7 @@ fn reflected_of(op: BinaryOp) -> Option<ScalarOp> {
         BinaryOp::Div => Some(ScalarOp::RDiv),
         BinaryOp::Maximum => Some(ScalarOp::Maximum),
         BinaryOp::Minimum => Some(ScalarOp::Minimum),
-        BinaryOp::Pow => None,
+        BinaryOp::Pow | BinaryOp::Atan2 | BinaryOp::Lt => None,
     }
 }
 
@@ -107,7 +109,11 @@ pub(crate) fn scalar_op(
     s: f64,
     out: Option<Tensor>,
 ) -> PyResult<PyTensor> {
-    let sop = scalar_of(op);
+    let sop = scalar_of(op).ok_or_else(|| {
+        type_error(format!(
+            "{op:?} with a number: give both operands as tensors"
+        ))
+    })?;
     let x = x.clone();
     Ok(PyTensor::new(run(py, move || match out {
         Some(o) => ops::scalar_into(sop, &x, s as f32, &o).map(|_| o),

@@ -2,6 +2,8 @@
 //! up to 1024), and for longer ones the inverse transform and Parseval's identity (and on CUDA
 //! the CPU op, itself f64). Lengths cover every radix, odd lengths and Bluestein's algorithm.
 //! Tolerance on ‖out − ref‖ / ‖ref‖: 2e-5 (f32 transforms of up to 16 384 points).
+//! Recurrences, median filters and sorts are exact (the same f32 arithmetic, or only
+//! orderings); `upfirdn` is within 1e-5 of an f64 upsample-and-convolve reference.
 
 use super::*;
 use gpukit_ops::signal::{self, FftOutput, FftWindow, PadMode, WindowFn};
@@ -249,11 +251,13 @@ op_test!(stft_frames_from_an_overlapping_view, |dev: &Device| {
 
 op_test!(pad_and_overlap_add, |dev: &Device| {
     let x = Tensor::from_slice(&[1f32, 2., 3., 4., 5., 6.], &[2, 3], dev).unwrap();
-    let cases: [(PadMode, [f32; 9]); 3] = [
+    let cases: [(PadMode, [f32; 9]); 4] = [
         (PadMode::Constant, [9., 9., 1., 2., 3., 9., 9., 9., 9.]),
         (PadMode::Edge, [1., 1., 1., 2., 3., 3., 3., 3., 3.]),
         // np.pad([1, 2, 3], (2, 4), "reflect")
         (PadMode::Reflect, [3., 2., 1., 2., 3., 2., 1., 2., 3.]),
+        // np.pad([1, 2, 3], (2, 4), "symmetric")
+        (PadMode::Symmetric, [2., 1., 1., 2., 3., 3., 2., 1., 1.]),
     ];
     for (mode, row) in cases {
         let out = poisoned(&[2, 9], DType::F32, dev);
@@ -349,4 +353,176 @@ op_test!(zero_crossing_rate, |dev: &Device| {
         signal::zero_crossing_rate_into(&y, 1001, 1, 0.0, &poisoned(&[3, 1], DType::F32, dev))
             .is_err()
     );
+});
+
+/// numpy's padding index for position `j` of a row of `n` (None: the constant).
+fn np_pad_index(j: isize, n: usize, mode: PadMode) -> Option<usize> {
+    let n = n as isize;
+    let mirror = |period: isize, last: isize| {
+        let p = j.rem_euclid(period);
+        (if p < n { p } else { last - p }) as usize
+    };
+    match mode {
+        _ if (0..n).contains(&j) => Some(j as usize),
+        PadMode::Constant => None,
+        PadMode::Edge => Some(j.clamp(0, n - 1) as usize),
+        _ if n == 1 => Some(0),
+        PadMode::Reflect => Some(mirror(2 * (n - 1), 2 * (n - 1))),
+        PadMode::Symmetric => Some(mirror(2 * n, 2 * n - 1)),
+    }
+}
+
+op_test!(recurrence_upfirdn_median_and_sort, |dev: &Device| {
+    let s = seed();
+    // y[n] = x[n] + a·y[n − 1] along each axis, one f32 FMA per step: exact on both devices.
+    let shape = [3usize, 37, 5];
+    let (x, xv) = input(&shape, DType::F32, -1.0, 1.0, s, dev);
+    for axis in 0..3 {
+        let mut ishape = shape.to_vec();
+        ishape[axis] = 1;
+        let (init, iv) = input(&ishape, DType::F32, -1.0, 1.0, s + 1, dev);
+        let outer: usize = shape[..axis].iter().product();
+        let inner: usize = shape[axis + 1..].iter().product();
+        let len = shape[axis];
+        for (a, with_init) in [(1.0f32, false), (0.97, true), (-0.5, true)] {
+            let out = poisoned(&shape, DType::F32, dev);
+            let init_t = with_init.then_some(&init);
+            signal::linear_recurrence_into(&x, axis, a, init_t, &out).unwrap();
+            let mut want = vec![0.0; xv.len()];
+            for o in 0..outer {
+                for i in 0..inner {
+                    let mut acc = if with_init {
+                        iv[o * inner + i] as f32
+                    } else {
+                        0.0
+                    };
+                    for n in 0..len {
+                        let e = (o * len + n) * inner + i;
+                        acc = a.mul_add(acc, xv[e] as f32);
+                        want[e] = f64::from(acc);
+                    }
+                }
+            }
+            let what = format!("linear_recurrence axis {axis} a {a}");
+            assert_close(&what, &out.to_vec_f64().unwrap(), &want, 0.0);
+        }
+    }
+    let t = x.transpose(0, 2).unwrap();
+    assert_eq!(
+        signal::cumsum(&t, 1).unwrap().to_vec::<f32>().unwrap(),
+        signal::cumsum(&t.contiguous().unwrap(), 1)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap()
+    );
+    assert!(signal::cumsum(&x, 3).is_err());
+    let bad_init = Tensor::zeros(&[3, 2, 5], DType::F32, dev).unwrap();
+    assert!(signal::linear_recurrence(&x, 1, 0.5, Some(&bad_init)).is_err());
+
+    // upfirdn against upsample, full convolution and downsample in f64.
+    let (sig, sv) = input(&[2, 50], DType::F32, -1.0, 1.0, s + 2, dev);
+    let (h, hv) = input(&[17], DType::F32, -1.0, 1.0, s + 3, dev);
+    for (up, down, offset, n_out) in [
+        (1usize, 1usize, 0i64, 66usize),
+        (3, 2, 0, 84),
+        (1, 2, 5, 30),
+        (4, 1, -3, 220),
+        (160, 147, 30, 60),
+    ] {
+        let out = poisoned(&[2, n_out], DType::F32, dev);
+        signal::upfirdn_into(&sig, &h, up, down, offset, &out).unwrap();
+        let mut want = Vec::new();
+        for r in 0..2 {
+            let u = |m: i64| -> f64 {
+                if m < 0 || m % up as i64 != 0 || m / up as i64 >= 50 {
+                    0.0
+                } else {
+                    sv[r * 50 + (m / up as i64) as usize]
+                }
+            };
+            want.extend((0..n_out).map(|k| {
+                let t = k as i64 * down as i64 + offset;
+                (0..17).map(|j| hv[j] * u(t - j as i64)).sum::<f64>()
+            }));
+        }
+        let got = out.to_vec_f64().unwrap();
+        assert_close(&format!("upfirdn up {up} down {down}"), &got, &want, 1e-5);
+    }
+    assert!(signal::upfirdn(&sig, &h, 0, 1, 0, 10).is_err());
+    assert!(signal::upfirdn(&sig, &sig, 1, 1, 0, 10).is_err());
+
+    // scipy.ndimage.median_filter([1, 5, 2, 8, 3], size=3, mode="reflect")
+    let m = Tensor::from_slice(&[1f32, 5., 2., 8., 3.], &[5], dev).unwrap();
+    let got = signal::median_filter(&m, 0, 3, PadMode::Symmetric, 0.0).unwrap();
+    assert_eq!(got.to_vec::<f32>().unwrap(), [1., 2., 5., 3., 3.]);
+    // Every mode, odd and even windows, a window longer than the axis, both axes.
+    let shape = [4usize, 23, 3];
+    let (x, xv) = input(&shape, DType::F32, -1.0, 1.0, s + 4, dev);
+    for mode in [
+        PadMode::Constant,
+        PadMode::Edge,
+        PadMode::Reflect,
+        PadMode::Symmetric,
+    ] {
+        for size in [1usize, 4, 7, 31] {
+            for axis in [1usize, 2] {
+                let out = poisoned(&shape, DType::F32, dev);
+                signal::median_filter_into(&x, axis, size, mode, 0.25, &out).unwrap();
+                let len = shape[axis];
+                let stride: usize = shape[axis + 1..].iter().product();
+                let want: Vec<f64> = (0..xv.len())
+                    .map(|e| {
+                        let n = (e / stride) % len;
+                        let base = e - n * stride;
+                        let mut w: Vec<f64> = (0..size)
+                            .map(|k| {
+                                let j = n as isize - (size / 2) as isize + k as isize;
+                                np_pad_index(j, len, mode).map_or(0.25, |p| xv[base + p * stride])
+                            })
+                            .collect();
+                        w.sort_by(f64::total_cmp);
+                        w[size / 2]
+                    })
+                    .collect();
+                let what = format!("median_filter {mode:?} size {size} axis {axis}");
+                assert_close(&what, &out.to_vec_f64().unwrap(), &want, 0.0);
+            }
+        }
+    }
+    assert!(signal::median_filter(&x, 1, 0, PadMode::Edge, 0.0).is_err());
+    assert!(signal::median_filter(&x, 1, 256, PadMode::Edge, 0.0).is_err());
+
+    // Sorts: odd and power-of-two rows, duplicates, a transposed input.
+    for shape in [[3usize, 7], [5, 1000], [2, 4096]] {
+        let (x, xv) = input(&shape, DType::F32, -1.0, 1.0, s + 5, dev);
+        let rounded = ops::scalar(ScalarOp::Mul, &x, 8.0).unwrap();
+        let rounded = ops::unary(UnaryOp::Round, &rounded).unwrap();
+        for (t, mut v) in [
+            (x.clone(), xv.clone()),
+            (rounded.clone(), rounded.to_vec_f64().unwrap()),
+        ] {
+            let out = poisoned(&shape, DType::F32, dev);
+            signal::sort_into(&t, &out).unwrap();
+            for row in v.chunks_mut(shape[1]) {
+                row.sort_by(f64::total_cmp);
+            }
+            assert_close(
+                &format!("sort {shape:?}"),
+                &out.to_vec_f64().unwrap(),
+                &v,
+                0.0,
+            );
+        }
+    }
+    let (x, _) = input(&[6, 9], DType::F32, -1.0, 1.0, s + 6, dev);
+    let t = x.transpose(0, 1).unwrap();
+    assert_eq!(
+        signal::sort(&t).unwrap().to_vec::<f32>().unwrap(),
+        signal::sort(&t.contiguous().unwrap())
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap()
+    );
+    let long = Tensor::zeros(&[1, 8193], DType::F32, dev).unwrap();
+    assert_eq!(signal::sort(&long).is_err(), matches!(dev, Device::Cuda(_)));
 });
