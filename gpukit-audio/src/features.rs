@@ -1,12 +1,15 @@
 //! Spectral features and emphasis filters (`librosa.feature.spectral_centroid`,
-//! `spectral_bandwidth`, `spectral_flatness`, `librosa.effects.preemphasis`), composed from
-//! tensor ops on the spectrogram's device.
+//! `spectral_bandwidth`, `spectral_flatness`, `spectral_rolloff`, `spectral_contrast`,
+//! `librosa.effects.preemphasis` / `deemphasis`), composed from tensor ops on the
+//! spectrogram's device.
 
 use gpukit_ops::ops;
 use gpukit_ops::{BinaryOp, ReduceOp, ScalarOp, UnaryOp};
 use gpukit_ops::{Device, Tensor};
 
-use crate::mel::fft_frequencies;
+use gpukit_ops::signal;
+
+use crate::mel::{DbRef, fft_frequencies, power_to_db};
 use crate::spectrum::{self, Stft};
 use crate::{Error, Result};
 
@@ -120,6 +123,144 @@ pub fn spectral_flatness(s: &Tensor, amin: f32, power: f32) -> Result<Tensor> {
     Ok(ops::binary(BinaryOp::Div, &gmean, &amean)?.unsqueeze(axis)?)
 }
 
+/// The roll-off frequency `[.., 1, n_frames]` in Hz of a magnitude spectrogram `s`
+/// `[.., 1 + n_fft/2, n_frames]`: the lowest bin frequency at which the cumulative magnitude
+/// (an in-order f32 prefix sum over the bins, as numpy's `cumsum`) reaches `roll_percent` of
+/// the frame's total (`librosa.feature.spectral_rolloff`, default 0.85).
+///
+/// # Errors
+/// [`Error::Invalid`] for `roll_percent` outside (0, 1) or `s` without `n_fft`'s bins; tensor
+/// errors.
+pub fn spectral_rolloff(s: &Tensor, sr: f64, n_fft: usize, roll_percent: f32) -> Result<Tensor> {
+    let axis = bins_axis("spectral_rolloff", s, n_fft)?;
+    if !(roll_percent > 0.0 && roll_percent < 1.0) {
+        return Err(Error::invalid(
+            "spectral_rolloff",
+            format!("roll_percent must be in (0, 1), got {roll_percent}"),
+        ));
+    }
+    let total = signal::cumsum(s, axis)?;
+    let bins = s.shape()[axis];
+    let threshold = ops::scalar(
+        ScalarOp::Mul,
+        &total.narrow(axis, bins - 1, 1)?,
+        roll_percent,
+    )?;
+    // The prefix sums are non-decreasing, so the bins below the threshold are a prefix: their
+    // count is the index of the first bin that reaches it.
+    let below = ops::binary(BinaryOp::Lt, &total, &threshold)?;
+    Ok(ops::scalar(
+        ScalarOp::Mul,
+        &sum_keep(&below, axis)?,
+        (sr / n_fft as f64) as f32,
+    )?)
+}
+
+/// Parameters of [`spectral_contrast`] (librosa's names and defaults).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Contrast {
+    /// Lower edge of the first octave band, Hz (200).
+    pub fmin: f64,
+    /// Octave bands above the first sub-band (6; `n_bands + 1` rows come out).
+    pub n_bands: usize,
+    /// Fraction of a band's bins averaged for its peak and its valley (0.02).
+    pub quantile: f64,
+    /// Peak − valley in magnitude instead of in dB.
+    pub linear: bool,
+}
+
+impl Default for Contrast {
+    fn default() -> Self {
+        Contrast {
+            fmin: 200.0,
+            n_bands: 6,
+            quantile: 0.02,
+            linear: false,
+        }
+    }
+}
+
+/// The spectral contrast `[.., n_bands + 1, n_frames]` of a magnitude spectrogram `s`
+/// `[.., 1 + n_fft/2, n_frames]` (Jiang et al. 2002; `librosa.feature.spectral_contrast`):
+/// per octave band (below `fmin`, then `fmin·2^k … fmin·2^(k+1)`, the last one to Nyquist,
+/// each with librosa's edge bins), the mean of the largest `quantile` of its bins' magnitudes
+/// (peak) against the mean of the smallest (valley), in dB (`power_to_db` of each, top_db 80)
+/// or linear. Each band's bins are sorted per frame by the sort kernel.
+///
+/// # Errors
+/// [`Error::Invalid`] for parameters out of range (a band edge at or above Nyquist, `quantile`
+/// outside (0, 1), `fmin ≤ 0`, no bands) or `s` without `n_fft`'s bins; tensor errors.
+pub fn spectral_contrast(s: &Tensor, sr: f64, n_fft: usize, p: &Contrast) -> Result<Tensor> {
+    const F: &str = "spectral_contrast";
+    let axis = bins_axis(F, s, n_fft)?;
+    if p.n_bands == 0 || !(p.quantile > 0.0 && p.quantile < 1.0) || p.fmin.is_nan() || p.fmin <= 0.0
+    {
+        return Err(Error::invalid(
+            F,
+            format!(
+                "needs n_bands ≥ 1, 0 < quantile < 1 and fmin > 0; got {}, {}, {}",
+                p.n_bands, p.quantile, p.fmin
+            ),
+        ));
+    }
+    let mut octa = vec![0.0];
+    octa.extend((0..=p.n_bands).map(|k| p.fmin * 2f64.powi(k as i32)));
+    if octa[..octa.len() - 1].iter().any(|&f| f >= 0.5 * sr) {
+        return Err(Error::invalid(
+            F,
+            format!(
+                "the band edges fmin·2^k reach Nyquist ({} Hz): lower fmin or n_bands",
+                0.5 * sr
+            ),
+        ));
+    }
+    let freq = fft_frequencies(sr, n_fft);
+    let bins = freq.len();
+    let mut valleys = Vec::with_capacity(p.n_bands + 1);
+    let mut peaks = Vec::with_capacity(p.n_bands + 1);
+    for k in 0..=p.n_bands {
+        let (lo_hz, hi_hz) = (octa[k], octa[k + 1]);
+        let inside: Vec<usize> = (0..bins)
+            .filter(|&i| freq[i] >= lo_hz && freq[i] <= hi_hz)
+            .collect();
+        let (Some(&first), Some(&last)) = (inside.first(), inside.last()) else {
+            return Err(Error::invalid(
+                F,
+                format!("no FFT bin lies in the band {lo_hz}–{hi_hz} Hz: raise n_fft or fmin"),
+            ));
+        };
+        // librosa adds the bin below each band but the first, extends the last band to
+        // Nyquist, and leaves out the top bin of every band but the last.
+        let lo = if k > 0 {
+            first.saturating_sub(1)
+        } else {
+            first
+        };
+        let hi = if k == p.n_bands { bins } else { last + 1 };
+        let rows = hi - lo - usize::from(k < p.n_bands);
+        let q = ((p.quantile * (hi - lo) as f64).round_ties_even() as usize).max(1);
+        if rows == 0 || q > rows {
+            return Err(Error::invalid(
+                F,
+                format!("the band {lo_hz}–{hi_hz} Hz holds too few bins: raise n_fft"),
+            ));
+        }
+        // [.., n_frames, rows], each frame's magnitudes sorted ascending.
+        let band = s.narrow(axis, lo, rows)?.transpose(axis, axis + 1)?;
+        let sorted = signal::sort(&band)?;
+        let last_axis = sorted.rank() - 1;
+        valleys.push(ops::mean(&sorted.narrow(last_axis, 0, q)?, last_axis)?.unsqueeze(axis)?);
+        peaks.push(ops::mean(&sorted.narrow(last_axis, rows - q, q)?, last_axis)?.unsqueeze(axis)?);
+    }
+    let valley = ops::concat(&valleys.iter().collect::<Vec<_>>(), axis)?;
+    let peak = ops::concat(&peaks.iter().collect::<Vec<_>>(), axis)?;
+    if p.linear {
+        return Ok(ops::binary(BinaryOp::Sub, &peak, &valley)?);
+    }
+    let db = |t: &Tensor| power_to_db(t, DbRef::Value(1.0), 1e-10, Some(80.0));
+    Ok(ops::binary(BinaryOp::Sub, &db(&peak)?, &db(&valley)?)?)
+}
+
 /// The magnitude spectrogram and then [`spectral_centroid`] of signals `y` `[.., samples]`.
 ///
 /// # Errors
@@ -157,6 +298,46 @@ pub fn preemphasis(y: &Tensor, coef: f32) -> Result<Tensor> {
     let scaled = ops::scalar(ScalarOp::Mul, &y.narrow(axis, 0, len - 1)?, coef)?;
     let previous = ops::concat(&[&minus_zi, &scaled], axis)?;
     Ok(ops::binary(BinaryOp::Sub, y, &previous)?)
+}
+
+/// De-emphasis, the inverse of [`preemphasis`]: `y_out[n] = y[n] + coef · y_out[n − 1]` along
+/// the last axis (`librosa.effects.deemphasis` with its default initial state: the zero-state
+/// filter minus `((2 − coef)·y[0] − y[1]) / (3 − coef) · coef^n`), run by the first-order
+/// recurrence kernel.
+///
+/// # Errors
+/// [`Error::Invalid`] for a signal of fewer than 2 samples or a coefficient that is not
+/// finite; tensor errors.
+pub fn deemphasis(y: &Tensor, coef: f32) -> Result<Tensor> {
+    let axis = y
+        .rank()
+        .checked_sub(1)
+        .ok_or_else(|| Error::invalid("deemphasis", "needs a signal [.., samples]"))?;
+    let len = y.shape()[axis];
+    if len < 2 || !coef.is_finite() {
+        return Err(Error::invalid(
+            "deemphasis",
+            format!("needs at least 2 samples and a finite coef, got {len} and {coef}"),
+        ));
+    }
+    // K = ((2 − coef)·y[0] − y[1]) / (3 − coef), per row.
+    let k = ops::scalar(
+        ScalarOp::Div,
+        &ops::binary(
+            BinaryOp::Sub,
+            &ops::scalar(ScalarOp::Mul, &y.narrow(axis, 0, 1)?, 2.0 - coef)?,
+            &y.narrow(axis, 1, 1)?,
+        )?,
+        3.0 - coef,
+    )?;
+    if coef == 0.0 {
+        // The filter is the identity; the correction K·0^n touches the first sample only.
+        let first = ops::binary(BinaryOp::Sub, &y.narrow(axis, 0, 1)?, &k)?;
+        return Ok(ops::concat(&[&first, &y.narrow(axis, 1, len - 1)?], axis)?);
+    }
+    // Starting the recurrence from y_out[−1] = −K / coef adds −K·coef^n to every output.
+    let init = ops::scalar(ScalarOp::Div, &k, -coef)?;
+    Ok(signal::linear_recurrence(y, axis, coef, Some(&init))?)
 }
 
 /// The chroma filter bank `[n_chroma, 1 + n_fft/2]` in f64, row-major (`librosa.filters.chroma`

@@ -7,8 +7,11 @@
 //! - [`spectrum`]: [`stft`], [`istft`], [`spectrogram`] (`|STFT|^power`) and Griffin-Lim.
 //! - [`mel`]: the mel scale, filter banks (Slaney and HTK), [`melspectrogram`], [`power_to_db`],
 //!   [`amplitude_to_db`] and [`mfcc`].
-//! - [`features`]: chroma, delta, spectral centroid, bandwidth and flatness, zero-crossing rate,
-//!   pre-emphasis.
+//! - [`features`]: chroma, delta, spectral centroid, bandwidth, flatness, roll-off and contrast,
+//!   zero-crossing rate, pre- and de-emphasis.
+//! - [`effects`]: the phase vocoder, time stretching, pitch shifting, harmonic–percussive
+//!   separation and soft masks.
+//! - [`resample`]: polyphase and FFT resampling; [`pitch`]: YIN.
 //! - [`window`]: analysis windows; [`wav`]: WAV files.
 //!
 //! Shapes are librosa's: signals `[.., samples]`, spectrograms `[.., 1 + n_fft/2, n_frames]`
@@ -31,9 +34,12 @@
 //! # Ok::<(), gpukit_audio::Error>(())
 //! ```
 
+pub mod effects;
 mod error;
 pub mod features;
 pub mod mel;
+pub mod pitch;
+pub mod resample;
 pub mod spectrum;
 pub mod wav;
 pub mod window;
@@ -41,5 +47,6 @@ pub mod window;
 pub use error::{Error, Result};
 pub use gpukit_ops::signal::PadMode;
 pub use mel::{DbRef, Mel, MelNorm, MelScale, amplitude_to_db, melspectrogram, mfcc, power_to_db};
+pub use resample::{ResType, resample};
 pub use spectrum::{Stft, istft, spectrogram, stft};
 pub use window::Window;

@@ -2,7 +2,10 @@
 //! `cargo xtask test-gpu` and the GPU bundle): the STFT inverts back to its signal, CUDA agrees
 //! with the CPU (the f64 reference librosa parity is checked against, in gpukit-py's tests),
 //! and running twice gives the same bits. Tolerance on ‖out − ref‖ / ‖ref‖: 2e-5 for
-//! transforms and mel spectrograms, 1e-4 for decibel-domain results.
+//! transforms and mel spectrograms, 1e-4 for decibel-domain results. The effects, resampling
+//! and YIN are checked by what they must do to a signal (lengths, a tone's pitch and level,
+//! parts that sum back to the whole), CUDA against the CPU within 2e-3 (phase-vocoder
+//! results: f32 phase sums) or 1e-5.
 
 // Test code: a failed expectation is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -189,4 +192,104 @@ fn wav_files_round_trip_and_bad_files_are_errors() {
     assert!(read_wav(dir.path().join("none.wav"), &Device::Cpu).is_err());
     let scalar = Tensor::zeros(&[2, 2, 2], DType::F32, &Device::Cpu).unwrap();
     assert!(write_wav(&path, &scalar, 8000, WavFormat::Pcm16).is_err());
+}
+
+/// A tone of `hz` at `sr`, `n` samples.
+fn tone(hz: f64, sr: f64, n: usize, dev: &Device) -> Tensor {
+    let y: Vec<f32> = (0..n)
+        .map(|i| (0.5 * (2.0 * std::f64::consts::PI * hz * i as f64 / sr).sin()) as f32)
+        .collect();
+    Tensor::from_slice(&y, &[n], dev).unwrap()
+}
+
+fn rms(v: &[f32]) -> f64 {
+    (v.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>() / v.len() as f64).sqrt()
+}
+
+/// Results of the effects, resampling and YIN on `dev`, after checking what each must do.
+fn effects_body(dev: &Device) -> Vec<Vec<f32>> {
+    use gpukit_audio::effects::{Hpss, hpss_signal, pitch_shift, time_stretch};
+    use gpukit_audio::features::{deemphasis, preemphasis};
+    use gpukit_audio::pitch::{Yin, yin};
+    use gpukit_audio::{ResType, resample};
+
+    let flat = |t: &Tensor| t.to_vec::<f32>().unwrap();
+    let mut results = Vec::new();
+    // Resampling keeps a 1 kHz tone's level, and both methods agree away from the ends (at a
+    // ratio whose output grid is exact, 3/4).
+    let y = tone(1000.0, 16_000.0, 8000, dev);
+    let poly = resample(&y, 16_000.0, 12_000.0, ResType::Polyphase, true, false).unwrap();
+    let fft = resample(&y, 16_000.0, 12_000.0, ResType::Fft, true, false).unwrap();
+    assert_eq!(poly.shape(), [6000]);
+    assert_eq!(fft.shape(), [6000]);
+    let (p, f) = (flat(&poly), flat(&fft));
+    assert!((rms(&p[500..5500]) / rms(&flat(&y)) - 1.0).abs() < 0.01);
+    assert!(rel(&p[500..5500], &f[500..5500]) < 1e-2);
+    results.extend([p, f]);
+    // YIN finds a 220 Hz tone.
+    let f0 = flat(
+        &yin(
+            &tone(220.0, 16_000.0, 16_000, dev),
+            &Yin {
+                sr: 16_000.0,
+                ..Yin::new(80.0, 800.0)
+            },
+        )
+        .unwrap(),
+    );
+    assert!(
+        f0[2..f0.len() - 2].iter().all(|&f| (f - 220.0).abs() < 0.5),
+        "{f0:?}"
+    );
+    results.push(f0);
+    // Time stretching and pitch shifting set the lengths librosa's do.
+    let y = signal(dev);
+    let p = Stft {
+        n_fft: 512,
+        ..Stft::default()
+    };
+    let fast = time_stretch(&y, 1.5, &p).unwrap();
+    assert_eq!(fast.shape(), [2, (16_123.0f64 / 1.5).round() as usize]);
+    let shifted = pitch_shift(
+        &y.narrow(1, 0, 6000).unwrap(),
+        16_000.0,
+        3.0,
+        12,
+        ResType::Fft,
+        false,
+        &p,
+    )
+    .unwrap();
+    assert_eq!(shifted.shape(), [2, 6000]);
+    results.extend([flat(&fast), flat(&shifted)]);
+    // Harmonic and percussive parts sum back to the signal (the masks sum to 1).
+    let (h, q) = hpss_signal(&y, &p, &Hpss::default()).unwrap();
+    let (hv, qv, yv) = (flat(&h), flat(&q), flat(&y));
+    let sum: Vec<f32> = hv.iter().zip(&qv).map(|(a, b)| a + b).collect();
+    assert!(rel(&sum, &yv) < 1e-4);
+    results.extend([hv, qv]);
+    // De-emphasis inverts pre-emphasis.
+    let back = deemphasis(&preemphasis(&y, 0.97).unwrap(), 0.97).unwrap();
+    assert!(rel(&flat(&back), &yv) < 1e-4);
+    results.push(flat(&back));
+    results
+}
+
+#[test]
+fn effects_resample_and_yin_cpu() {
+    effects_body(&Device::Cpu);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn effects_resample_and_yin_cuda() {
+    let dev = cuda();
+    let cuda_results = effects_body(&dev);
+    let cpu_results = effects_body(&Device::Cpu);
+    for (i, (g, w)) in cuda_results.iter().zip(&cpu_results).enumerate() {
+        // Results 2 and 3 come from the phase vocoder.
+        let tol = if matches!(i, 3 | 4) { 2e-3 } else { 1e-5 };
+        assert!(rel(g, w) < tol, "result {i}: {}", rel(g, w));
+    }
+    assert_eq!(cuda_results, effects_body(&dev), "run twice");
 }

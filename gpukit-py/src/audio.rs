@@ -2,8 +2,11 @@
 //! wraps them with librosa's signatures, numpy in and out). They take and return `gk.Tensor`s,
 //! run where their inputs are, and release the GIL.
 
-use gpukit_audio::features;
+use gpukit_audio::effects::{self, Hpss};
+use gpukit_audio::features::{self, Contrast};
 use gpukit_audio::mel::{self, DbRef, Mel, MelNorm, MelScale};
+use gpukit_audio::pitch::{self, Yin};
+use gpukit_audio::resample::ResType;
 use gpukit_audio::spectrum::{self, PhaseInit};
 use gpukit_audio::wav::{self, WavFormat};
 use gpukit_audio::{PadMode, Stft, Window};
@@ -16,6 +19,22 @@ use crate::tensor::PyTensor;
 /// Runs `f` without the GIL, its audio error as the matching exception.
 fn run<T: Send>(py: Python<'_>, f: impl FnOnce() -> gpukit_audio::Result<T> + Send) -> PyResult<T> {
     py.detach(f).map_err(errors::audio)
+}
+
+/// A numpy `np.pad` mode name.
+fn pad_mode_of(name: &str) -> PyResult<PadMode> {
+    Ok(match name {
+        "constant" => PadMode::Constant,
+        "edge" => PadMode::Edge,
+        "reflect" => PadMode::Reflect,
+        "symmetric" => PadMode::Symmetric,
+        other => {
+            return Err(value(format!(
+                "pad_mode {other:?}: gpukit pads with \"constant\" (zeros), \"edge\", \"reflect\" \
+                 or \"symmetric\""
+            )));
+        }
+    })
 }
 
 fn stft_params(
@@ -31,16 +50,7 @@ fn stft_params(
             "window {window:?}: gpukit has hann, hamming, blackman and boxcar"
         ))
     })?;
-    let pad_mode = match pad_mode {
-        "constant" => PadMode::Constant,
-        "edge" => PadMode::Edge,
-        "reflect" => PadMode::Reflect,
-        other => {
-            return Err(value(format!(
-                "pad_mode {other:?}: gpukit pads with \"constant\" (zeros), \"edge\" or \"reflect\""
-            )));
-        }
-    };
+    let pad_mode = pad_mode_of(pad_mode)?;
     Ok(Stft {
         n_fft,
         hop_length,
@@ -397,6 +407,227 @@ pub fn write_wav(
     run(py, move || wav::write_wav(&path, &y, sr, format))
 }
 
+/// Spectral roll-off `[.., 1, n_frames]` of a magnitude spectrogram.
+#[pyfunction]
+pub fn spectral_rolloff(
+    py: Python<'_>,
+    s: &Bound<'_, PyTensor>,
+    sr: f64,
+    n_fft: usize,
+    roll_percent: f32,
+) -> PyResult<PyTensor> {
+    let s = t(s);
+    Ok(PyTensor::new(run(py, move || {
+        features::spectral_rolloff(&s, sr, n_fft, roll_percent)
+    })?))
+}
+
+/// Spectral contrast `[.., n_bands + 1, n_frames]` of a magnitude spectrogram.
+#[pyfunction]
+#[pyo3(signature = (s, sr, n_fft, fmin, n_bands, quantile, linear))]
+pub fn spectral_contrast(
+    py: Python<'_>,
+    s: &Bound<'_, PyTensor>,
+    sr: f64,
+    n_fft: usize,
+    fmin: f64,
+    n_bands: usize,
+    quantile: f64,
+    linear: bool,
+) -> PyResult<PyTensor> {
+    let s = t(s);
+    let p = Contrast {
+        fmin,
+        n_bands,
+        quantile,
+        linear,
+    };
+    Ok(PyTensor::new(run(py, move || {
+        features::spectral_contrast(&s, sr, n_fft, &p)
+    })?))
+}
+
+/// De-emphasis along the last axis.
+#[pyfunction]
+pub fn deemphasis(py: Python<'_>, y: &Bound<'_, PyTensor>, coef: f32) -> PyResult<PyTensor> {
+    let y = t(y);
+    Ok(PyTensor::new(run(py, move || {
+        features::deemphasis(&y, coef)
+    })?))
+}
+
+fn res_type_of(name: &str) -> PyResult<ResType> {
+    match name {
+        "polyphase" => Ok(ResType::Polyphase),
+        "fft" | "scipy" => Ok(ResType::Fft),
+        other => Err(value(format!(
+            "res_type {other:?}: gpukit resamples with \"polyphase\" (integer rates) or \"fft\" \
+             (\"scipy\"); soxr, resampy and samplerate filters are not implemented"
+        ))),
+    }
+}
+
+/// The signal resampled along its last axis.
+#[pyfunction]
+pub fn resample(
+    py: Python<'_>,
+    y: &Bound<'_, PyTensor>,
+    orig_sr: f64,
+    target_sr: f64,
+    res_type: &str,
+    fix: bool,
+    scale: bool,
+) -> PyResult<PyTensor> {
+    let kind = res_type_of(res_type)?;
+    let y = t(y);
+    Ok(PyTensor::new(run(py, move || {
+        gpukit_audio::resample(&y, orig_sr, target_sr, kind, fix, scale)
+    })?))
+}
+
+/// The phase vocoder on a complex STFT `[.., bins, n_frames, 2]`.
+#[pyfunction]
+#[pyo3(signature = (d, rate, hop_length))]
+pub fn phase_vocoder(
+    py: Python<'_>,
+    d: &Bound<'_, PyTensor>,
+    rate: f64,
+    hop_length: Option<usize>,
+) -> PyResult<PyTensor> {
+    let d = t(d);
+    Ok(PyTensor::new(run(py, move || {
+        effects::phase_vocoder(&d, rate, hop_length)
+    })?))
+}
+
+/// Time stretching of a signal.
+#[pyfunction]
+#[pyo3(signature = (y, rate, n_fft, hop_length, win_length, window, center, pad_mode))]
+pub fn time_stretch(
+    py: Python<'_>,
+    y: &Bound<'_, PyTensor>,
+    rate: f64,
+    n_fft: usize,
+    hop_length: Option<usize>,
+    win_length: Option<usize>,
+    window: &str,
+    center: bool,
+    pad_mode: &str,
+) -> PyResult<PyTensor> {
+    let p = stft_params(n_fft, hop_length, win_length, window, center, pad_mode)?;
+    let y = t(y);
+    Ok(PyTensor::new(run(py, move || {
+        effects::time_stretch(&y, rate, &p)
+    })?))
+}
+
+/// Pitch shifting of a signal.
+#[pyfunction]
+#[pyo3(signature = (y, sr, n_steps, bins_per_octave, res_type, scale, n_fft, hop_length, win_length, window, center, pad_mode))]
+pub fn pitch_shift(
+    py: Python<'_>,
+    y: &Bound<'_, PyTensor>,
+    sr: f64,
+    n_steps: f64,
+    bins_per_octave: usize,
+    res_type: &str,
+    scale: bool,
+    n_fft: usize,
+    hop_length: Option<usize>,
+    win_length: Option<usize>,
+    window: &str,
+    center: bool,
+    pad_mode: &str,
+) -> PyResult<PyTensor> {
+    let p = stft_params(n_fft, hop_length, win_length, window, center, pad_mode)?;
+    let kind = res_type_of(res_type)?;
+    let y = t(y);
+    Ok(PyTensor::new(run(py, move || {
+        effects::pitch_shift(&y, sr, n_steps, bins_per_octave, kind, scale, &p)
+    })?))
+}
+
+/// Harmonic–percussive separation: of a complex STFT `[.., bins, n_frames, 2]` (`complex`),
+/// or its masks (`complex_mask`), else the masks of a magnitude spectrogram (`mask`); or,
+/// with `stft` parameters, of a signal (`signal`).
+#[pyfunction]
+#[pyo3(signature = (x, kind, kernel_size, power, margin, n_fft, hop_length, win_length, window, center, pad_mode))]
+pub fn hpss(
+    py: Python<'_>,
+    x: &Bound<'_, PyTensor>,
+    kind: &str,
+    kernel_size: (usize, usize),
+    power: f32,
+    margin: (f32, f32),
+    n_fft: usize,
+    hop_length: Option<usize>,
+    win_length: Option<usize>,
+    window: &str,
+    center: bool,
+    pad_mode: &str,
+) -> PyResult<(PyTensor, PyTensor)> {
+    let p = Hpss {
+        kernel_size,
+        power,
+        margin,
+    };
+    let st = stft_params(n_fft, hop_length, win_length, window, center, pad_mode)?;
+    let x = t(x);
+    let (h, q) = match kind {
+        "complex" => run(py, move || effects::hpss(&x, &p))?,
+        "complex_mask" => run(py, move || {
+            effects::hpss_masks(&effects::magnitude(&x)?, &p)
+        })?,
+        "mask" => run(py, move || effects::hpss_masks(&x, &p))?,
+        "signal" => run(py, move || effects::hpss_signal(&x, &st, &p))?,
+        other => return Err(value(format!("hpss kind {other:?}"))),
+    };
+    Ok((PyTensor::new(h), PyTensor::new(q)))
+}
+
+/// The soft mask of two non-negative tensors.
+#[pyfunction]
+pub fn softmask(
+    py: Python<'_>,
+    x: &Bound<'_, PyTensor>,
+    x_ref: &Bound<'_, PyTensor>,
+    power: f32,
+    split_zeros: bool,
+) -> PyResult<PyTensor> {
+    let (x, x_ref) = (t(x), t(x_ref));
+    Ok(PyTensor::new(run(py, move || {
+        effects::softmask(&x, &x_ref, power, split_zeros)
+    })?))
+}
+
+/// YIN fundamental frequency `[.., n_frames]` in Hz.
+#[pyfunction]
+#[pyo3(signature = (y, fmin, fmax, sr, frame_length, hop_length, trough_threshold, center, pad_mode))]
+pub fn yin(
+    py: Python<'_>,
+    y: &Bound<'_, PyTensor>,
+    fmin: f64,
+    fmax: f64,
+    sr: f64,
+    frame_length: usize,
+    hop_length: Option<usize>,
+    trough_threshold: f32,
+    center: bool,
+    pad_mode: &str,
+) -> PyResult<PyTensor> {
+    let p = Yin {
+        sr,
+        frame_length,
+        hop_length,
+        trough_threshold,
+        center,
+        pad_mode: pad_mode_of(pad_mode)?,
+        ..Yin::new(fmin, fmax)
+    };
+    let y = t(y);
+    Ok(PyTensor::new(run(py, move || pitch::yin(&y, &p))?))
+}
+
 /// The `_audio` submodule of `_gpukit`.
 pub(crate) fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     let m = PyModule::new(py, "_audio")?;
@@ -417,6 +648,16 @@ pub(crate) fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     m.add_function(wrap_pyfunction!(chroma, &m)?)?;
     m.add_function(wrap_pyfunction!(delta, &m)?)?;
     m.add_function(wrap_pyfunction!(zero_crossing_rate, &m)?)?;
+    m.add_function(wrap_pyfunction!(spectral_rolloff, &m)?)?;
+    m.add_function(wrap_pyfunction!(spectral_contrast, &m)?)?;
+    m.add_function(wrap_pyfunction!(deemphasis, &m)?)?;
+    m.add_function(wrap_pyfunction!(resample, &m)?)?;
+    m.add_function(wrap_pyfunction!(phase_vocoder, &m)?)?;
+    m.add_function(wrap_pyfunction!(time_stretch, &m)?)?;
+    m.add_function(wrap_pyfunction!(pitch_shift, &m)?)?;
+    m.add_function(wrap_pyfunction!(hpss, &m)?)?;
+    m.add_function(wrap_pyfunction!(softmask, &m)?)?;
+    m.add_function(wrap_pyfunction!(yin, &m)?)?;
     m.add_function(wrap_pyfunction!(read_wav, &m)?)?;
     m.add_function(wrap_pyfunction!(write_wav, &m)?)?;
     Ok(m)

@@ -6,7 +6,11 @@ CPU.
 Tolerances, on ‖ours − librosa‖ / ‖librosa‖ unless stated: stft, istft, spectrogram,
 melspectrogram 2e-5 (f32 transforms against librosa's, which computes in f32 through numpy's
 pocketfft); decibels 2e-3 dB absolute; mfcc 1e-4; spectral features 1e-4; mel filters 1e-6
-absolute; pre-emphasis 1e-6.
+absolute; pre-emphasis 1e-6; de-emphasis, resampling, spectral contrast, HPSS 1e-5; YIN 1e-5;
+spectral roll-off exact on at least 99% of frames (a threshold compared against prefix sums of
+spectra that differ in the last bits can flip a bin); phase vocoder, time stretch and pitch
+shift 2e-3 (the accumulated phase is an f32 running sum in both, whose rounding grows with
+its magnitude).
 """
 
 import os
@@ -249,3 +253,154 @@ def test_cuda_griffinlim_chroma_and_delta_match_the_cpu(rng):
     y[300:310] = -1e-12
     assert np.array_equal(gk.audio.zero_crossing_rate(y, device="cuda"),
                           gk.audio.zero_crossing_rate(y))
+
+
+def test_rolloff_contrast_and_emphasis_match_librosa(signals):
+    librosa = pytest.importorskip("librosa")
+    for name, y, sr in signals:
+        S = np.abs(librosa.stft(y, n_fft=512, hop_length=128))
+        for roll in (0.85, 0.3):
+            ours = gk.audio.spectral_rolloff(S=S, sr=sr, roll_percent=roll)
+            ref = librosa.feature.spectral_rolloff(S=S, sr=sr, roll_percent=roll)
+            assert ours.shape == ref.shape
+            assert np.mean(ours != ref) <= 0.01, (name, roll)
+            assert np.abs(ours - ref).max() <= sr / 512 + 1e-3, (name, roll)
+        for kw in (dict(fmin=100.0, n_bands=4), dict(fmin=200.0, n_bands=3, quantile=0.1,
+                                                      linear=True)):
+            assert rel(gk.audio.spectral_contrast(S=S, sr=sr, **kw),
+                       librosa.feature.spectral_contrast(S=S, sr=sr, **kw)) < 1e-5, (name, kw)
+        assert rel(gk.audio.spectral_contrast(y=y, sr=22050),
+                   librosa.feature.spectral_contrast(y=y, sr=22050)) < 1e-5, name
+        for coef in (0.97, 0.5):
+            assert rel(gk.audio.deemphasis(y, coef=coef),
+                       librosa.effects.deemphasis(y, coef=coef)) < 1e-5, (name, coef)
+        # De-emphasis undoes pre-emphasis.
+        back = gk.audio.deemphasis(gk.audio.preemphasis(y))
+        assert rel(back, y) < 1e-4, name
+
+
+@pytest.mark.parametrize("res_type", ["polyphase", "fft"])
+def test_resample_matches_librosa(signals, res_type):
+    librosa = pytest.importorskip("librosa")
+    for name, y, sr in signals:
+        for target in (8000, 16000, 44100, 11025):
+            if target == sr:
+                continue
+            for scale in (False, True):
+                ours = gk.audio.resample(y, orig_sr=sr, target_sr=target, res_type=res_type,
+                                         scale=scale)
+                ref = librosa.resample(y, orig_sr=sr, target_sr=target, res_type=res_type,
+                                       scale=scale)
+                assert rel(ours, ref) < 1e-5, (name, target, scale)
+    # A batch resamples row by row.
+    y = np.stack([signals[0][1], signals[0][1][::-1].copy()])
+    ours = gk.audio.resample(y, orig_sr=22050, target_sr=16000, res_type=res_type)
+    assert rel(ours[1], gk.audio.resample(y[1], orig_sr=22050, target_sr=16000,
+                                          res_type=res_type)) < 1e-6
+
+
+def test_phase_vocoder_stretch_and_shift_match_librosa(signals):
+    librosa = pytest.importorskip("librosa")
+    for name, y, sr in signals:
+        D = librosa.stft(y, n_fft=512, hop_length=128)
+        for rate in (0.8, 1.0, 1.3, 2.0):
+            assert rel(gk.audio.phase_vocoder(D, rate=rate, hop_length=128),
+                       librosa.phase_vocoder(D, rate=rate, hop_length=128)) < 2e-3, (name, rate)
+            assert rel(gk.audio.time_stretch(y, rate=rate, n_fft=512),
+                       librosa.effects.time_stretch(y, rate=rate, n_fft=512)) < 2e-3
+        for steps in (3, -2.5):
+            assert rel(gk.audio.pitch_shift(y, sr=sr, n_steps=steps, n_fft=512),
+                       librosa.effects.pitch_shift(y, sr=sr, n_steps=steps, n_fft=512,
+                                                   res_type="fft")) < 2e-3, (name, steps)
+
+
+def test_hpss_and_softmask_match_librosa(signals):
+    librosa = pytest.importorskip("librosa")
+    for name, y, sr in signals:
+        D = librosa.stft(y, n_fft=512, hop_length=128)
+        for kw in (dict(), dict(kernel_size=(17, 8), margin=(2.0, 3.0), power=1.0)):
+            for ours, ref in zip(gk.audio.hpss(D, **kw), librosa.decompose.hpss(D, **kw)):
+                assert ours.dtype == np.complex64 and rel(ours, ref) < 1e-5, (name, kw)
+            S = np.abs(D)
+            for ours, ref in zip(gk.audio.hpss(S, mask=True, **kw),
+                                 librosa.decompose.hpss(S, mask=True, **kw)):
+                assert rel(ours, ref) < 1e-5, (name, kw)
+        for ours, ref in zip(gk.audio.hpss_signal(y, n_fft=512),
+                             librosa.effects.hpss(y, n_fft=512)):
+            assert rel(ours, ref) < 1e-5, name
+        assert rel(gk.audio.harmonic(y, n_fft=512),
+                   librosa.effects.harmonic(y, n_fft=512)) < 1e-5
+    x = np.abs(np.random.default_rng(1).standard_normal((7, 9))).astype(np.float32)
+    r = np.abs(np.random.default_rng(2).standard_normal((7, 9))).astype(np.float32)
+    x[0, :3] = r[0, :3] = 0  # both zero: 0, or 0.5 with split_zeros
+    for power, split in ((1, False), (2, True), (0.5, False)):
+        assert rel(gk.audio.softmask(x, r, power=power, split_zeros=split),
+                   librosa.util.softmask(x, r, power=power, split_zeros=split)) < 1e-6
+
+
+def test_yin_matches_librosa(signals):
+    librosa = pytest.importorskip("librosa")
+    for name, y, sr in signals:
+        for kw in (dict(fmin=60, fmax=500, frame_length=1024),
+                   dict(fmin=80, fmax=sr / 4, frame_length=2048, hop_length=300,
+                        trough_threshold=0.2, center=False)):
+            ours = gk.audio.yin(y, sr=sr, **kw)
+            ref = librosa.yin(y, sr=sr, **kw)
+            assert rel(ours, ref) < 1e-5, (name, kw)
+    # A pure tone's period is found to within a fraction of a sample.
+    sr = 16000
+    t = np.arange(sr) / sr
+    f0 = gk.audio.yin(np.sin(2 * np.pi * 220 * t).astype(np.float32), fmin=80, fmax=800, sr=sr)
+    assert np.all(np.abs(f0[2:-2] - 220) < 0.5)
+
+
+def test_new_functions_refuse_bad_input():
+    y = np.zeros(1000, np.float32)
+    with pytest.raises(ValueError, match="integer rates"):
+        gk.audio.resample(y, orig_sr=22050.5, target_sr=16000)
+    with pytest.raises(ValueError, match="soxr"):
+        gk.audio.resample(y, orig_sr=22050, target_sr=16000, res_type="soxr_hq")
+    with pytest.raises(ValueError, match="fmin"):
+        gk.audio.yin(y, fmin=500, fmax=100)
+    with pytest.raises(ValueError, match="period"):
+        gk.audio.yin(y, fmin=10, fmax=100, frame_length=512)
+    with pytest.raises(ValueError, match="roll_percent"):
+        gk.audio.spectral_rolloff(y=y, roll_percent=1.5)
+    with pytest.raises(ValueError, match="Nyquist"):
+        gk.audio.spectral_contrast(y=y, sr=8000, fmin=1000.0, n_bands=6)
+    with pytest.raises(ValueError, match="rate"):
+        gk.audio.time_stretch(y, rate=0.0)
+    with pytest.raises(ValueError, match="margin"):
+        gk.audio.hpss(np.ones((5, 5), np.float32), margin=0.5)
+    with pytest.raises(ValueError, match="zi"):
+        gk.audio.deemphasis(y, zi=np.zeros(1))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU")
+def test_cuda_filters_effects_and_pitch_match_the_cpu(rng):
+    y = synthetic(rng, seconds=0.6)
+    sr = 22050
+    S = np.abs(gk.audio.stft(y, n_fft=512, hop_length=128))
+    assert np.mean(gk.audio.spectral_rolloff(S=S, sr=sr, device="cuda")
+                   != gk.audio.spectral_rolloff(S=S, sr=sr)) <= 0.01
+    assert rel(gk.audio.spectral_contrast(S=S, sr=sr, device="cuda"),
+               gk.audio.spectral_contrast(S=S, sr=sr)) < 1e-5
+    assert rel(gk.audio.deemphasis(y, device="cuda"), gk.audio.deemphasis(y)) < 1e-6
+    for res_type in ("polyphase", "fft"):
+        assert rel(gk.audio.resample(y[:8000], orig_sr=sr, target_sr=16000, res_type=res_type,
+                                     device="cuda"),
+                   gk.audio.resample(y[:8000], orig_sr=sr, target_sr=16000,
+                                     res_type=res_type)) < 1e-5, res_type
+    assert rel(gk.audio.time_stretch(y, rate=1.3, n_fft=512, device="cuda"),
+               gk.audio.time_stretch(y, rate=1.3, n_fft=512)) < 2e-3
+    assert rel(gk.audio.pitch_shift(y[:6000], sr=sr, n_steps=2, n_fft=512, device="cuda"),
+               gk.audio.pitch_shift(y[:6000], sr=sr, n_steps=2, n_fft=512)) < 2e-3
+    D = gk.audio.stft(y, n_fft=512, hop_length=128)
+    for ours, ref in zip(gk.audio.hpss(D, device="cuda"), gk.audio.hpss(D)):
+        assert rel(ours, ref) < 1e-5
+    assert rel(gk.audio.yin(y, fmin=60, fmax=500, sr=sr, device="cuda"),
+               gk.audio.yin(y, fmin=60, fmax=500, sr=sr)) < 1e-5
+    # Twice on CUDA: the same bits.
+    a = gk.audio.yin(y, fmin=60, fmax=500, sr=sr, device="cuda")
+    assert np.array_equal(a, gk.audio.yin(y, fmin=60, fmax=500, sr=sr, device="cuda"))

@@ -24,20 +24,33 @@ __all__ = [
     "amplitude_to_db",
     "chroma_filters",
     "chroma_stft",
+    "deemphasis",
     "delta",
     "griffinlim",
+    "harmonic",
+    "hpss",
+    "hpss_signal",
     "istft",
     "load",
     "mel_filters",
     "melspectrogram",
     "mfcc",
+    "percussive",
+    "phase_vocoder",
+    "pitch_shift",
     "power_to_db",
     "preemphasis",
+    "resample",
+    "softmask",
     "spectral_bandwidth",
     "spectral_centroid",
+    "spectral_contrast",
     "spectral_flatness",
+    "spectral_rolloff",
     "stft",
+    "time_stretch",
     "write_wav",
+    "yin",
     "zero_crossing_rate",
 ]
 
@@ -191,6 +204,152 @@ def preemphasis(y, *, coef=0.97, device=None):
     (`librosa.effects.preemphasis`)."""
     t, np_in = _tensor(y, device)
     return _out(_a.preemphasis(t, float(coef)), np_in)
+
+
+def spectral_rolloff(*, y=None, sr=22050, S=None, n_fft=2048, hop_length=512,
+                     win_length=None, window="hann", center=True, pad_mode="constant",
+                     freq=None, roll_percent=0.85, device=None):
+    """The lowest bin frequency in Hz holding `roll_percent` of each frame's magnitude,
+    `[..., 1, n_frames]` (`librosa.feature.spectral_rolloff`; the FFT bin frequencies only)."""
+    if freq is not None:
+        raise ValueError("freq: gpukit uses the FFT bin frequencies (freq=None)")
+    s, np_in = _magnitude(y, S, sr, n_fft, hop_length, win_length, window, center, pad_mode,
+                          device)
+    n_fft = 2 * (s.shape[-2] - 1)
+    return _out(_a.spectral_rolloff(s, float(sr), n_fft, float(roll_percent)), np_in)
+
+
+def spectral_contrast(*, y=None, sr=22050, S=None, n_fft=2048, hop_length=512,
+                      win_length=None, window="hann", center=True, pad_mode="constant",
+                      freq=None, fmin=200.0, n_bands=6, quantile=0.02, linear=False,
+                      device=None):
+    """Peak against valley of each octave band, `[..., n_bands + 1, n_frames]`, in dB unless
+    `linear` (`librosa.feature.spectral_contrast`; the FFT bin frequencies only)."""
+    if freq is not None:
+        raise ValueError("freq: gpukit uses the FFT bin frequencies (freq=None)")
+    s, np_in = _magnitude(y, S, sr, n_fft, hop_length, win_length, window, center, pad_mode,
+                          device)
+    n_fft = 2 * (s.shape[-2] - 1)
+    r = _a.spectral_contrast(s, float(sr), n_fft, float(fmin), int(n_bands), float(quantile),
+                             bool(linear))
+    return _out(r, np_in)
+
+
+def deemphasis(y, *, coef=0.97, zi=None, return_zf=False, device=None):
+    """`y_out[n] = y[n] + coef · y_out[n − 1]`, the inverse of `preemphasis`, with librosa's
+    default initial state (`librosa.effects.deemphasis`; `zi` and `return_zf` are not
+    supported)."""
+    if zi is not None or return_zf:
+        raise ValueError("deemphasis: zi and return_zf are not supported (librosa's default "
+                         "initial state only)")
+    t, np_in = _tensor(y, device)
+    return _out(_a.deemphasis(t, float(coef)), np_in)
+
+
+def resample(y, *, orig_sr, target_sr, res_type="polyphase", fix=True, scale=False, axis=-1,
+             device=None):
+    """`y` resampled from `orig_sr` to `target_sr` along the last axis (`librosa.resample`).
+    `res_type` is "polyphase" (`scipy.signal.resample_poly`, integer rates) or "fft"/"scipy"
+    (`scipy.signal.resample`); librosa's default soxr filter is not implemented, so the
+    default here is "polyphase"."""
+    ndim = len(y.shape) if isinstance(y, Tensor) else np.ndim(y)
+    if axis not in (-1, ndim - 1):
+        raise ValueError("resample: only the last axis (axis=-1)")
+    t, np_in = _tensor(y, device)
+    r = _a.resample(t, float(orig_sr), float(target_sr), res_type, bool(fix), bool(scale))
+    return _out(r, np_in)
+
+
+def phase_vocoder(D, *, rate, hop_length=None, n_fft=None, device=None):
+    """The complex STFT `D` sped up by `rate` (`librosa.phase_vocoder`)."""
+    t, np_in = _tensor(D, device, complex_input=not isinstance(D, Tensor))
+    if n_fft is not None and n_fft != 2 * (t.shape[-3] - 1):
+        raise ValueError(f"n_fft={n_fft} does not match D's {t.shape[-3]} bins")
+    return _out(_a.phase_vocoder(t, float(rate), hop_length), np_in, complex_output=True)
+
+
+def time_stretch(y, *, rate, n_fft=2048, hop_length=None, win_length=None, window="hann",
+                 center=True, pad_mode="constant", device=None):
+    """`y` played `rate` times faster at the same pitch (`librosa.effects.time_stretch`: STFT,
+    phase vocoder, ISTFT to `round(len / rate)` samples)."""
+    t, np_in = _tensor(y, device)
+    r = _a.time_stretch(t, float(rate), n_fft, hop_length, win_length, window, center,
+                        pad_mode)
+    return _out(r, np_in)
+
+
+def pitch_shift(y, *, sr, n_steps, bins_per_octave=12, res_type="fft", scale=False,
+                n_fft=2048, hop_length=None, win_length=None, window="hann", center=True,
+                pad_mode="constant", device=None):
+    """`y` shifted by `n_steps` steps of `1 / bins_per_octave` octave
+    (`librosa.effects.pitch_shift`): time stretch, then resampling from `sr / rate` to `sr`.
+    The default `res_type` is "fft" (librosa's soxr is not implemented; "polyphase" needs
+    integer rates)."""
+    t, np_in = _tensor(y, device)
+    r = _a.pitch_shift(t, float(sr), float(n_steps), int(bins_per_octave), res_type,
+                       bool(scale), n_fft, hop_length, win_length, window, center, pad_mode)
+    return _out(r, np_in)
+
+
+def _pair(v):
+    return (v[0], v[1]) if isinstance(v, (tuple, list)) else (v, v)
+
+
+def hpss(S, *, kernel_size=31, power=2.0, mask=False, margin=1.0, device=None):
+    """Harmonic and percussive parts of a spectrogram (`librosa.decompose.hpss`): median
+    filters across time (harmonic) and frequency (percussive), then soft masks. A complex `S`
+    gives complex parts, a magnitude `S` magnitude parts, `mask=True` the masks. Takes numpy;
+    for a `gk.Tensor` signal use `hpss_signal`."""
+    if isinstance(S, Tensor):
+        raise TypeError("hpss takes a numpy spectrogram; for a gk.Tensor signal use "
+                        "hpss_signal")
+    is_complex = np.iscomplexobj(S)
+    t, np_in = _tensor(S, device)
+    ks, mg = _pair(kernel_size), tuple(float(m) for m in _pair(margin))
+    kind = ("complex_mask" if mask else "complex") if is_complex else "mask"
+    h, p = _a.hpss(t, kind, ks, float(power), mg, 2048, None, None, "hann", True, "constant")
+    if mask:
+        return _out(h, np_in), _out(p, np_in)
+    if is_complex:
+        return _out(h, np_in, complex_output=True), _out(p, np_in, complex_output=True)
+    return _out(t * h, np_in), _out(t * p, np_in)
+
+
+def hpss_signal(y, *, kernel_size=31, power=2.0, margin=1.0, n_fft=2048, hop_length=None,
+                win_length=None, window="hann", center=True, pad_mode="constant", device=None):
+    """The harmonic and percussive signals of `y` (`librosa.effects.hpss`)."""
+    t, np_in = _tensor(y, device)
+    ks, mg = _pair(kernel_size), tuple(float(m) for m in _pair(margin))
+    h, p = _a.hpss(t, "signal", ks, float(power), mg, n_fft, hop_length, win_length, window,
+                   center, pad_mode)
+    return _out(h, np_in), _out(p, np_in)
+
+
+def harmonic(y, *, margin=1.0, kernel_size=31, power=2.0, **kwargs):
+    """The harmonic part of `y` (`librosa.effects.harmonic`)."""
+    return hpss_signal(y, margin=margin, kernel_size=kernel_size, power=power, **kwargs)[0]
+
+
+def percussive(y, *, margin=1.0, kernel_size=31, power=2.0, **kwargs):
+    """The percussive part of `y` (`librosa.effects.percussive`)."""
+    return hpss_signal(y, margin=margin, kernel_size=kernel_size, power=power, **kwargs)[1]
+
+
+def softmask(X, X_ref, *, power=1, split_zeros=False, device=None):
+    """`X ** power / (X ** power + X_ref ** power)` after dividing both by their maximum
+    (`librosa.util.softmask`, finite powers). Both numpy, or both `gk.Tensor`s."""
+    t, np_in = _tensor(X, device)
+    r, _ = _tensor(X_ref, device)
+    return _out(_a.softmask(t, r, float(power), bool(split_zeros)), np_in)
+
+
+def yin(y, *, fmin, fmax, sr=22050, frame_length=2048, hop_length=None, trough_threshold=0.1,
+        center=True, pad_mode="constant", device=None):
+    """Fundamental frequency in Hz per frame, `[..., n_frames]`, by YIN (`librosa.yin`)."""
+    t, np_in = _tensor(y, device)
+    r = _a.yin(t, float(fmin), float(fmax), float(sr), frame_length, hop_length,
+               float(trough_threshold), center, pad_mode)
+    return _out(r, np_in)
 
 
 def griffinlim(S, *, n_iter=32, hop_length=None, win_length=None, n_fft=None, window="hann",
