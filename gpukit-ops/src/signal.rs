@@ -12,7 +12,10 @@
 //! On CUDA they run gpukit's own FFT kernels (`gpukit_kernels::signal`: Stockham radix
 //! 8/4/2/3/5, Bluestein for other lengths) in f32, one transform per group of threads, in
 //! shared memory; the leading axes may be any strided view, including an overlapping one from
-//! [`Tensor::unfold`] (an STFT's frames are read in place, not copied).
+//! [`Tensor::unfold`] (an STFT's frames are read in place, not copied). Lengths past one
+//! block's shared memory (above 8192 complex points, or 4096 for Bluestein) compose several
+//! launches: the four-step algorithm for products of 2, 3 and 5, Bluestein's over power-of-two
+//! four-step transforms otherwise — any length, at the cost of more passes through memory.
 
 use gpukit_driver::{DevicePtr, KernelArgs};
 use gpukit_kernels::grid;
@@ -27,6 +30,7 @@ use crate::tensor::Tensor;
 use crate::{DType, Error, Result};
 
 pub mod filter;
+mod large;
 pub use filter::{
     cumsum, linear_recurrence, linear_recurrence_into, median_filter, median_filter_into, sort,
     sort_into, upfirdn, upfirdn_into,
@@ -333,8 +337,7 @@ fn launch_fft(
 /// otherwise.
 ///
 /// # Errors
-/// [`Error::Shape`] / [`Error::DType`] for operands that do not fit; on CUDA, a length the
-/// kernels cannot hold in shared memory (see `gpukit_kernels::signal`).
+/// [`Error::Shape`] / [`Error::DType`] for operands that do not fit; memory errors.
 pub fn rfft_into(
     x: &Tensor,
     window: Option<FftWindow<'_>>,
@@ -377,6 +380,9 @@ pub fn rfft_into(
             }
             write_host(out, values)
         }
+        Device::Cuda(c) if !large::fits(c, FftMode::R2c, n) => {
+            large::rfft(c, x, window.as_ref(), output, n, out)
+        }
         Device::Cuda(c) => launch_fft(
             c,
             OP,
@@ -410,8 +416,7 @@ pub fn rfft(x: &Tensor, window: Option<FftWindow<'_>>) -> Result<Tensor> {
 /// the zero-frequency bin and, for even n, the Nyquist bin are ignored.
 ///
 /// # Errors
-/// [`Error::Shape`] when `x` does not hold `n / 2 + 1` bins; dtype and device errors; on CUDA
-/// a length the kernels cannot hold in shared memory.
+/// [`Error::Shape`] when `x` does not hold `n / 2 + 1` bins; dtype, device and memory errors.
 pub fn irfft_into(x: &Tensor, n: usize, window: Option<FftWindow<'_>>, out: &Tensor) -> Result<()> {
     const OP: &str = "irfft";
     f32_only(OP, x)?;
@@ -448,6 +453,9 @@ pub fn irfft_into(x: &Tensor, n: usize, window: Option<FftWindow<'_>>, out: &Ten
             }
             write_host(out, values)
         }
+        Device::Cuda(c) if !large::fits(c, FftMode::C2r, n) => {
+            large::irfft(c, x, window.as_ref(), n, out)
+        }
         Device::Cuda(c) => launch_fft(
             c,
             OP,
@@ -480,7 +488,7 @@ pub fn irfft(x: &Tensor, n: usize, window: Option<FftWindow<'_>>) -> Result<Tens
 /// divided by n.
 ///
 /// # Errors
-/// Shape, dtype and device errors; on CUDA a length the kernels cannot hold in shared memory.
+/// Shape, dtype, device and memory errors.
 pub fn fft_into(x: &Tensor, inverse: bool, out: &Tensor) -> Result<()> {
     const OP: &str = "fft";
     f32_only(OP, x)?;
@@ -504,6 +512,20 @@ pub fn fft_into(x: &Tensor, inverse: bool, out: &Tensor) -> Result<()> {
                 values.extend(row.iter().flat_map(|z| [z.re * scale, z.im * scale]));
             }
             write_host(out, values)
+        }
+        Device::Cuda(c) if !large::fits(c, FftMode::C2c, n) => {
+            let rows = x.numel() / (2 * n);
+            let y = large::dft(
+                c,
+                &x.contiguous()?.reshape(&[rows, n, 2])?,
+                if inverse { 1 } else { -1 },
+            )?;
+            let y = if inverse {
+                crate::ops::scalar(crate::ScalarOp::Mul, &y, 1.0 / n as f32)?
+            } else {
+                y
+            };
+            crate::ops::copy_into(&y.reshape(out.shape())?, out)
         }
         Device::Cuda(c) => launch_fft(
             c,

@@ -28,8 +28,12 @@ fn dft(re: &[f64], im: &[f64], sign: f64) -> Vec<(f64, f64)> {
 
 op_test!(rfft_and_irfft, |dev: &Device| {
     let s = seed();
-    // Radix 8·4·2, 3, 5, odd (complex FFT of n points), Bluestein (7, 1001, 2·509), one point.
-    for n in [1usize, 2, 7, 16, 30, 45, 400, 512, 1001, 1018, 2048, 16384] {
+    // Radix 8·4·2, 3, 5, odd (complex FFT of n points), Bluestein (7, 1001, 2·509), one point;
+    // past one block's shared memory on CUDA: four-step (40 000), Bluestein over four-step
+    // transforms (5805 = 3³·5·43, 30 001 = 19·1579).
+    for n in [
+        1usize, 2, 7, 16, 30, 45, 400, 512, 1001, 1018, 2048, 5805, 16384, 30001, 40000,
+    ] {
         let batch = [3usize, 2];
         let (x, xv) = input(
             &[batch[0], batch[1], n],
@@ -134,6 +138,7 @@ op_test!(rfft_and_irfft, |dev: &Device| {
         (512usize, WindowFn::Hann, 400usize),
         (45, WindowFn::Blackman, 45),
         (64, WindowFn::Hamming, 63),
+        (20000, WindowFn::Hann, 18000),
     ] {
         let offset = (n - length) / 2;
         let (x, _) = input(&[3, n], DType::F32, -1.0, 1.0, s, dev);
@@ -183,7 +188,8 @@ op_test!(rfft_and_irfft, |dev: &Device| {
 
 op_test!(complex_fft, |dev: &Device| {
     let s = seed();
-    for n in [1usize, 5, 12, 97, 360, 1000, 8192] {
+    // Past one block on CUDA: Bluestein (10 007, prime), four-step (12 000, 65 536).
+    for n in [1usize, 5, 12, 97, 360, 1000, 8192, 10007, 12000, 65536] {
         let (x, xv) = input(&[3, n, 2], DType::F32, -1.0, 1.0, s ^ n as u64, dev);
         for inverse in [false, true] {
             let out = poisoned(&[3, n, 2], DType::F32, dev);
