@@ -25,6 +25,23 @@ pub enum Error {
         #[source]
         source: hound::Error,
     },
+    /// An audio file could not be opened.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An audio file could not be decoded (symphonia).
+    #[error("{path}: {detail}")]
+    Decode {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        detail: String,
+    },
 }
 
 impl Error {

@@ -12,7 +12,7 @@
 //! - [`effects`]: the phase vocoder, time stretching, pitch shifting, harmonic–percussive
 //!   separation and soft masks.
 //! - [`resample`]: polyphase and FFT resampling; [`pitch`]: YIN.
-//! - [`window`]: analysis windows; [`wav`]: WAV files.
+//! - [`window`]: analysis windows; [`wav`]: WAV files; [`decode`]: any common audio format.
 //!
 //! Shapes are librosa's: signals `[.., samples]`, spectrograms `[.., 1 + n_fft/2, n_frames]`
 //! (complex ones with a trailing axis of 2: real, imaginary).
@@ -34,6 +34,7 @@
 //! # Ok::<(), gpukit_audio::Error>(())
 //! ```
 
+pub mod decode;
 pub mod effects;
 mod error;
 pub mod features;

@@ -47,6 +47,17 @@ pub fn read_wav(path: impl AsRef<Path>, device: &Device) -> Result<Audio> {
                 .map_err(|e| wav_error(path, e))?
         }
     };
+    from_interleaved(&interleaved, channels, spec.sample_rate, device)
+}
+
+/// `[channels, frames]` audio on `device` from interleaved samples (a trailing partial frame
+/// dropped).
+pub(crate) fn from_interleaved(
+    interleaved: &[f32],
+    channels: usize,
+    sample_rate: u32,
+    device: &Device,
+) -> Result<Audio> {
     let frames = interleaved.len() / channels;
     let mut planar = vec![0f32; channels * frames];
     for (i, v) in interleaved.iter().take(channels * frames).enumerate() {
@@ -54,7 +65,7 @@ pub fn read_wav(path: impl AsRef<Path>, device: &Device) -> Result<Audio> {
     }
     Ok(Audio {
         samples: Tensor::from_slice(&planar, &[channels, frames], device)?,
-        sample_rate: spec.sample_rate,
+        sample_rate,
     })
 }
 

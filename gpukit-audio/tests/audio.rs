@@ -192,6 +192,20 @@ fn wav_files_round_trip_and_bad_files_are_errors() {
     assert!(read_wav(dir.path().join("none.wav"), &Device::Cpu).is_err());
     let scalar = Tensor::zeros(&[2, 2, 2], DType::F32, &Device::Cpu).unwrap();
     assert!(write_wav(&path, &scalar, 8000, WavFormat::Pcm16).is_err());
+
+    // symphonia reads the same 16-bit WAV, found by its content, to the same samples.
+    let other = dir.path().join("copy.audio");
+    std::fs::copy(&path, &other).unwrap();
+    let c = gpukit_audio::decode::load(&other, &Device::Cpu).unwrap();
+    assert_eq!(c.sample_rate, 8000);
+    assert_eq!(c.samples.shape(), [2, 3]);
+    assert_eq!(c.samples.to_vec::<f32>().unwrap(), b);
+    std::fs::write(dir.path().join("bad.ogg"), b"OggS but not really").unwrap();
+    let e = gpukit_audio::decode::load(dir.path().join("bad.ogg"), &Device::Cpu).unwrap_err();
+    assert!(matches!(e, gpukit_audio::Error::Decode { .. }), "{e}");
+    assert!(e.to_string().contains("bad.ogg"), "{e}");
+    let e = gpukit_audio::decode::load(dir.path().join("none.flac"), &Device::Cpu).unwrap_err();
+    assert!(matches!(e, gpukit_audio::Error::Io { .. }), "{e}");
 }
 
 /// A tone of `hz` at `sr`, `n` samples.

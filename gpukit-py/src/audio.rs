@@ -375,16 +375,17 @@ pub fn zero_crossing_rate(
     })?))
 }
 
-/// A WAV file as (`[channels, frames]` float32 on `device`, sample rate).
+/// An audio file of any format gpukit decodes as (`[channels, frames]` float32 on `device`,
+/// sample rate).
 #[pyfunction]
 #[pyo3(signature = (path, device=None))]
-pub fn read_wav(
+pub fn load(
     py: Python<'_>,
     path: std::path::PathBuf,
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<(PyTensor, u32)> {
     let device = crate::device::resolve(device)?;
-    let a = run(py, move || wav::read_wav(&path, &device))?;
+    let a = run(py, move || gpukit_audio::decode::load(&path, &device))?;
     Ok((PyTensor::new(a.samples), a.sample_rate))
 }
 
@@ -658,7 +659,7 @@ pub(crate) fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     m.add_function(wrap_pyfunction!(hpss, &m)?)?;
     m.add_function(wrap_pyfunction!(softmask, &m)?)?;
     m.add_function(wrap_pyfunction!(yin, &m)?)?;
-    m.add_function(wrap_pyfunction!(read_wav, &m)?)?;
+    m.add_function(wrap_pyfunction!(load, &m)?)?;
     m.add_function(wrap_pyfunction!(write_wav, &m)?)?;
     Ok(m)
 }

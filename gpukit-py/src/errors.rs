@@ -95,6 +95,9 @@ pub(crate) fn audio(e: gpukit_audio::Error) -> PyErr {
             source: hound::Error::IoError(ref io),
             ..
         } if io.kind() == std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(message(&e)),
+        E::Io { ref source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            PyFileNotFoundError::new_err(message(&e))
+        }
         _ => PyValueError::new_err(message(&e)),
     }
 }

@@ -404,3 +404,27 @@ def test_cuda_filters_effects_and_pitch_match_the_cpu(rng):
     # Twice on CUDA: the same bits.
     a = gk.audio.yin(y, fmin=60, fmax=500, sr=sr, device="cuda")
     assert np.array_equal(a, gk.audio.yin(y, fmin=60, fmax=500, sr=sr, device="cuda"))
+
+
+def test_load_decodes_ogg_vorbis_like_librosa():
+    librosa = pytest.importorskip("librosa")
+    root = os.environ.get("GPUKIT_AUDIO_DATA")
+    if not root:
+        pytest.skip("GPUKIT_AUDIO_DATA names no recordings (cargo xtask test sets it)")
+    paths = sorted(pathlib.Path(root).rglob("*.oga"))[:4]
+    assert paths, f"no Ogg Vorbis files under GPUKIT_AUDIO_DATA={root}"
+    for p in paths:
+        y, sr = gk.audio.load(p)
+        ref, ref_sr = librosa.load(p, sr=None, mono=False)
+        ref = np.atleast_2d(ref)
+        assert sr == ref_sr and y.shape == ref.shape, p
+        assert np.abs(y - ref).max() < 1e-5, p
+
+
+def test_load_refuses_what_it_cannot_decode(tmp_path):
+    bad = tmp_path / "bad.flac"
+    bad.write_bytes(b"fLaC and nothing else")
+    with pytest.raises(ValueError, match="bad.flac"):
+        gk.audio.load(bad)
+    with pytest.raises(FileNotFoundError):
+        gk.audio.load(tmp_path / "missing.ogg")

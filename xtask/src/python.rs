@@ -20,8 +20,12 @@ const TOOLS: [&str; 5] = [
     "librosa>=0.10,<0.12",
 ];
 
-/// The Debian package of real speech recordings the audio tests use (8 kHz 16-bit WAV).
-const AUDIO_PACKAGE: &str = "asterisk-core-sounds-en-wav";
+/// The Debian packages of real recordings the audio tests use, with the folder each unpacks:
+/// speech (8 kHz 16-bit WAV) and desktop sounds (48 kHz Ogg Vorbis, for decoding).
+const AUDIO_PACKAGES: [(&str, &str); 2] = [
+    ("asterisk-core-sounds-en-wav", "usr/share/asterisk/sounds"),
+    ("sound-theme-freedesktop", "usr/share/sounds/freedesktop"),
+];
 
 /// pytest, for the suites (here and in the GPU bundle).
 pub const PYTEST: &str = "pytest>=8";
@@ -32,32 +36,31 @@ pub const OPENAI: &str = "openai>=1.40,<3";
 /// The pytest suites, relative to the repository.
 pub const SUITES: [&str; 2] = ["gpukit-py/tests", "gpukit-cli/tests"];
 
-/// `target/audio-data`: the recordings of [`AUDIO_PACKAGE`], downloaded with `apt-get download`
-/// (no root needed) and unpacked with `dpkg-deb` once.
+/// `target/audio-data/usr/share`: the recordings of [`AUDIO_PACKAGES`], each downloaded with
+/// `apt-get download` (no root needed) and unpacked with `dpkg-deb` once.
 pub fn audio_data(root: &Path) -> Result<PathBuf> {
     let dir = root.join("target/audio-data");
-    let sounds = dir.join("usr/share/asterisk/sounds");
-    if sounds.exists() {
-        return Ok(sounds);
-    }
     std::fs::create_dir_all(&dir)?;
-    // Without package lists (a fresh container) the download needs an update first.
-    if crate::run(&dir, "apt-get", &["download", "-q", AUDIO_PACKAGE]).is_err() {
-        crate::run(&dir, "apt-get", &["update", "-q"])
-            .and_then(|()| crate::run(&dir, "apt-get", &["download", "-q", AUDIO_PACKAGE]))
-            .with_context(|| {
-                format!(
-                    "downloading the Debian package {AUDIO_PACKAGE} (the audio tests' recordings)"
-                )
-            })?;
+    for (package, unpacked) in AUDIO_PACKAGES {
+        if dir.join(unpacked).exists() {
+            continue;
+        }
+        // Without package lists (a fresh container) the download needs an update first.
+        if crate::run(&dir, "apt-get", &["download", "-q", package]).is_err() {
+            crate::run(&dir, "apt-get", &["update", "-q"])
+                .and_then(|()| crate::run(&dir, "apt-get", &["download", "-q", package]))
+                .with_context(|| {
+                    format!("downloading the Debian package {package} (the audio tests' files)")
+                })?;
+        }
+        let deb = std::fs::read_dir(&dir)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| p.extension().is_some_and(|e| e == "deb"))
+            .context("apt-get download left no .deb")?;
+        crate::run(&dir, "dpkg-deb", &["-x", &deb.to_string_lossy(), "."])?;
+        std::fs::remove_file(&deb)?;
     }
-    let deb = std::fs::read_dir(&dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.extension().is_some_and(|e| e == "deb"))
-        .context("apt-get download left no .deb")?;
-    crate::run(&dir, "dpkg-deb", &["-x", &deb.to_string_lossy(), "."])?;
-    std::fs::remove_file(&deb)?;
-    Ok(sounds)
+    Ok(dir.join("usr/share"))
 }
 
 /// `target/py-venv`, created (with maturin, numpy, pytest, openai and librosa from PyPI) if

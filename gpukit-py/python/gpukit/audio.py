@@ -408,9 +408,10 @@ def zero_crossing_rate(y, *, frame_length=2048, hop_length=512, center=True, dev
 
 
 def load(path, *, device=None):
-    """A WAV file as (float32 samples `[channels, frames]` in [−1, 1], sample rate). numpy
-    unless `device` is given, then a `gk.Tensor` there."""
-    t, sr = _a.read_wav(str(path), device)
+    """An audio file as (float32 samples `[channels, frames]` in [−1, 1], sample rate), at the
+    file's rate (librosa's `load(path, sr=None, mono=False)`, always 2-D): WAV, FLAC, Ogg
+    Vorbis, MP3 and AIFF. numpy unless `device` is given, then a `gk.Tensor` there."""
+    t, sr = _a.load(str(path), device)
     return (t if device is not None else t.numpy()), sr
 
 
