@@ -1,5 +1,6 @@
-//! Fundamental-frequency estimation: YIN (de Cheveigné & Kawahara 2002) as `librosa.yin`
-//! computes it, composed from tensor ops on the signal's device.
+//! Pitch: YIN fundamental-frequency estimation (de Cheveigné & Kawahara 2002; `librosa.yin`),
+//! parabolic-interpolation pitch tracking (`librosa.piptrack`) and tuning estimation
+//! (`librosa.estimate_tuning`), composed from tensor ops on the signal's device.
 
 use gpukit_ops::signal::{self, FftOutput, PadMode};
 use gpukit_ops::{BinaryOp, ReduceOp, ScalarOp, UnaryOp, ops};
@@ -60,6 +61,45 @@ fn next_fast_len(n: usize) -> usize {
 /// The view `[.., start..start + len]` of `t`'s last axis.
 fn lags(t: &Tensor, start: usize, len: usize) -> Result<Tensor> {
     Ok(t.narrow(t.rank() - 1, start, len)?)
+}
+
+/// The views of `x` at positions 0..n−2, 1..n−1 and 2..n along `axis` (n ≥ 3): each interior
+/// position's previous, own and next values.
+fn neighbours(x: &Tensor, axis: usize) -> Result<(Tensor, Tensor, Tensor)> {
+    let n = x.shape()[axis] - 2;
+    Ok((
+        x.narrow(axis, 0, n)?,
+        x.narrow(axis, 1, n)?,
+        x.narrow(axis, 2, n)?,
+    ))
+}
+
+/// The offset of the vertex of the parabola through each position and its two neighbours along
+/// `axis` (librosa's `_parabolic_interpolation`): `−b / a` with `a = x₊ + x₋ − 2x`,
+/// `b = (x₊ − x₋) / 2`; 0 where the vertex would lie a position or more away, and at both ends.
+fn parabolic_shifts(x: &Tensor, axis: usize) -> Result<Tensor> {
+    let (prev, mid, next) = neighbours(x, axis)?;
+    let a = bin(
+        BinaryOp::Sub,
+        &bin(BinaryOp::Add, &next, &prev)?,
+        &sc(ScalarOp::Mul, &mid, 2.0)?,
+    )?;
+    let b = sc(ScalarOp::Div, &bin(BinaryOp::Sub, &next, &prev)?, 2.0)?;
+    let inside = bin(
+        BinaryOp::Lt,
+        &ops::unary(UnaryOp::Abs, &b)?,
+        &ops::unary(UnaryOp::Abs, &a)?,
+    )?;
+    // a is replaced by 1 outside, so nothing divides by zero.
+    let outside = sc(ScalarOp::RSub, &inside, 1.0)?;
+    let safe_a = bin(BinaryOp::Add, &bin(BinaryOp::Mul, &inside, &a)?, &outside)?;
+    let shift = bin(
+        BinaryOp::Mul,
+        &inside,
+        &ops::unary(UnaryOp::Neg, &bin(BinaryOp::Div, &b, &safe_a)?)?,
+    )?;
+    let edge = Tensor::zeros(x.narrow(axis, 0, 1)?.shape(), DType::F32, &x.device())?;
+    Ok(ops::concat(&[&edge, &shift, &edge], axis)?)
 }
 
 /// One binary op.
@@ -189,34 +229,9 @@ pub fn yin(y: &Tensor, p: &Yin) -> Result<Tensor> {
     )?;
     let cmnd = bin(BinaryOp::Div, &numerator, &denominator)?;
 
-    // Parabolic-interpolation shifts at interior lags (0 at both ends, and where the parabola's
-    // vertex would lie more than a lag away).
-    let (prev, mid, next) = (
-        lags(&cmnd, 0, count - 2)?,
-        lags(&cmnd, 1, count - 2)?,
-        lags(&cmnd, 2, count - 2)?,
-    );
-    let a = bin(
-        BinaryOp::Sub,
-        &bin(BinaryOp::Add, &next, &prev)?,
-        &sc(ScalarOp::Mul, &mid, 2.0)?,
-    )?;
-    let b = sc(ScalarOp::Div, &bin(BinaryOp::Sub, &next, &prev)?, 2.0)?;
-    let inside = bin(
-        BinaryOp::Lt,
-        &ops::unary(UnaryOp::Abs, &b)?,
-        &ops::unary(UnaryOp::Abs, &a)?,
-    )?;
-    let outside = sc(ScalarOp::RSub, &inside, 1.0)?;
-    let safe_a = bin(BinaryOp::Add, &bin(BinaryOp::Mul, &inside, &a)?, &outside)?;
-    let shift = bin(
-        BinaryOp::Mul,
-        &inside,
-        &ops::unary(UnaryOp::Neg, &bin(BinaryOp::Div, &b, &safe_a)?)?,
-    )?;
-    let edge = Tensor::zeros(lags(&cmnd, 0, 1)?.shape(), DType::F32, &y.device())?;
     let last = cmnd.rank() - 1;
-    let shifts = ops::concat(&[&edge, &shift, &edge], last)?;
+    let shifts = parabolic_shifts(&cmnd, last)?;
+    let (prev, mid, next) = neighbours(&cmnd, last)?;
 
     // Troughs: the first lag below its successor; interior local minima (x < left, x ≤ right);
     // the last lag below its predecessor.
@@ -265,9 +280,226 @@ pub fn yin(y: &Tensor, p: &Yin) -> Result<Tensor> {
     )?)
 }
 
+/// Pitch-tracking parameters (librosa's `piptrack` names and defaults).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Piptrack {
+    /// Sample rate, Hz (22 050).
+    pub sr: f64,
+    /// Lowest bin frequency considered, Hz (150).
+    pub fmin: f64,
+    /// Bin frequencies must lie below this, Hz (4000; at most `sr / 2`).
+    pub fmax: f64,
+    /// A peak must exceed this fraction of its frame's maximum (0.1).
+    pub threshold: f32,
+}
+
+impl Default for Piptrack {
+    fn default() -> Self {
+        Piptrack {
+            sr: 22050.0,
+            fmin: 150.0,
+            fmax: 4000.0,
+            threshold: 0.1,
+        }
+    }
+}
+
+/// Pitches and their magnitudes `[.., bins, n_frames]` (zero elsewhere) of a magnitude (or
+/// power) spectrogram `s` `[.., 1 + n_fft/2, n_frames]` (`librosa.piptrack` on `S`): at each
+/// local maximum along frequency above `threshold` times its frame's maximum and with its bin
+/// frequency in `[fmin, fmax)`, the frequency `(k + shift)·sr/n_fft` of the parabola through
+/// the peak and its neighbours, and the magnitude `S + ½·gradient·shift` there.
+///
+/// # Errors
+/// [`Error::Invalid`] for fewer than 3 bins or a threshold that is not finite; tensor errors.
+pub fn piptrack(s: &Tensor, p: &Piptrack) -> Result<(Tensor, Tensor)> {
+    const F: &str = "piptrack";
+    let r = s.rank();
+    if r < 2 || s.shape()[r - 2] < 3 || !p.threshold.is_finite() || p.sr.is_nan() || p.sr <= 0.0 {
+        return Err(Error::invalid(
+            F,
+            format!(
+                "needs a spectrogram [.., bins ≥ 3, n_frames], sr > 0 and a finite threshold; \
+                 got {:?}, {}, {}",
+                s.shape(),
+                p.sr,
+                p.threshold
+            ),
+        ));
+    }
+    let axis = r - 2;
+    let bins = s.shape()[axis];
+    let n_fft = 2 * (bins - 1);
+    let dev = s.device();
+    let s = ops::unary(UnaryOp::Abs, s)?;
+    // np.gradient: central differences inside, one-sided at the ends.
+    let (prev, _, next) = neighbours(&s, axis)?;
+    let edge = |a: usize, b: usize| {
+        bin(
+            BinaryOp::Sub,
+            &s.narrow(axis, a, 1)?,
+            &s.narrow(axis, b, 1)?,
+        )
+    };
+    let gradient = ops::concat(
+        &[
+            &edge(1, 0)?,
+            &sc(ScalarOp::Div, &bin(BinaryOp::Sub, &next, &prev)?, 2.0)?,
+            &edge(bins - 1, bins - 2)?,
+        ],
+        axis,
+    )?;
+    let shift = parabolic_shifts(&s, axis)?;
+    let skew = sc(ScalarOp::Mul, &bin(BinaryOp::Mul, &gradient, &shift)?, 0.5)?;
+    // Peaks of S where S exceeds threshold · (its frame's maximum).
+    let reference = sc(
+        ScalarOp::Mul,
+        &ops::reduce(ReduceOp::Max, &s, axis)?.unsqueeze(axis)?,
+        p.threshold,
+    )?;
+    let loud = bin(BinaryOp::Mul, &s, &bin(BinaryOp::Lt, &reference, &s)?)?;
+    let (lp, lm, ln) = neighbours(&loud, axis)?;
+    let interior = bin(
+        BinaryOp::Mul,
+        &bin(BinaryOp::Lt, &lp, &lm)?,
+        &sc(ScalarOp::RSub, &bin(BinaryOp::Lt, &lm, &ln)?, 1.0)?,
+    )?;
+    let first = Tensor::zeros(loud.narrow(axis, 0, 1)?.shape(), DType::F32, &dev)?;
+    let last = bin(
+        BinaryOp::Lt,
+        &loud.narrow(axis, bins - 2, 1)?,
+        &loud.narrow(axis, bins - 1, 1)?,
+    )?;
+    let peak = ops::concat(&[&first, &interior, &last], axis)?;
+    // Bin frequencies in [fmin, fmax), and each bin's index, as columns [bins, 1].
+    let (fmin, fmax) = (p.fmin.max(0.0), p.fmax.min(p.sr / 2.0));
+    let column = |f: &dyn Fn(usize) -> f32| {
+        let v: Vec<f32> = (0..bins).map(f).collect();
+        Tensor::from_slice(&v, &[bins, 1], &dev)
+    };
+    let freqs = crate::mel::fft_frequencies(p.sr, n_fft);
+    let in_range = column(&|k| f32::from(u8::from(fmin <= freqs[k] && freqs[k] < fmax)))?;
+    let index = column(&|k| k as f32)?;
+    let chosen = bin(BinaryOp::Mul, &peak, &in_range)?;
+    let pitches = bin(
+        BinaryOp::Mul,
+        &chosen,
+        &sc(
+            ScalarOp::Mul,
+            &bin(BinaryOp::Add, &index, &shift)?,
+            (p.sr / n_fft as f64) as f32,
+        )?,
+    )?;
+    let mags = bin(BinaryOp::Mul, &chosen, &bin(BinaryOp::Add, &s, &skew)?)?;
+    Ok((pitches, mags))
+}
+
+/// The tuning deviation from A440, in fractions of a bin of `bins_per_octave` per octave, of
+/// the pitches in `frequencies` Hz (`librosa.pitch_tuning`): the histogram of each positive
+/// frequency's offset from the nearest bin, in [−0.5, 0.5) with bins of `resolution`, and the
+/// lower edge of its fullest bin (0 with no positive frequency).
+pub fn pitch_tuning(frequencies: &[f64], resolution: f64, bins_per_octave: usize) -> f64 {
+    let n_bins = (1.0 / resolution).ceil() as usize;
+    let mut counts = vec![0usize; n_bins];
+    // np.linspace(−0.5, 0.5, n_bins + 1), computed as numpy does.
+    let step = 1.0 / n_bins as f64;
+    let edges: Vec<f64> = (0..=n_bins)
+        .map(|i| {
+            if i == n_bins {
+                0.5
+            } else {
+                i as f64 * step - 0.5
+            }
+        })
+        .collect();
+    let mut any = false;
+    for &f in frequencies.iter().filter(|&&f| f > 0.0) {
+        any = true;
+        let octs = (f / (440.0 / 16.0)).log2();
+        let mut residual = (bins_per_octave as f64 * octs).rem_euclid(1.0);
+        if residual >= 0.5 {
+            residual -= 1.0;
+        }
+        // np.histogram: half-open bins, the last one closed.
+        let i = edges.partition_point(|&e| e <= residual).saturating_sub(1);
+        counts[i.min(n_bins - 1)] += 1;
+    }
+    if !any {
+        return 0.0;
+    }
+    let best = counts
+        .iter()
+        .enumerate()
+        .fold(0, |best, (i, &c)| if c > counts[best] { i } else { best });
+    edges[best]
+}
+
+/// The tuning of a spectrogram `s` `[.., 1 + n_fft/2, n_frames]` in fractions of a bin
+/// (`librosa.estimate_tuning` on `S`): [`piptrack`], then [`pitch_tuning`] of the pitches whose
+/// magnitude reaches the median magnitude of all tracked pitches. The pitches come to the host
+/// for the median and the histogram.
+///
+/// # Errors
+/// As [`piptrack`].
+pub fn estimate_tuning(
+    s: &Tensor,
+    p: &Piptrack,
+    resolution: f64,
+    bins_per_octave: usize,
+) -> Result<f64> {
+    if !(resolution > 0.0 && resolution <= 1.0) || bins_per_octave == 0 {
+        return Err(Error::invalid(
+            "estimate_tuning",
+            format!(
+                "needs 0 < resolution ≤ 1 and bins_per_octave ≥ 1, got {resolution} and {bins_per_octave}"
+            ),
+        ));
+    }
+    let (pitches, mags) = piptrack(s, p)?;
+    let pitches = pitches.to_vec::<f32>()?;
+    let mags = mags.to_vec::<f32>()?;
+    let mut tracked: Vec<f32> = pitches
+        .iter()
+        .zip(&mags)
+        .filter(|(f, _)| **f > 0.0)
+        .map(|(_, m)| *m)
+        .collect();
+    let threshold = if tracked.is_empty() {
+        0.0
+    } else {
+        tracked.sort_by(f32::total_cmp);
+        let n = tracked.len();
+        if n % 2 == 1 {
+            tracked[n / 2]
+        } else {
+            // numpy's median of float32: the mean of the middle two, in float32.
+            (tracked[n / 2 - 1] + tracked[n / 2]) / 2.0
+        }
+    };
+    let selected: Vec<f64> = pitches
+        .iter()
+        .zip(&mags)
+        .filter(|(f, m)| **f > 0.0 && **m >= threshold)
+        .map(|(f, _)| f64::from(*f))
+        .collect();
+    Ok(pitch_tuning(&selected, resolution, bins_per_octave))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pitch_tuning_finds_the_offset_of_detuned_pitches() {
+        // A440 and its octaves a quarter of a semitone sharp.
+        let sharp: Vec<f64> = [220.0, 440.0, 880.0]
+            .iter()
+            .map(|f| f * 2f64.powf(0.25 / 12.0))
+            .collect();
+        assert!((pitch_tuning(&sharp, 0.01, 12) - 0.25).abs() < 0.011);
+        assert_eq!(pitch_tuning(&[], 0.01, 12), 0.0);
+        assert_eq!(pitch_tuning(&[0.0, -3.0], 0.01, 12), 0.0);
+    }
 
     #[test]
     fn fast_lengths_are_5_smooth() {

@@ -5,7 +5,7 @@
 use gpukit_audio::effects::{self, Hpss};
 use gpukit_audio::features::{self, Contrast};
 use gpukit_audio::mel::{self, DbRef, Mel, MelNorm, MelScale};
-use gpukit_audio::pitch::{self, Yin};
+use gpukit_audio::pitch::{self, Piptrack, Yin};
 use gpukit_audio::resample::ResType;
 use gpukit_audio::spectrum::{self, PhaseInit};
 use gpukit_audio::wav::{self, WavFormat};
@@ -629,6 +629,52 @@ pub fn yin(
     Ok(PyTensor::new(run(py, move || pitch::yin(&y, &p))?))
 }
 
+/// Pitches and magnitudes `[.., bins, n_frames]` of a magnitude spectrogram.
+#[pyfunction]
+pub fn piptrack(
+    py: Python<'_>,
+    s: &Bound<'_, PyTensor>,
+    sr: f64,
+    fmin: f64,
+    fmax: f64,
+    threshold: f32,
+) -> PyResult<(PyTensor, PyTensor)> {
+    let p = Piptrack {
+        sr,
+        fmin,
+        fmax,
+        threshold,
+    };
+    let s = t(s);
+    let (f, m) = run(py, move || pitch::piptrack(&s, &p))?;
+    Ok((PyTensor::new(f), PyTensor::new(m)))
+}
+
+/// The tuning of a spectrogram, in fractions of a bin.
+#[pyfunction]
+#[pyo3(signature = (s, sr, resolution, bins_per_octave, fmin, fmax, threshold))]
+pub fn estimate_tuning(
+    py: Python<'_>,
+    s: &Bound<'_, PyTensor>,
+    sr: f64,
+    resolution: f64,
+    bins_per_octave: usize,
+    fmin: f64,
+    fmax: f64,
+    threshold: f32,
+) -> PyResult<f64> {
+    let p = Piptrack {
+        sr,
+        fmin,
+        fmax,
+        threshold,
+    };
+    let s = t(s);
+    run(py, move || {
+        pitch::estimate_tuning(&s, &p, resolution, bins_per_octave)
+    })
+}
+
 /// The `_audio` submodule of `_gpukit`.
 pub(crate) fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     let m = PyModule::new(py, "_audio")?;
@@ -659,6 +705,8 @@ pub(crate) fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     m.add_function(wrap_pyfunction!(hpss, &m)?)?;
     m.add_function(wrap_pyfunction!(softmask, &m)?)?;
     m.add_function(wrap_pyfunction!(yin, &m)?)?;
+    m.add_function(wrap_pyfunction!(piptrack, &m)?)?;
+    m.add_function(wrap_pyfunction!(estimate_tuning, &m)?)?;
     m.add_function(wrap_pyfunction!(load, &m)?)?;
     m.add_function(wrap_pyfunction!(write_wav, &m)?)?;
     Ok(m)

@@ -245,8 +245,13 @@ def test_cuda_griffinlim_chroma_and_delta_match_the_cpu(rng):
         cuda = gk.audio.griffinlim(S, n_iter=4, hop_length=128, init=init, random_state=3,
                                    device="cuda")
         assert rel(cuda, cpu) < 1e-4, init
-    assert rel(gk.audio.chroma_stft(y=y, sr=22050, device="cuda"),
-               gk.audio.chroma_stft(y=y, sr=22050)) < 1e-4
+    assert rel(gk.audio.chroma_stft(y=y, sr=22050, tuning=0.0, device="cuda"),
+               gk.audio.chroma_stft(y=y, sr=22050, tuning=0.0)) < 1e-4
+    # Estimated tuning: the same peaks, the tuning within one histogram bin.
+    f_cuda, m_cuda = gk.audio.piptrack(y=y, sr=22050, device="cuda")
+    f_cpu, m_cpu = gk.audio.piptrack(y=y, sr=22050)
+    assert np.mean((f_cuda > 0) != (f_cpu > 0)) < 1e-3
+    assert abs(gk.audio.estimate_tuning(y=y, device="cuda") - gk.audio.estimate_tuning(y=y)) <= 0.01
     M = gk.audio.mfcc(y=y, sr=22050, n_mfcc=13)
     assert rel(gk.audio.delta(M, device="cuda"), gk.audio.delta(M)) < 1e-5
     y[100:200] = 0  # exact zeros and values inside the threshold count as positive
@@ -428,3 +433,25 @@ def test_load_refuses_what_it_cannot_decode(tmp_path):
         gk.audio.load(bad)
     with pytest.raises(FileNotFoundError):
         gk.audio.load(tmp_path / "missing.ogg")
+
+
+def test_piptrack_tuning_and_estimated_chroma_match_librosa(signals):
+    librosa = pytest.importorskip("librosa")
+    for name, y, sr in signals:
+        S = np.abs(librosa.stft(y, n_fft=1024, hop_length=256))
+        f, m = gk.audio.piptrack(S=S, sr=sr)
+        rf, rm = librosa.piptrack(S=S, sr=sr)
+        # The same peaks, at the same frequencies and magnitudes.
+        assert np.array_equal(f > 0, rf > 0), name
+        assert rel(f, rf) < 1e-5 and rel(m, rm) < 1e-5, name
+        for kw in (dict(), dict(bins_per_octave=24, resolution=0.02)):
+            ours = gk.audio.estimate_tuning(S=S, sr=sr, **kw)
+            ref = librosa.estimate_tuning(S=S, sr=sr, **kw)
+            assert abs(ours - ref) <= kw.get("resolution", 0.01) + 1e-9, (name, kw, ours, ref)
+        assert rel(gk.audio.chroma_stft(y=y, sr=sr),
+                   librosa.feature.chroma_stft(y=y, sr=sr)) < 1e-4, name
+    # A tone a quarter of a semitone sharp of A4.
+    sr = 22050
+    t = np.arange(sr) / sr
+    y = np.sin(2 * np.pi * 440 * 2 ** (0.25 / 12) * t).astype(np.float32)
+    assert abs(gk.audio.estimate_tuning(y=y, sr=sr) - 0.25) <= 0.02

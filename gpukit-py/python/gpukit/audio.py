@@ -26,6 +26,7 @@ __all__ = [
     "chroma_stft",
     "deemphasis",
     "delta",
+    "estimate_tuning",
     "griffinlim",
     "harmonic",
     "hpss",
@@ -37,6 +38,7 @@ __all__ = [
     "mfcc",
     "percussive",
     "phase_vocoder",
+    "piptrack",
     "pitch_shift",
     "power_to_db",
     "preemphasis",
@@ -380,17 +382,43 @@ def chroma_filters(*, sr, n_fft, n_chroma=12, tuning=0.0):
 
 
 def chroma_stft(*, y=None, sr=22050, S=None, n_fft=2048, hop_length=512, win_length=None,
-                window="hann", center=True, pad_mode="constant", tuning=0.0, n_chroma=12,
+                window="hann", center=True, pad_mode="constant", tuning=None, n_chroma=12,
                 device=None):
     """Chromagram `[..., n_chroma, n_frames]` of the power spectrogram, each frame divided by
-    its maximum (`librosa.feature.chroma_stft`). `tuning` defaults to 0 (librosa estimates it
-    when given None; gpukit does not)."""
-    if tuning is None:
-        raise ValueError("tuning=None (estimated tuning) is not implemented: pass a value")
+    its maximum (`librosa.feature.chroma_stft`). `tuning=None` estimates it from the
+    spectrogram (`estimate_tuning`)."""
     s, np_in = _spectrogram(y, S, n_fft, hop_length, win_length, window, center, pad_mode, 2.0,
                             device)
     n_fft = 2 * (s.shape[-2] - 1)
+    if tuning is None:
+        tuning = _a.estimate_tuning(s, float(sr), 0.01, n_chroma, 150.0, 4000.0, 0.1)
     return _out(_a.chroma(s, float(sr), n_fft, n_chroma, float(tuning)), np_in)
+
+
+def piptrack(*, y=None, sr=22050, S=None, n_fft=2048, hop_length=None, fmin=150.0,
+             fmax=4000.0, threshold=0.1, win_length=None, window="hann", center=True,
+             pad_mode="constant", ref=None, device=None):
+    """Pitches and magnitudes `[..., 1 + n_fft // 2, n_frames]` (zero off the tracked peaks)
+    by parabolic interpolation of the magnitude spectrogram's peaks (`librosa.piptrack`;
+    `ref` is each frame's maximum)."""
+    if ref is not None:
+        raise ValueError("ref: gpukit compares against each frame's maximum (ref=None)")
+    s, np_in = _magnitude(y, S, sr, n_fft, hop_length, win_length, window, center, pad_mode,
+                          device)
+    f, m = _a.piptrack(s, float(sr), float(fmin), float(fmax), float(threshold))
+    return _out(f, np_in), _out(m, np_in)
+
+
+def estimate_tuning(*, y=None, sr=22050, S=None, n_fft=2048, resolution=0.01,
+                    bins_per_octave=12, hop_length=None, fmin=150.0, fmax=4000.0,
+                    threshold=0.1, win_length=None, window="hann", center=True,
+                    pad_mode="constant", device=None):
+    """The tuning deviation from A440 in fractions of a bin (`librosa.estimate_tuning`):
+    `piptrack`, then the histogram of the louder pitches' offsets from the nearest bin."""
+    s, _ = _magnitude(y, S, sr, n_fft, hop_length, win_length, window, center, pad_mode,
+                      device)
+    return _a.estimate_tuning(s, float(sr), float(resolution), int(bins_per_octave),
+                              float(fmin), float(fmax), float(threshold))
 
 
 def delta(data, *, width=9, order=1, device=None):
