@@ -11,7 +11,8 @@
 //!   zero-crossing rate, pre- and de-emphasis.
 //! - [`effects`]: the phase vocoder, time stretching, pitch shifting, harmonic–percussive
 //!   separation and soft masks.
-//! - [`resample`]: polyphase and FFT resampling; [`pitch`]: YIN.
+//! - [`resample`]: polyphase and FFT resampling; [`pitch`]: YIN, pitch tracking and tuning;
+//!   [`cqt`]: the constant-Q transform.
 //! - [`window`]: analysis windows; [`wav`]: WAV files; [`decode`]: any common audio format.
 //!
 //! Shapes are librosa's: signals `[.., samples]`, spectrograms `[.., 1 + n_fft/2, n_frames]`
@@ -34,6 +35,7 @@
 //! # Ok::<(), gpukit_audio::Error>(())
 //! ```
 
+pub mod cqt;
 pub mod decode;
 pub mod effects;
 mod error;

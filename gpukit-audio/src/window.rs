@@ -31,6 +31,17 @@ impl Window {
         }
     }
 
+    /// The equivalent noise bandwidth in bins, `n·Σw² / (Σw)²`, as librosa tabulates it
+    /// (`librosa.filters.window_bandwidth`): what sets a constant-Q filter's cut-off.
+    pub fn bandwidth(self) -> f64 {
+        match self {
+            Window::Hann => 1.500_183_105_468_75,
+            Window::Hamming => 1.362_945_532_035_034_8,
+            Window::Blackman => 1.726_968_155_426_232_6,
+            Window::Rectangular => 1.0,
+        }
+    }
+
     /// The window of that name (`hann`, `hamming`, `blackman`, `boxcar`/`rectangular`/`ones`).
     pub fn from_name(name: &str) -> Option<Window> {
         Some(match name.to_ascii_lowercase().as_str() {

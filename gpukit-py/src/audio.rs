@@ -2,6 +2,7 @@
 //! wraps them with librosa's signatures, numpy in and out). They take and return `gk.Tensor`s,
 //! run where their inputs are, and release the GIL.
 
+use gpukit_audio::cqt::Cqt;
 use gpukit_audio::effects::{self, Hpss};
 use gpukit_audio::features::{self, Contrast};
 use gpukit_audio::mel::{self, DbRef, Mel, MelNorm, MelScale};
@@ -675,6 +676,51 @@ pub fn estimate_tuning(
     })
 }
 
+/// The complex constant-Q transform `[.., n_bins, n_frames, 2]`.
+#[pyfunction]
+#[pyo3(signature = (y, sr, hop_length, fmin, n_bins, bins_per_octave, tuning, filter_scale, norm, sparsity, window, scale, pad_mode, res_type))]
+pub fn cqt(
+    py: Python<'_>,
+    y: &Bound<'_, PyTensor>,
+    sr: f64,
+    hop_length: usize,
+    fmin: Option<f64>,
+    n_bins: usize,
+    bins_per_octave: usize,
+    tuning: f64,
+    filter_scale: f64,
+    norm: Option<f64>,
+    sparsity: f64,
+    window: &str,
+    scale: bool,
+    pad_mode: &str,
+    res_type: &str,
+) -> PyResult<PyTensor> {
+    let p = Cqt {
+        sr,
+        hop_length,
+        fmin,
+        n_bins,
+        bins_per_octave,
+        tuning,
+        filter_scale,
+        norm,
+        sparsity,
+        window: Window::from_name(window).ok_or_else(|| {
+            value(format!(
+                "window {window:?}: gpukit has hann, hamming, blackman and boxcar"
+            ))
+        })?,
+        scale,
+        pad_mode: pad_mode_of(pad_mode)?,
+        res_type: res_type_of(res_type)?,
+    };
+    let y = t(y);
+    Ok(PyTensor::new(run(py, move || {
+        gpukit_audio::cqt::cqt(&y, &p)
+    })?))
+}
+
 /// The `_audio` submodule of `_gpukit`.
 pub(crate) fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     let m = PyModule::new(py, "_audio")?;
@@ -705,6 +751,7 @@ pub(crate) fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     m.add_function(wrap_pyfunction!(hpss, &m)?)?;
     m.add_function(wrap_pyfunction!(softmask, &m)?)?;
     m.add_function(wrap_pyfunction!(yin, &m)?)?;
+    m.add_function(wrap_pyfunction!(cqt, &m)?)?;
     m.add_function(wrap_pyfunction!(piptrack, &m)?)?;
     m.add_function(wrap_pyfunction!(estimate_tuning, &m)?)?;
     m.add_function(wrap_pyfunction!(load, &m)?)?;

@@ -6,7 +6,7 @@ CPU.
 Tolerances, on ‖ours − librosa‖ / ‖librosa‖ unless stated: stft, istft, spectrogram,
 melspectrogram 2e-5 (f32 transforms against librosa's, which computes in f32 through numpy's
 pocketfft); decibels 2e-3 dB absolute; mfcc 1e-4; spectral features 1e-4; mel filters 1e-6
-absolute; pre-emphasis 1e-6; de-emphasis, resampling, spectral contrast, HPSS 1e-5; YIN 1e-5;
+absolute; pre-emphasis 1e-6; CQT 1e-5; de-emphasis, resampling, spectral contrast, HPSS 1e-5; YIN 1e-5;
 spectral roll-off exact on at least 99% of frames (a threshold compared against prefix sums of
 spectra that differ in the last bits can flip a bin); phase vocoder, time stretch and pitch
 shift 2e-3 (the accumulated phase is an f32 running sum in both, whose rounding grows with
@@ -406,6 +406,7 @@ def test_cuda_filters_effects_and_pitch_match_the_cpu(rng):
         assert rel(ours, ref) < 1e-5
     assert rel(gk.audio.yin(y, fmin=60, fmax=500, sr=sr, device="cuda"),
                gk.audio.yin(y, fmin=60, fmax=500, sr=sr)) < 1e-5
+    assert rel(gk.audio.cqt(y, sr=sr, device="cuda"), gk.audio.cqt(y, sr=sr)) < 1e-5
     # Twice on CUDA: the same bits.
     a = gk.audio.yin(y, fmin=60, fmax=500, sr=sr, device="cuda")
     assert np.array_equal(a, gk.audio.yin(y, fmin=60, fmax=500, sr=sr, device="cuda"))
@@ -455,3 +456,22 @@ def test_piptrack_tuning_and_estimated_chroma_match_librosa(signals):
     t = np.arange(sr) / sr
     y = np.sin(2 * np.pi * 440 * 2 ** (0.25 / 12) * t).astype(np.float32)
     assert abs(gk.audio.estimate_tuning(y=y, sr=sr) - 0.25) <= 0.02
+
+
+def test_cqt_matches_librosa(signals):
+    librosa = pytest.importorskip("librosa")
+    for name, y, sr in signals:
+        top = 84 if sr > 16000 else 60
+        for kw in (dict(n_bins=top), dict(hop_length=256, n_bins=48, fmin=55.0),
+                   dict(hop_length=128, bins_per_octave=24, n_bins=2 * top - 24,
+                        filter_scale=0.8),
+                   dict(n_bins=top, scale=False, norm=2, window="hamming"),
+                   dict(hop_length=500, n_bins=36)):
+            ours = gk.audio.cqt(y, sr=sr, **kw)
+            ref = librosa.cqt(y, sr=sr, res_type="polyphase", **kw)
+            assert ours.dtype == np.complex64 and rel(ours, ref) < 1e-5, (name, kw)
+        ours = gk.audio.cqt(y, sr=sr, n_bins=48, tuning=None)
+        ref = librosa.cqt(y, sr=sr, n_bins=48, tuning=None, res_type="polyphase")
+        assert rel(ours, ref) < 1e-5, name
+    with pytest.raises(ValueError, match="Nyquist"):
+        gk.audio.cqt(np.zeros(22050, np.float32), sr=22050, n_bins=200)

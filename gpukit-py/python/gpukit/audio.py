@@ -24,6 +24,7 @@ __all__ = [
     "amplitude_to_db",
     "chroma_filters",
     "chroma_stft",
+    "cqt",
     "deemphasis",
     "delta",
     "estimate_tuning",
@@ -343,6 +344,25 @@ def softmask(X, X_ref, *, power=1, split_zeros=False, device=None):
     t, np_in = _tensor(X, device)
     r, _ = _tensor(X_ref, device)
     return _out(_a.softmask(t, r, float(power), bool(split_zeros)), np_in)
+
+
+def cqt(y, *, sr=22050, hop_length=512, fmin=None, n_bins=84, bins_per_octave=12,
+        tuning=0.0, filter_scale=1, norm=1, sparsity=0.01, window="hann", scale=True,
+        pad_mode="constant", res_type="polyphase", dtype=None, device=None):
+    """Complex constant-Q transform `[..., n_bins, n_frames]` (`librosa.cqt`): octave by octave
+    from the top, the STFT projected onto windowed complex sinusoids, the signal halved in rate
+    between octaves. `res_type` is "polyphase" (librosa's default soxr is not implemented) or
+    "fft"; `tuning=None` estimates the tuning first. `norm` is 1, 2, `np.inf` or None."""
+    if dtype is not None and np.dtype(dtype) != np.complex64:
+        raise ValueError("cqt computes complex64 (dtype=None)")
+    t, np_in = _tensor(y, device)
+    if tuning is None:
+        tuning = estimate_tuning(y=t, sr=sr, bins_per_octave=bins_per_octave)
+    r = _a.cqt(t, float(sr), int(hop_length), None if fmin is None else float(fmin), int(n_bins),
+               int(bins_per_octave), float(tuning), float(filter_scale),
+               None if norm is None else float(norm), float(sparsity), window, bool(scale),
+               pad_mode, res_type)
+    return _out(r, np_in, complex_output=True)
 
 
 def yin(y, *, fmin, fmax, sr=22050, frame_length=2048, hop_length=None, trough_threshold=0.1,
