@@ -50,8 +50,9 @@ fn angle(z: &Tensor) -> Result<Tensor> {
 /// vocoder (Flanagan & Golden 1966; `librosa.phase_vocoder`): `ceil(n_frames / rate)` frames
 /// at times `t · rate`, magnitudes interpolated linearly between the two frames around each
 /// time, phases advanced by each bin's measured instantaneous frequency. The phase
-/// accumulation is an in-order f32 prefix sum, as librosa's loop accumulates it. `hop_length`
-/// defaults to `n_fft / 4`, `n_fft` to `2·(bins − 1)`.
+/// accumulation is an in-order f32 prefix sum of advances taken modulo 2π, so it stays accurate
+/// where librosa's float32 path (whose phases grow by hop·π a frame) drifts from its own
+/// float64 result. `hop_length` defaults to `n_fft / 4`, `n_fft` to `2·(bins − 1)`.
 ///
 /// # Errors
 /// [`Error::Invalid`] for a rate that is not positive and finite or a matrix that is not a
@@ -102,9 +103,12 @@ pub fn phase_vocoder(d: &Tensor, rate: f64, hop_length: Option<usize>) -> Result
         &ops::binary(BinaryOp::Mul, &weight(&beta)?, &magnitude(&c0)?)?,
         &ops::binary(BinaryOp::Mul, &weight(&alpha)?, &magnitude(&c1)?)?,
     )?;
-    // The expected phase advance per hop of each bin, hop·2πk/n_fft, as a column [bins, 1].
+    // The expected phase advance per hop of each bin, hop·2πk/n_fft, taken modulo 2π (as
+    // 2π·((hop·k) mod n_fft)/n_fft, exact in integers) as a column [bins, 1]: the phases then
+    // differ from librosa's by whole turns only, and stay small enough that f32 keeps them
+    // accurate (hop·2πk/n_fft itself reaches hop·π, whose f32 rounding would drift every step).
     let advance: Vec<f32> = (0..bins)
-        .map(|k| (hop as f64 * 2.0 * PI * k as f64 / n_fft as f64) as f32)
+        .map(|k| (2.0 * PI * ((hop * k) % n_fft) as f64 / n_fft as f64) as f32)
         .collect();
     let advance = Tensor::from_slice(&advance, &[bins, 1], &dev)?;
     let (a0, a1) = (angle(&c0)?, angle(&c1)?);

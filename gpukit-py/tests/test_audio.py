@@ -9,8 +9,9 @@ pocketfft); decibels 2e-3 dB absolute; mfcc 1e-4; spectral features 1e-4; mel fi
 absolute; pre-emphasis 1e-6; CQT 1e-5; de-emphasis, resampling, spectral contrast, HPSS 1e-5; YIN 1e-5;
 spectral roll-off exact on at least 99% of frames (a threshold compared against prefix sums of
 spectra that differ in the last bits can flip a bin); phase vocoder, time stretch and pitch
-shift 2e-3 (the accumulated phase is an f32 running sum in both, whose rounding grows with
-its magnitude).
+shift 1e-3 against librosa in float64: librosa's float32 path accumulates phases that reach
+hop·π per frame in float32 and drifts from its own float64 result by up to 5e-3, while gpukit
+accumulates them modulo 2π.
 """
 
 import os
@@ -308,15 +309,17 @@ def test_phase_vocoder_stretch_and_shift_match_librosa(signals):
     librosa = pytest.importorskip("librosa")
     for name, y, sr in signals:
         D = librosa.stft(y, n_fft=512, hop_length=128)
+        y64 = y.astype(np.float64)
         for rate in (0.8, 1.0, 1.3, 2.0):
             assert rel(gk.audio.phase_vocoder(D, rate=rate, hop_length=128),
-                       librosa.phase_vocoder(D, rate=rate, hop_length=128)) < 2e-3, (name, rate)
+                       librosa.phase_vocoder(D.astype(np.complex128), rate=rate,
+                                             hop_length=128)) < 1e-3, (name, rate)
             assert rel(gk.audio.time_stretch(y, rate=rate, n_fft=512),
-                       librosa.effects.time_stretch(y, rate=rate, n_fft=512)) < 2e-3
+                       librosa.effects.time_stretch(y64, rate=rate, n_fft=512)) < 1e-3
         for steps in (3, -2.5):
             assert rel(gk.audio.pitch_shift(y, sr=sr, n_steps=steps, n_fft=512),
-                       librosa.effects.pitch_shift(y, sr=sr, n_steps=steps, n_fft=512,
-                                                   res_type="fft")) < 2e-3, (name, steps)
+                       librosa.effects.pitch_shift(y64, sr=sr, n_steps=steps, n_fft=512,
+                                                   res_type="fft")) < 1e-3, (name, steps)
 
 
 def test_hpss_and_softmask_match_librosa(signals):
