@@ -11,7 +11,7 @@
 //!   zero-crossing rate, pre- and de-emphasis.
 //! - [`effects`]: the phase vocoder, time stretching, pitch shifting, harmonic–percussive
 //!   separation and soft masks.
-//! - [`resample`]: polyphase and FFT resampling; [`pitch`]: YIN, pitch tracking and tuning;
+//! - [`resample`](mod@resample): polyphase and FFT resampling; [`pitch`]: YIN, pitch tracking and tuning;
 //!   [`cqt`]: the constant-Q transform.
 //! - [`window`]: analysis windows; [`wav`]: WAV files; [`decode`]: any common audio format.
 //!

@@ -33,7 +33,7 @@ pub enum SignalKernel {
     OverlapAdd,
     /// `zero_crossing_rate_f32`: the fraction of sign changes per frame, a warp per frame.
     ZeroCrossingRate,
-    /// `linear_recurrence_f32`: y[n] = x[n] + a·y[n − 1] along an axis (a prefix sum for
+    /// `linear_recurrence_f32`: `y[n] = x[n] + a·y[n − 1]` along an axis (a prefix sum for
     /// a = 1), a thread per line.
     LinearRecurrence,
     /// `upfirdn_f32`: upsample, FIR filter and downsample (polyphase), a thread per output.

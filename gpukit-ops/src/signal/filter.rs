@@ -29,8 +29,8 @@ fn around_axis(op: &'static str, x: &Tensor, axis: usize) -> Result<(usize, usiz
     ))
 }
 
-/// `out` = the first-order recurrence y[n] = x[n] + a·y[n − 1] along `axis` of `x`, starting
-/// from y[−1] = `init` (shaped like `x` with `axis` of length 1; zeros without it): the prefix
+/// `out` = the first-order recurrence `y[n] = x[n] + a·y[n − 1]` along `axis` of `x`, starting
+/// from `y[−1]` = `init` (shaped like `x` with `axis` of length 1; zeros without it): the prefix
 /// sum for a = 1 ([`cumsum`]), and scipy's `lfilter([1], [1, −a], x, zi = a·init)` — a
 /// one-pole IIR filter such as de-emphasis — otherwise. Each step is one f32 fused
 /// multiply-add, in order along the axis, on both devices: the CPU and CUDA give the same bits.
