@@ -335,7 +335,7 @@ pub fn cqt(y: &Tensor, p: &Cqt) -> Result<Tensor> {
 /// # Errors
 /// As [`cqt`].
 pub fn cqt_magnitude(y: &Tensor, p: &Cqt) -> Result<Tensor> {
-    crate::effects::magnitude(&cqt(y, p)?)
+    Ok(gpukit_ops::signal::complex_abs(&cqt(y, p)?)?)
 }
 
 #[cfg(test)]

@@ -12,37 +12,9 @@ use crate::resample::{ResType, resample};
 use crate::spectrum::{Stft, istft, stft};
 use crate::{Error, Result};
 
-/// The real and imaginary parts `[..]` of complex values `[.., 2]` (views).
-fn parts(z: &Tensor) -> Result<(Tensor, Tensor)> {
-    let axis = z.rank() - 1;
-    Ok((
-        z.narrow(axis, 0, 1)?.squeeze(axis)?,
-        z.narrow(axis, 1, 1)?.squeeze(axis)?,
-    ))
-}
-
-/// Complex values `[.., 2]` from their parts `[..]`.
-fn complex(re: &Tensor, im: &Tensor) -> Result<Tensor> {
-    let r = re.rank();
-    Ok(ops::concat(&[&re.unsqueeze(r)?, &im.unsqueeze(r)?], r)?)
-}
-
-/// The magnitude `|z|` `[..]` of complex values `[.., 2]` (real, imaginary last), such as an
-/// STFT's.
-///
-/// # Errors
-/// Tensor errors (a last axis that is not 2 is summed as given: check the shape first).
-pub fn magnitude(z: &Tensor) -> Result<Tensor> {
-    let square = ops::unary(UnaryOp::Square, z)?;
-    Ok(ops::unary(
-        UnaryOp::Sqrt,
-        &ops::sum(&square, z.rank() - 1)?,
-    )?)
-}
-
 /// The phase `[..]` in (−π, π] of complex values `[.., 2]` (`np.angle`).
 fn angle(z: &Tensor) -> Result<Tensor> {
-    let (re, im) = parts(z)?;
+    let (re, im) = signal::complex_parts(z)?;
     Ok(ops::binary(BinaryOp::Atan2, &im, &re)?)
 }
 
@@ -100,8 +72,8 @@ pub fn phase_vocoder(d: &Tensor, rate: f64, hop_length: Option<usize>) -> Result
     let weight = |w: &[f32]| Tensor::from_slice(w, &[t], &dev);
     let mag = ops::binary(
         BinaryOp::Add,
-        &ops::binary(BinaryOp::Mul, &weight(&beta)?, &magnitude(&c0)?)?,
-        &ops::binary(BinaryOp::Mul, &weight(&alpha)?, &magnitude(&c1)?)?,
+        &ops::binary(BinaryOp::Mul, &weight(&beta)?, &signal::complex_abs(&c0)?)?,
+        &ops::binary(BinaryOp::Mul, &weight(&alpha)?, &signal::complex_abs(&c1)?)?,
     )?;
     // The expected phase advance per hop of each bin, hop·2πk/n_fft, taken modulo 2π (as
     // 2π·((hop·k) mod n_fft)/n_fft, exact in integers) as a column [bins, 1]: the phases then
@@ -137,10 +109,10 @@ pub fn phase_vocoder(d: &Tensor, rate: f64, hop_length: Option<usize>) -> Result
         time_axis,
     )?;
     let phase = signal::cumsum(&increments, time_axis)?;
-    complex(
+    Ok(signal::complex_from_parts(
         &ops::binary(BinaryOp::Mul, &mag, &ops::unary(UnaryOp::Cos, &phase)?)?,
         &ops::binary(BinaryOp::Mul, &mag, &ops::unary(UnaryOp::Sin, &phase)?)?,
-    )
+    )?)
 }
 
 /// `y` `[.., n]` played `rate` times faster at the same pitch (`librosa.effects.time_stretch`):
@@ -340,7 +312,7 @@ pub fn hpss(d: &Tensor, p: &Hpss) -> Result<(Tensor, Tensor)> {
             ),
         ));
     }
-    let (mh, mp) = hpss_masks(&magnitude(d)?, p)?;
+    let (mh, mp) = hpss_masks(&signal::complex_abs(d)?, p)?;
     let r = d.rank() - 1;
     Ok((
         ops::binary(BinaryOp::Mul, d, &mh.unsqueeze(r)?)?,

@@ -47,15 +47,7 @@ impl Yin {
 
 /// The smallest 2^a·3^b·5^c ≥ n (`scipy.fft.next_fast_len(n, real=True)`).
 fn next_fast_len(n: usize) -> usize {
-    let smooth = |mut m: usize| {
-        for p in [2, 3, 5] {
-            while m.is_multiple_of(p) {
-                m /= p;
-            }
-        }
-        m == 1
-    };
-    (n.max(1)..).find(|&m| smooth(m)).unwrap_or(n)
+    (n.max(1)..).find(|&m| signal::smooth(m)).unwrap_or(n)
 }
 
 /// The view `[.., start..start + len]` of `t`'s last axis.

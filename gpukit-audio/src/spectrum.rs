@@ -266,10 +266,7 @@ pub enum PhaseInit {
 /// The complex values `[.., 2]` scaled to unit modulus (`z / (|z| + tiny)`).
 fn unit_phase(z: &Tensor) -> Result<Tensor> {
     let r = z.rank();
-    let norm = ops::unary(
-        UnaryOp::Sqrt,
-        &ops::sum(&ops::unary(UnaryOp::Square, z)?, r - 1)?,
-    )?;
+    let norm = signal::complex_abs(z)?;
     let denom = ops::scalar(ScalarOp::Add, &norm, f32::MIN_POSITIVE)?;
     Ok(ops::binary(BinaryOp::Div, z, &denom.unsqueeze(r - 1)?)?)
 }

@@ -20,7 +20,7 @@
 use gpukit_driver::{DevicePtr, KernelArgs};
 use gpukit_kernels::grid;
 use gpukit_kernels::signal::{self as ksignal, FftArgs, FftMode, SignalKernel};
-pub use gpukit_kernels::signal::{FftOutput, PadMode, WindowFn};
+pub use gpukit_kernels::signal::{FftOutput, PadMode, WindowFn, smooth};
 use rustfft::FftPlanner;
 use rustfft::num_complex::Complex64;
 
@@ -29,8 +29,10 @@ use crate::ops::{check_out, dptr, host_values, same_device, u32_dim, write_host}
 use crate::tensor::Tensor;
 use crate::{DType, Error, Result};
 
+mod complex;
 pub mod filter;
 mod large;
+pub use complex::{complex_abs, complex_from_parts, complex_mul, complex_parts};
 pub use filter::{
     cumsum, linear_recurrence, linear_recurrence_into, median_filter, median_filter_into, sort,
     sort_into, upfirdn, upfirdn_into,

@@ -578,7 +578,7 @@ pub fn hpss(
     let (h, q) = match kind {
         "complex" => run(py, move || effects::hpss(&x, &p))?,
         "complex_mask" => run(py, move || {
-            effects::hpss_masks(&effects::magnitude(&x)?, &p)
+            effects::hpss_masks(&gpukit_ops::signal::complex_abs(&x)?, &p)
         })?,
         "mask" => run(py, move || effects::hpss_masks(&x, &p))?,
         "signal" => run(py, move || effects::hpss_signal(&x, &st, &p))?,

@@ -9,7 +9,7 @@
 
 use std::f64::consts::PI;
 
-use super::{Checked, FftOutput};
+use super::{Checked, FftOutput, complex_abs, complex_from_parts, complex_mul, complex_parts};
 use super::{CudaDevice, DType, Error, FftMode, Result, Tensor, ksignal, launch_fft};
 use crate::ops;
 use crate::{BinaryOp, UnaryOp};
@@ -18,30 +18,6 @@ use crate::{BinaryOp, UnaryOp};
 pub(super) fn fits(c: &CudaDevice, mode: FftMode, n: usize) -> bool {
     let smem = c.props().shared_memory_per_block_optin_bytes as usize;
     ksignal::fft(mode, n, 1, smem).is_ok()
-}
-
-/// The real and imaginary parts `[..]` of `z` `[.., 2]` (views).
-fn parts(z: &Tensor) -> Result<(Tensor, Tensor)> {
-    let a = z.rank() - 1;
-    Ok((
-        z.narrow(a, 0, 1)?.squeeze(a)?,
-        z.narrow(a, 1, 1)?.squeeze(a)?,
-    ))
-}
-
-/// `[.., 2]` from parts `[..]`.
-fn join(re: &Tensor, im: &Tensor) -> Result<Tensor> {
-    let r = re.rank();
-    ops::concat(&[&re.unsqueeze(r)?, &im.unsqueeze(r)?], r)
-}
-
-/// The complex product `a · b` of `[.., 2]` tensors (broadcasting).
-fn cmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let ((ar, ai), (br, bi)) = (parts(a)?, parts(b)?);
-    let mul = |x: &Tensor, y: &Tensor| ops::binary(BinaryOp::Mul, x, y);
-    let re = ops::binary(BinaryOp::Sub, &mul(&ar, &br)?, &mul(&ai, &bi)?)?;
-    let im = ops::binary(BinaryOp::Add, &mul(&ar, &bi)?, &mul(&ai, &br)?)?;
-    join(&re, &im)
 }
 
 /// `e^(i·angle)` for each angle (0 for `None`), as `[shape.., 2]` f32 on the device.
@@ -116,7 +92,7 @@ fn four_step(c: &CudaDevice, x: &Tensor, rows: usize, n: usize, sign: i32) -> Re
         }),
         &[n1, n2],
     )?;
-    let a = cmul(&a, &twiddle)?.reshape(&[rows * n1, n2, 2])?;
+    let a = complex_mul(&a, &twiddle)?.reshape(&[rows * n1, n2, 2])?;
     // Transforms over j2 for each k1; X[k1 + n1·k2].
     dft(c, &a, sign)?
         .reshape(&[rows, n1, n2, 2])?
@@ -147,7 +123,7 @@ fn bluestein(c: &CudaDevice, x: &Tensor, rows: usize, n: usize, sign: i32) -> Re
         &[m],
     )?;
     let filter_spectrum = dft(c, &filter.reshape(&[1, m, 2])?, -1)?;
-    let a = cmul(x, &chirp)?;
+    let a = complex_mul(x, &chirp)?;
     let padded = ops::concat(
         &[
             &a,
@@ -155,10 +131,10 @@ fn bluestein(c: &CudaDevice, x: &Tensor, rows: usize, n: usize, sign: i32) -> Re
         ],
         1,
     )?;
-    let spectrum = cmul(&dft(c, &padded, -1)?, &filter_spectrum)?;
+    let spectrum = complex_mul(&dft(c, &padded, -1)?, &filter_spectrum)?;
     let conv = dft(c, &spectrum, 1)?;
     let conv = ops::scalar(crate::ScalarOp::Mul, &conv.narrow(1, 0, n)?, 1.0 / m as f32)?;
-    cmul(&conv, &chirp)
+    complex_mul(&conv, &chirp)
 }
 
 /// [`super::rfft_into`] on CUDA for lengths one launch cannot hold: the window applied, the
@@ -176,18 +152,12 @@ pub(super) fn rfft(
     if let Some(w) = window {
         x = ops::binary(BinaryOp::Mul, &x, &window_tensor(w, n, &x.device())?)?;
     }
-    let z = join(&x, &Tensor::zeros(&[rows, n], DType::F32, &x.device())?)?;
+    let z = complex_from_parts(&x, &Tensor::zeros(&[rows, n], DType::F32, &x.device())?)?;
     let bins = dft(c, &z, -1)?.narrow(1, 0, n / 2 + 1)?;
     let result = match output {
         FftOutput::Complex => bins,
-        FftOutput::Magnitude | FftOutput::Power => {
-            let power = ops::sum(&ops::unary(UnaryOp::Square, &bins)?, 2)?;
-            if output == FftOutput::Power {
-                power
-            } else {
-                ops::unary(UnaryOp::Sqrt, &power)?
-            }
-        }
+        FftOutput::Magnitude => complex_abs(&bins)?,
+        FftOutput::Power => ops::sum(&ops::unary(UnaryOp::Square, &bins)?, 2)?,
     };
     ops::copy_into(&result.reshape(out.shape())?, out)
 }
@@ -228,7 +198,7 @@ pub(super) fn irfft(
         let upper = ops::binary(BinaryOp::Mul, &upper, &conj)?;
         ops::concat(&[&half, &upper], 1)?
     };
-    let (re, _) = parts(&dft(c, &full, 1)?)?;
+    let (re, _) = complex_parts(&dft(c, &full, 1)?)?;
     let mut y = ops::scalar(crate::ScalarOp::Mul, &re, 1.0 / n as f32)?;
     if let Some(w) = window {
         y = ops::binary(BinaryOp::Mul, &y, &window_tensor(w, n, &dev)?)?;
