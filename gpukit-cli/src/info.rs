@@ -88,6 +88,17 @@ fn print_device(ordinal: usize) {
         p.shared_memory_per_multiprocessor_bytes / 1024,
         if p.cluster_launch { "yes" } else { "no" }
     );
+    // What the scheduler isolates tenants with on this device.
+    match dev
+        .green_context_support()
+        .and_then(|()| dev.sm_resource().map_err(|e| e.to_string()))
+    {
+        Ok(sm) => println!(
+            "  scheduler isolation: SM partitions (green contexts), at least {} SMs in steps of {}",
+            sm.min_partition_sms, sm.alignment_sms
+        ),
+        Err(reason) => println!("  scheduler isolation: stream priorities only ({reason})"),
+    }
     print_kernels(&dev);
 }
 

@@ -66,6 +66,12 @@ fn info_reports_devices_kernels_and_libraries() {
     // Every device listed also names the kernel images chosen for it.
     let devices = out.matches("\ndevice ").count() + usize::from(out.starts_with("device "));
     assert_eq!(out.matches("  kernels: ").count(), devices, "{out}");
+    // ... and how the scheduler isolates tenants there.
+    assert_eq!(
+        out.matches("  scheduler isolation: ").count(),
+        devices,
+        "{out}"
+    );
     let (ok, out, err) = gpukit(&["doctor"]);
     assert!(ok, "gpukit doctor failed: {err}\n{out}");
     assert!(

@@ -8,6 +8,8 @@
 //! - [`Device`]: opening a device (its primary context) and its [`DeviceProperties`], read from
 //!   the driver; [`device_count`], [`driver_version`].
 //! - [`Stream`] (with priorities) and [`Event`] (ordering between streams, timing).
+//! - [`SmPartition`]: a green context owning a disjoint share of the device's SMs
+//!   ([`Device::partition_sms`]); its streams run kernels on those SMs only.
 //! - [`Graph`]: capture the work of a stream ([`Stream::capture`]) and replay it.
 //! - [`Module`] / [`Function`] from a cubin or PTX, and checked launches: grid, block and dynamic
 //!   shared memory are checked against the kernel and device before `cuLaunchKernel`; argument
@@ -47,6 +49,7 @@
 mod device;
 mod error;
 mod graph;
+mod green;
 mod memory;
 mod module;
 mod nvrtc;
@@ -61,6 +64,7 @@ pub use device::{
 };
 pub use error::{Error, Result};
 pub use graph::Graph;
+pub use green::{SmPartition, SmResource};
 pub use half;
 pub use memory::{AsyncAllocation, DeviceAllocation, DeviceCopy, DevicePtr, PinnedAllocation};
 pub use module::{Dim3, Function, KernelArgs, LaunchConfig, Module, ModuleImage};

@@ -7,6 +7,7 @@ use cudarc::driver::{CudaEvent, CudaStream};
 
 use crate::device::Device;
 use crate::error::{CudaCall, Error, Result, check};
+use crate::green::GreenStream;
 
 /// A CUDA stream: an in-order queue of device work (`CUstream`, created non-blocking).
 ///
@@ -16,6 +17,9 @@ use crate::error::{CudaCall, Error, Result, check};
 pub struct Stream {
     pub(crate) inner: Arc<CudaStream>,
     pub(crate) device: Device,
+    /// For a stream of an SM partition: its owner, which destroys it after `inner` is dropped
+    /// (fields drop in order) and keeps the partition alive meanwhile.
+    pub(crate) _green: Option<Arc<GreenStream>>,
 }
 
 impl std::fmt::Debug for Stream {
@@ -48,6 +52,7 @@ impl Device {
         Ok(Stream {
             inner,
             device: self.clone(),
+            _green: None,
         })
     }
 
@@ -74,6 +79,7 @@ impl Device {
         Ok(Stream {
             inner,
             device: self.clone(),
+            _green: None,
         })
     }
 

@@ -39,6 +39,19 @@ extern "C" __global__ void spin_then_sum_u32(unsigned long long ns, const unsign
     }
 }
 
+// Each block spins `ns`, then writes the multiprocessor it ran on to out[blockIdx.x]: which
+// SMs a stream's kernels reach.
+extern "C" __global__ void record_smid(unsigned long long ns, unsigned int* out) {
+    if (threadIdx.x == 0) {
+        unsigned long long start, now;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+        do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)); } while (now - start < ns);
+        unsigned int smid;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+        out[blockIdx.x] = smid;
+    }
+}
+
 // x[i] = value for i < n.
 extern "C" __global__ void fill_u32(unsigned int* x, unsigned int value, unsigned int n) {
     unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -80,4 +93,33 @@ pub fn spin(kernels: &Module, stream: &Stream, ns: u64) {
     // SAFETY: one u64 parameter, no memory touched.
     unsafe { f.launch(stream, &LaunchConfig::new(1, 1), &KernelArgs::new().arg(ns)) }
         .expect("spin launch");
+}
+
+/// The distinct multiprocessors that `blocks` blocks of a kernel launched on `stream` ran on
+/// (each block busy for `ns` so that they spread over every SM the stream may use), sorted.
+pub fn sms_used(kernels: &Module, stream: &Stream, blocks: u32, ns: u64) -> Vec<u32> {
+    let dev = stream.device();
+    let mut out = dev.alloc(blocks as usize * 4).expect("alloc");
+    stream
+        .memset(&mut out, 0, blocks as usize * 4, 0xFF)
+        .expect("poison");
+    let f = kernels.function("record_smid").expect("record_smid");
+    // SAFETY: `out` holds one u32 per block.
+    unsafe {
+        f.launch(
+            stream,
+            &LaunchConfig::new(blocks, 32),
+            &KernelArgs::new().arg(ns).arg(out.ptr()),
+        )
+    }
+    .expect("record_smid launch");
+    let mut ids = vec![0u32; blocks as usize];
+    stream.copy_to_host(&out, 0, &mut ids).expect("download");
+    assert!(
+        ids.iter().all(|&s| s != u32::MAX),
+        "a block did not record its SM"
+    );
+    ids.sort_unstable();
+    ids.dedup();
+    ids
 }

@@ -19,9 +19,12 @@
 //! - When the backend is out of memory, every fence is waited for, wholly free segments are
 //!   returned to the backend, and the allocation is tried once more.
 //! - Quotas (byte limits on the sum of the rounded sizes charged to them) are checked under the
-//!   same lock, so they can never be exceeded.
+//!   same lock, so they can never be exceeded. A quota with a reservation and a lender charges
+//!   what it holds beyond its reservation to the lender as well: tenants that may burst share
+//!   one limit for their bursts.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Smallest block and rounding granularity.
@@ -63,10 +66,16 @@ pub trait Backend {
 }
 
 /// A byte limit and the bytes charged against it. Shared between a pool and its buffers.
+///
+/// A quota may also have a *reservation* and a *lender* ([`Quota::borrowing`]): bytes in use up
+/// to the reservation are its own; every byte beyond it is borrowed, and charged to the lender
+/// too, so all borrowers of one lender together stay under the lender's limit.
 #[derive(Debug)]
 pub struct Quota {
-    /// The limit in bytes (`usize::MAX`: none).
-    pub limit: usize,
+    /// The limit in bytes (`usize::MAX`: none); may change ([`Quota::set_limit`]).
+    limit: AtomicUsize,
+    reserved: usize,
+    lender: Option<Arc<Quota>>,
     in_use: AtomicUsize,
 }
 
@@ -74,14 +83,109 @@ impl Quota {
     /// A quota of `limit` bytes.
     pub fn new(limit: usize) -> Self {
         Quota {
-            limit,
+            limit: AtomicUsize::new(limit),
+            reserved: limit,
+            lender: None,
             in_use: AtomicUsize::new(0),
         }
+    }
+
+    /// A quota of `limit` bytes whose first `reserved` bytes are its own and whose bytes beyond
+    /// them are also charged to `lender` (`reserved` is clamped to `limit`).
+    pub fn borrowing(reserved: usize, limit: usize, lender: Arc<Quota>) -> Self {
+        Quota {
+            limit: AtomicUsize::new(limit),
+            reserved: reserved.min(limit),
+            lender: Some(lender),
+            in_use: AtomicUsize::new(0),
+        }
+    }
+
+    /// The limit in bytes.
+    pub fn limit(&self) -> usize {
+        self.limit.load(Ordering::Relaxed)
+    }
+
+    /// Changes the limit. Lowering it below the bytes in use takes nothing back: allocations
+    /// are refused until enough is freed (or evicted).
+    pub fn set_limit(&self, limit: usize) {
+        self.limit.store(limit, Ordering::Relaxed);
     }
 
     /// Bytes charged now.
     pub fn in_use(&self) -> usize {
         self.in_use.load(Ordering::Relaxed)
+    }
+
+    /// The bytes that are its own (the limit, for a quota without a lender).
+    pub fn reserved(&self) -> usize {
+        self.reserved
+    }
+
+    /// The quota it borrows from, if any.
+    pub fn lender(&self) -> Option<&Arc<Quota>> {
+        self.lender.as_ref()
+    }
+
+    /// Bytes borrowed from the lender while `in_use` bytes are charged.
+    fn borrowed_at(&self, in_use: usize) -> usize {
+        match self.lender {
+            Some(_) => in_use.saturating_sub(self.reserved),
+            None => 0,
+        }
+    }
+
+    /// The quota — this one or its lender — that `size` more bytes would overflow now.
+    fn overflow(&self, size: usize) -> Option<&Quota> {
+        let in_use = self.in_use();
+        if in_use.saturating_add(size) > self.limit() {
+            return Some(self);
+        }
+        let lender = self.lender.as_deref()?;
+        let extra = self.borrowed_at(in_use + size) - self.borrowed_at(in_use);
+        (lender.in_use().saturating_add(extra) > lender.limit()).then_some(lender)
+    }
+
+    /// Whether `size` more bytes fit this quota and its lender; the limit that would be
+    /// exceeded otherwise, with the bytes charged to it.
+    fn check(&self, size: usize) -> Result<(), (usize, usize)> {
+        match self.overflow(size) {
+            Some(q) => Err((q.limit(), q.in_use())),
+            None => Ok(()),
+        }
+    }
+
+    /// The quota — this one or its lender — that `size` more bytes would overflow now.
+    pub fn limiting(self: &Arc<Self>, size: usize) -> Option<Arc<Quota>> {
+        let q = self.overflow(size)?;
+        Some(match &self.lender {
+            Some(lender) if std::ptr::eq(q, &**lender) => lender.clone(),
+            _ => self.clone(),
+        })
+    }
+
+    /// Whether bytes charged here count against `other` (it is this quota or its lender).
+    pub fn counts_against(&self, other: &Arc<Quota>) -> bool {
+        std::ptr::eq(self, &**other) || self.lender.as_ref().is_some_and(|l| Arc::ptr_eq(l, other))
+    }
+
+    /// Charges `size` bytes (and what of them is borrowed, to the lender). Call under the
+    /// allocator's lock, after [`Quota::check`].
+    fn charge(&self, size: usize) {
+        let before = self.in_use.fetch_add(size, Ordering::Relaxed);
+        if let Some(lender) = &self.lender {
+            let extra = self.borrowed_at(before + size) - self.borrowed_at(before);
+            lender.in_use.fetch_add(extra, Ordering::Relaxed);
+        }
+    }
+
+    /// Gives back `size` bytes (and what of them was borrowed, to the lender).
+    fn uncharge(&self, size: usize) {
+        let before = self.in_use.fetch_sub(size, Ordering::Relaxed);
+        if let Some(lender) = &self.lender {
+            let back = self.borrowed_at(before) - self.borrowed_at(before - size);
+            lender.in_use.fetch_sub(back, Ordering::Relaxed);
+        }
     }
 }
 
@@ -345,11 +449,10 @@ impl<B: Backend> Allocator<B> {
             });
         };
         for q in quotas {
-            let in_use = q.in_use();
-            if in_use.saturating_add(size) > q.limit {
+            if let Err((limit, in_use)) = q.check(size) {
                 return Err(AllocError::Quota {
                     requested: size,
-                    limit: q.limit,
+                    limit,
                     in_use,
                 });
             }
@@ -388,7 +491,7 @@ impl<B: Backend> Allocator<B> {
         };
         let b = self.take(block, size);
         for q in quotas {
-            q.in_use.fetch_add(size, Ordering::Relaxed);
+            q.charge(size);
         }
         self.stats.allocations += 1;
         self.blocks[b].serial = self.stats.allocations;
@@ -420,8 +523,7 @@ impl<B: Backend> Allocator<B> {
             return false;
         }
         for q in quotas {
-            q.in_use
-                .fetch_sub(self.blocks[b].charged, Ordering::Relaxed);
+            q.uncharge(self.blocks[b].charged);
         }
         self.stats.live_blocks -= 1;
         self.stats.allocated_bytes -= self.blocks[b].size;

@@ -3,6 +3,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use proptest::prelude::*;
 
@@ -372,4 +373,106 @@ fn out_of_memory_releases_the_cache_and_retries() {
         }
         other => panic!("expected out of memory, got {other:?}"),
     }
+}
+
+/// Tenants of one lender: (reserved, limit) each, plus a tenant that only borrows (reserved 0
+/// through the lender's own quota chain, as best-effort pools are built).
+fn borrowing_run(
+    tenants: &[(usize, usize)],
+    lender_limit: usize,
+    ops: &[(usize, usize, bool)],
+) -> Result<(), TestCaseError> {
+    let (_, mut a) = model(1 << 40);
+    let lender = Arc::new(Quota::new(lender_limit));
+    let quotas: Vec<Arc<Quota>> = tenants
+        .iter()
+        .map(|&(r, l)| Arc::new(Quota::borrowing(r, l, lender.clone())))
+        .collect();
+    // Tenant `tenants.len()` is the lender's own (best-effort) user.
+    let chain = |t: usize| -> Vec<&Quota> {
+        match quotas.get(t) {
+            Some(q) => vec![&**q],
+            None => vec![&*lender],
+        }
+    };
+    let mut live: Vec<(usize, Allocation)> = Vec::new();
+    for &(t, bytes, free) in ops {
+        let t = t % (tenants.len() + 1);
+        if free && !live.is_empty() {
+            let (owner, alloc) = live.swap_remove(bytes % live.len());
+            prop_assert!(a.free(alloc, &0, &chain(owner)));
+        } else {
+            let size = round_size(bytes).unwrap_or(usize::MAX);
+            let own = quotas.get(t).map(|q| (q.in_use(), q.reserved()));
+            match a.alloc(bytes, &0, &chain(t)) {
+                Ok(alloc) => live.push((t, alloc)),
+                Err(AllocError::Quota { .. }) => {
+                    // What is reserved is always there: a tenant inside its reservation is
+                    // never refused, whatever the others borrowed.
+                    if let Some((in_use, reserved)) = own {
+                        prop_assert!(in_use + size > reserved, "refused inside its reservation");
+                    }
+                }
+                Err(e) => prop_assert!(false, "unexpected {e:?}"),
+            }
+        }
+        // The lender is charged exactly the bytes beyond each reservation, plus its own users',
+        // and never more than its limit; nobody exceeds their limit.
+        let borrowed: usize = quotas
+            .iter()
+            .map(|q| q.in_use().saturating_sub(q.reserved()))
+            .sum();
+        let direct: usize = live
+            .iter()
+            .filter(|(o, _)| *o == tenants.len())
+            .map(|(_, al)| al.charged)
+            .sum();
+        prop_assert_eq!(lender.in_use(), borrowed + direct);
+        prop_assert!(lender.in_use() <= lender.limit());
+        for q in &quotas {
+            prop_assert!(q.in_use() <= q.limit());
+        }
+    }
+    for (owner, alloc) in live {
+        prop_assert!(a.free(alloc, &0, &chain(owner)));
+    }
+    prop_assert_eq!(lender.in_use(), 0);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn borrowers_share_the_lender_and_keep_their_reservations(
+        tenants in prop::collection::vec((0usize..(8 << 20), 0usize..(24 << 20)), 1..4),
+        lender_limit in 0usize..(16 << 20),
+        ops in prop::collection::vec((0usize..8, 1usize..(6 << 20), any::<bool>()), 1..80),
+    ) {
+        borrowing_run(&tenants, lender_limit, &ops)?;
+    }
+}
+
+#[test]
+fn a_borrowing_quota_names_the_limit_it_hits() {
+    let (_, mut a) = model(1 << 30);
+    let lender = Arc::new(Quota::new(1 << 20));
+    let q = Arc::new(Quota::borrowing(1 << 20, 4 << 20, lender.clone()));
+    let x = a.alloc(1 << 20, &0, &[&q]).unwrap();
+    assert_eq!((q.in_use(), lender.in_use()), (1 << 20, 0));
+    let y = a.alloc(1 << 20, &0, &[&q]).unwrap();
+    assert_eq!((q.in_use(), lender.in_use()), (2 << 20, 1 << 20));
+    // The tenant's own limit has room; the lender's has none.
+    assert!(Arc::ptr_eq(&q.limiting(512).unwrap(), &lender));
+    match a.alloc(512, &0, &[&q]) {
+        Err(AllocError::Quota { limit, .. }) => assert_eq!(limit, 1 << 20),
+        other => panic!("expected the lender's limit, got {other:?}"),
+    }
+    assert!(q.counts_against(&lender) && q.counts_against(&q) && !lender.counts_against(&q));
+    // Freeing the block that was allocated first still returns the borrowed bytes: what is
+    // borrowed follows from the total held, not from which block is freed.
+    assert!(a.free(x, &0, &[&q]));
+    assert_eq!((q.in_use(), lender.in_use()), (1 << 20, 0));
+    assert!(a.free(y, &0, &[&q]));
+    assert_eq!((q.in_use(), lender.in_use()), (0, 0));
 }

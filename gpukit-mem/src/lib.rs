@@ -39,7 +39,7 @@ mod transfer;
 
 pub use error::{Error, Result};
 pub use pinned::{PinnedBuffer, PinnedPool, PinnedStats};
-pub use pool::{DeviceBuffer, DevicePool, EvictableBuffer, PoolStats, Resident};
+pub use pool::{DeviceBuffer, DevicePool, EvictableBuffer, EvictionRank, PoolStats, Resident};
 pub use transfer::{
     DEFAULT_CHUNK_BYTES, HostSource, Priority, Transfer, TransferEngine, TransferStats,
 };

@@ -133,6 +133,22 @@ pub struct DevicePool {
     shared: Arc<Shared>,
     /// This pool's quota chain, outermost first.
     quotas: Arc<Vec<Arc<Quota>>>,
+    /// When this pool's evictable buffers go, under another pool's pressure.
+    eviction: EvictionRank,
+}
+
+/// When a pool's [`EvictableBuffer`]s are spilled to make room for *another* pool's allocation
+/// on a full device. Buffers go in rank order, least recently used first within a rank. A pool
+/// always spills its own buffers, whatever their rank, to meet its own quota.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum EvictionRank {
+    /// Spilled before any other rank (best-effort work).
+    First,
+    /// After every `First` buffer (the default).
+    #[default]
+    Normal,
+    /// Never spilled for another pool (reserved, guaranteed memory).
+    Never,
 }
 
 impl std::fmt::Debug for DevicePool {
@@ -167,18 +183,62 @@ impl DevicePool {
                 restores: AtomicU64::new(0),
             }),
             quotas: Arc::new(quotas),
+            eviction: EvictionRank::default(),
         }
     }
 
     /// A pool sharing this one's cache whose buffers may total at most `limit` bytes, and which
     /// also counts against this pool's limits (a tenant's share).
     pub fn sub_pool(&self, limit: usize) -> DevicePool {
+        self.with_quota(Quota::new(limit))
+    }
+
+    /// A sub-pool that holds `reserved` bytes of its own and may grow to `limit` by borrowing
+    /// from `lender`: every byte beyond `reserved` is charged to `lender`'s limit too, so the
+    /// pools borrowing from one lender (and the lender's own buffers) share that limit. This is
+    /// how a burstable tenant grows into memory nobody has reserved.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `lender` has no limit of its own or shares another cache.
+    pub fn sub_pool_borrowing(
+        &self,
+        reserved: usize,
+        limit: usize,
+        lender: &DevicePool,
+    ) -> Result<DevicePool> {
+        if !Arc::ptr_eq(&self.shared, &lender.shared) {
+            return Err(Error::InvalidArgument(
+                "a pool can only borrow from a pool of the same cache".into(),
+            ));
+        }
+        let Some(quota) = lender.quotas.last() else {
+            return Err(Error::InvalidArgument(
+                "the lender pool has no limit to lend from (make it with sub_pool)".into(),
+            ));
+        };
+        Ok(self.with_quota(Quota::borrowing(reserved, limit, quota.clone())))
+    }
+
+    fn with_quota(&self, quota: Quota) -> DevicePool {
         let mut quotas = (*self.quotas).clone();
-        quotas.push(Arc::new(Quota::new(limit)));
+        quotas.push(Arc::new(quota));
         DevicePool {
             shared: self.shared.clone(),
             quotas: Arc::new(quotas),
+            eviction: self.eviction,
         }
+    }
+
+    /// This pool with another [`EvictionRank`] for its evictable buffers (clones share the
+    /// cache and the quotas).
+    pub fn with_eviction_rank(mut self, rank: EvictionRank) -> DevicePool {
+        self.eviction = rank;
+        self
+    }
+
+    /// The rank of this pool's evictable buffers.
+    pub fn eviction_rank(&self) -> EvictionRank {
+        self.eviction
     }
 
     /// The device.
@@ -193,7 +253,24 @@ impl DevicePool {
 
     /// This pool's own limit, if it has one.
     pub fn limit(&self) -> Option<usize> {
-        self.quotas.last().map(|q| q.limit)
+        self.quotas.last().map(|q| q.limit())
+    }
+
+    /// Changes this pool's own limit (a tenant's share grown or shrunk). Lowering it below the
+    /// bytes in use frees nothing: allocations are refused until enough is freed or evicted.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a pool without a limit of its own.
+    pub fn set_limit(&self, limit: usize) -> Result<()> {
+        match self.quotas.last() {
+            Some(q) => {
+                q.set_limit(limit);
+                Ok(())
+            }
+            None => Err(Error::InvalidArgument(
+                "this pool has no limit of its own to change".into(),
+            )),
+        }
     }
 
     /// Bytes charged to this pool's own limit (`None` without a limit: see [`PoolStats`]).
@@ -276,9 +353,9 @@ impl DevicePool {
                             in_use,
                         });
                     }
-                    let scope = self.quotas.iter().find(|q| q.limit == limit);
+                    let scope = self.quotas.iter().find_map(|q| q.limiting(requested));
                     let need = (in_use + requested).saturating_sub(limit);
-                    if !evicted && self.evict(need, scope)? > 0 {
+                    if !evicted && self.evict(need, scope.as_ref())? > 0 {
                         evicted = true;
                         continue;
                     }
@@ -316,6 +393,7 @@ impl DevicePool {
         let buf = self.alloc(bytes, stream)?;
         let slot = Arc::new(Slot {
             home: Mutex::new(Home::Device(buf)),
+            rank: self.eviction,
             last_use: AtomicU64::new(self.tick()),
             len: bytes,
         });
@@ -370,7 +448,8 @@ impl DevicePool {
             .iter()
             .filter_map(Weak::upgrade)
             .collect();
-        candidates.sort_by_key(|s| s.last_use.load(Ordering::Relaxed));
+        let own = self.quotas.last();
+        candidates.sort_by_key(|s| (s.rank, s.last_use.load(Ordering::Relaxed)));
         let mut freed = 0;
         for slot in candidates {
             if freed >= need.max(1) {
@@ -381,10 +460,15 @@ impl DevicePool {
                 continue;
             };
             let Home::Device(buf) = &*home else { continue };
-            if let Some(q) = scope
-                && !buf.pool.quotas.iter().any(|bq| Arc::ptr_eq(bq, q))
-            {
-                continue;
+            let ours = |q: &Arc<Quota>| buf.pool.quotas.iter().any(|bq| bq.counts_against(q));
+            match scope {
+                // Over a quota: only buffers charged to it make room.
+                Some(q) if !ours(q) => continue,
+                // Device full: another pool's `Never` buffers stay.
+                None if slot.rank == EvictionRank::Never && !own.is_some_and(ours) => {
+                    continue;
+                }
+                _ => {}
             }
             let mut host = self.shared.pinned.alloc(slot.len)?;
             // SAFETY: `buf` is live and holds `slot.len` bytes; `host` is pinned memory of that
@@ -589,6 +673,8 @@ enum Home {
 
 struct Slot {
     home: Mutex<Home>,
+    /// The rank of the pool that allocated it.
+    rank: EvictionRank,
     last_use: AtomicU64,
     len: usize,
 }

@@ -7,7 +7,7 @@
 use gpukit_driver::testing::{device, spin, test_kernels};
 use gpukit_driver::{KernelArgs, LaunchConfig};
 use gpukit_mem::{
-    DeviceBuffer, DevicePool, Error, HostSource, PinnedPool, Priority, TransferEngine,
+    DeviceBuffer, DevicePool, Error, EvictionRank, HostSource, PinnedPool, Priority, TransferEngine,
 };
 use rand::Rng;
 
@@ -235,6 +235,67 @@ fn gpu_eviction_round_trip_is_bit_exact() {
         "nothing is spilled for a request over the limit"
     );
     println!("[gpu] eviction: {}", pool.stats());
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn gpu_borrowers_give_back_best_effort_memory_first() {
+    const MIB: usize = 1 << 20;
+    let dev = device();
+    let s = dev.new_stream().unwrap();
+    let root = DevicePool::new(&dev);
+    // 8 MiB nobody reserved, lent to a best-effort pool and to a burstable one (2 MiB own).
+    let lender = root
+        .sub_pool(8 * MIB)
+        .with_eviction_rank(EvictionRank::First);
+    let best_effort = lender.sub_pool(64 * MIB);
+    let burstable = root
+        .sub_pool_borrowing(2 * MIB, 64 * MIB, &lender)
+        .unwrap()
+        .with_eviction_rank(EvictionRank::Normal);
+    assert!(
+        root.sub_pool_borrowing(0, MIB, &root).is_err(),
+        "a lender needs a limit"
+    );
+    // The burstable buffer is the least recently used, but best-effort memory goes first.
+    let b_own = burstable.alloc(2 * MIB, &s).unwrap();
+    let b_lent = burstable.alloc_evictable(4 * MIB, &s).unwrap();
+    let e_lent = best_effort.alloc_evictable(4 * MIB, &s).unwrap();
+    assert_eq!(
+        (lender.in_use(), burstable.in_use()),
+        (Some(8 * MIB), Some(6 * MIB))
+    );
+    let more = burstable.alloc(4 * MIB, &s).unwrap();
+    assert!(
+        !e_lent.is_on_device(),
+        "the best-effort buffer should have been spilled"
+    );
+    assert!(
+        b_lent.is_on_device(),
+        "the burstable buffer went before the best-effort one"
+    );
+    assert_eq!(lender.in_use(), Some(8 * MIB));
+    // Shrinking the lender refuses new borrowing; the borrower gives back what it can spill.
+    lender.set_limit(4 * MIB).unwrap();
+    assert!(burstable.alloc(MIB, &s).is_err());
+    assert!(
+        !b_lent.is_on_device(),
+        "the borrowed buffer should have been given back"
+    );
+    drop((b_own, more));
+    assert_eq!((burstable.in_use(), lender.in_use()), (Some(0), Some(0)));
+    // Back on the device: 4 MiB, 2 of its own reservation and 2 borrowed.
+    let back = b_lent.resident(&s).unwrap();
+    assert_eq!(
+        (burstable.in_use(), lender.in_use()),
+        (Some(4 * MIB), Some(2 * MIB))
+    );
+    drop(back);
+    assert!(
+        root.set_limit(1).is_err(),
+        "the root pool has no limit of its own"
+    );
+    drop((b_lent, e_lent));
 }
 
 #[test]

@@ -6,14 +6,26 @@
 //!   [`TransferEngine`] ([`DeviceRuntime`]).
 //! - A [`Lane`] is a stream with a priority, bound to a [`Tenant`]; every kernel launch of the
 //!   layers above names a lane. Lanes fork and join through events, without blocking the host.
-//! - A [`Tenant`] owns a share of a device's memory (a sub-pool with a byte limit). QoS classes,
-//!   admission control, SM partitions (green contexts) and pacing of best-effort work come in a
-//!   later issue and attach to `Tenant`.
+//! - A [`Tenant`] owns a share of a device's memory (a sub-pool with a byte limit).
+//! - A [`Scheduler`] admits tenants by [`QosClass`] — guaranteed, burstable, best-effort —
+//!   against what is not reserved yet, and enforces what it granted: memory through the pool's
+//!   quotas and eviction ranks, SMs through green-context partitions (stream priorities where
+//!   the driver has none), urgency through stream priorities.
+//! - [`policy`] holds the decisions as pure functions ([`Ledger::admit`], [`Pacer`]), tested
+//!   without a device.
 
 use std::sync::Arc;
 
-use gpukit_driver::{Device, Stream, device_count};
+use gpukit_driver::{Device, SmPartition, Stream, device_count};
 use gpukit_mem::{DeviceBuffer, DevicePool, PinnedPool, TransferEngine};
+
+pub mod policy;
+mod scheduler;
+
+pub use policy::{Capacity, Grant, Ledger, Pacer, QosClass, Refusal, Shortage, TenantSpec};
+pub use scheduler::{Isolation, Scheduler, SchedulerOptions};
+
+use scheduler::Admission;
 
 /// Errors of the scheduling layer.
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +45,9 @@ pub enum Error {
         /// Devices opened.
         count: usize,
     },
+    /// The scheduler did not admit a tenant (the refusal says what is short).
+    #[error(transparent)]
+    Refused(#[from] Refusal),
     /// Lanes of different devices cannot be joined directly.
     #[error("cannot join a lane of {other} into a lane of {this}")]
     CrossDevice {
@@ -169,6 +184,7 @@ impl DeviceRuntime {
             name: "default".into(),
             device: self.clone(),
             pool: self.inner.pool.clone(),
+            admission: None,
         }
     }
 
@@ -178,6 +194,7 @@ impl DeviceRuntime {
             name: name.into(),
             device: self.clone(),
             pool: self.inner.pool.sub_pool(memory_limit),
+            admission: None,
         }
     }
 
@@ -190,12 +207,25 @@ impl DeviceRuntime {
     }
 }
 
-/// A user of a device: its memory share and its lanes.
-#[derive(Clone, Debug)]
+/// A user of a device: its memory share and its lanes; for a tenant a [`Scheduler`] admitted,
+/// also its class, its grant and its SM partition.
+#[derive(Clone)]
 pub struct Tenant {
     name: String,
     device: DeviceRuntime,
     pool: DevicePool,
+    admission: Option<Arc<Admission>>,
+}
+
+impl std::fmt::Debug for Tenant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("Tenant");
+        d.field("name", &self.name).field("pool", &self.pool);
+        if let Some(a) = &self.admission {
+            d.field("grant", &a.grant);
+        }
+        d.finish()
+    }
 }
 
 impl Tenant {
@@ -209,13 +239,47 @@ impl Tenant {
         &self.pool
     }
 
-    /// A new lane (a new stream) of this tenant.
+    /// Its QoS class (`None` for a tenant made without a scheduler).
+    pub fn class(&self) -> Option<QosClass> {
+        self.admission.as_ref().map(|a| a.grant.class)
+    }
+
+    /// What the scheduler granted it (`None` without a scheduler).
+    pub fn grant(&self) -> Option<&Grant> {
+        self.admission.as_ref().map(|a| &a.grant)
+    }
+
+    /// The SM partition its lanes run on (`None` without partitions).
+    pub fn partition(&self) -> Option<SmPartition> {
+        let a = self.admission.as_ref()?;
+        Scheduler::partition_of(&a.scheduler, &a.grant)
+    }
+
+    /// A new lane (a new stream) of this tenant. For a scheduled tenant the stream belongs to
+    /// its SM partition and takes its class's priority band ([`QosClass::stream_priority`];
+    /// `High` is the band's urgent end).
     ///
     /// # Errors
     /// Driver errors creating the stream.
     pub fn lane(&self, priority: LanePriority) -> Result<Lane> {
-        let value = self.device.priority_value(priority)?;
-        let stream = self.device.device().new_stream_with_priority(value)?;
+        let stream = match &self.admission {
+            None => {
+                let value = self.device.priority_value(priority)?;
+                self.device.device().new_stream_with_priority(value)?
+            }
+            Some(a) => {
+                let range = self.device.device().stream_priority_range()?;
+                let value = a.grant.class.stream_priority(
+                    range.highest,
+                    range.lowest,
+                    priority == LanePriority::High,
+                );
+                match self.partition() {
+                    Some(p) => p.new_stream(value)?,
+                    None => self.device.device().new_stream_with_priority(value)?,
+                }
+            }
+        };
         Ok(Lane {
             stream,
             priority,
