@@ -13,7 +13,9 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use gpukit_llm::engine::ComputeDevice;
 use gpukit_ops::{CudaDevice, Device, HandleWatch};
-use gpukit_sched::{Lane, LanePriority};
+use gpukit_sched::{
+    Isolation, Lane, LanePriority, QosClass, Scheduler, SchedulerOptions, TenantSpec,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
@@ -294,6 +296,50 @@ impl PyDevice {
         let lane = CudaDevice::new(&lane).map_err(errors::ops)?;
         derived(&lane);
         Ok(PyDevice::new(Device::Cuda(lane)))
+    }
+
+    /// The QoS scheduler of this GPU (see `Scheduler`): tenants admitted by class, with memory
+    /// reservations and, where the driver has green contexts, SM partitions. `memory` is the
+    /// device memory it hands out in bytes (default: 95% of what is free now);
+    /// `partitions=False` keeps to stream priorities.
+    ///
+    /// Raises `ValueError` on the CPU.
+    #[pyo3(signature = (memory=None, partitions=true))]
+    fn scheduler(&self, memory: Option<usize>, partitions: bool) -> PyResult<PyScheduler> {
+        let Some(c) = self.cuda()? else {
+            return Err(value("the scheduler governs a GPU: the CPU has none"));
+        };
+        let sched = c
+            .lane()
+            .device()
+            .scheduler(SchedulerOptions {
+                memory_bytes: memory,
+                no_partitions: !partitions,
+            })
+            .map_err(errors::sch)?;
+        Ok(PyScheduler {
+            sched,
+            anchor: c.clone(),
+        })
+    }
+
+    /// The QoS class of this device's tenant (`"guaranteed"`, `"burstable"`, `"best-effort"`),
+    /// or `None` for a device not admitted by a scheduler.
+    #[getter]
+    fn qos(&self) -> PyResult<Option<&'static str>> {
+        Ok(self
+            .cuda()?
+            .and_then(|c| c.lane().tenant().class())
+            .map(QosClass::name))
+    }
+
+    /// The SMs of the partition this device's kernels run on (`None` without one).
+    #[getter]
+    fn partition_sms(&self) -> PyResult<Option<u32>> {
+        Ok(self
+            .cuda()?
+            .and_then(|c| c.lane().tenant().partition())
+            .map(|p| p.sm_count()))
     }
 
     /// Closes this device: frees the pool's cached memory and forgets the device, so that the
@@ -600,5 +646,119 @@ impl PyEvent {
     /// Raises `RuntimeError` if either was made with `timing=False` or has not completed.
     fn elapsed_time(&self, end: &PyEvent) -> PyResult<f32> {
         gpukit_driver::Event::elapsed_ms(&self.event, &end.event).map_err(errors::drv)
+    }
+}
+
+/// A GPU's QoS scheduler: `gk.device("cuda").scheduler()`.
+///
+/// `admit(name, qos, ...)` returns a `Device` for the tenant: tensors made on it count against
+/// its memory grant and its kernels run on its SM partition at its class's stream priority.
+/// The tenant leaves — its reservation returns — when the device and every tensor of it are
+/// gone. Classes: `"guaranteed"` (memory and an SM partition reserved), `"burstable"` (a
+/// reserved minimum, may borrow unreserved memory), `"best-effort"` (borrows only; evicted
+/// first). A request that does not fit raises `ValueError` saying what is short.
+#[pyclass(module = "gpukit", name = "Scheduler", frozen)]
+pub struct PyScheduler {
+    sched: Scheduler,
+    /// The device's default lane: a live scheduler is a user of the device (`close` says so).
+    anchor: CudaDevice,
+}
+
+#[pymethods]
+impl PyScheduler {
+    /// Admits a tenant and returns its device. `memory`: bytes reserved (all a guaranteed
+    /// tenant may hold; a burstable tenant's minimum; ignored for best-effort);
+    /// `memory_limit`: the most a burstable or best-effort tenant may hold by borrowing;
+    /// `sm_share`: the share of the SMs in `(0, 1]` reserved as a guaranteed tenant's
+    /// partition; `priority`: `"normal"` or `"high"` within the class's band.
+    ///
+    /// Raises `ValueError` when the request does not fit or is malformed.
+    #[pyo3(signature = (name, qos="best-effort", memory=0, memory_limit=None, sm_share=None, priority="normal"))]
+    fn admit(
+        &self,
+        name: &str,
+        qos: &str,
+        memory: usize,
+        memory_limit: Option<usize>,
+        sm_share: Option<f64>,
+        priority: &str,
+    ) -> PyResult<PyDevice> {
+        let class: QosClass = qos.parse().map_err(value)?;
+        let priority = match priority {
+            "normal" => LanePriority::Normal,
+            "high" => LanePriority::High,
+            other => {
+                return Err(value(format!(
+                    "priority \"{other}\": expected \"normal\" or \"high\""
+                )));
+            }
+        };
+        let spec = TenantSpec {
+            name: name.into(),
+            class,
+            memory_bytes: memory,
+            memory_limit,
+            sm_share,
+        };
+        let tenant = self.sched.admit(&spec).map_err(errors::sch)?;
+        let lane = tenant.lane(priority).map_err(errors::sch)?;
+        let lane = CudaDevice::new(&lane).map_err(errors::ops)?;
+        derived(&lane);
+        Ok(PyDevice::new(Device::Cuda(lane)))
+    }
+
+    /// How tenants are kept apart: `"partitions"` (green contexts) or `"priorities"`.
+    #[getter]
+    fn isolation(&self) -> &'static str {
+        match self.sched.isolation() {
+            Isolation::Partitions(_) => "partitions",
+            Isolation::StreamPriorities { .. } => "priorities",
+        }
+    }
+
+    /// The isolation in words, with the reason when there are no partitions.
+    #[getter]
+    fn isolation_detail(&self) -> String {
+        self.sched.isolation().to_string()
+    }
+
+    /// The admitted tenants: a list of dicts with `name`, `qos`, `memory_reserved`,
+    /// `memory_limit` (bytes) and `partition_sms` (or `None`).
+    fn tenants<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        self.sched
+            .ledger()
+            .grants()
+            .iter()
+            .map(|g| {
+                let d = PyDict::new(py);
+                d.set_item("name", &g.name)?;
+                d.set_item("qos", g.class.name())?;
+                d.set_item("memory_reserved", g.memory_reserved)?;
+                d.set_item("memory_limit", g.memory_limit)?;
+                d.set_item("partition_sms", g.partition_sms)?;
+                Ok(d)
+            })
+            .collect()
+    }
+
+    /// Bytes the scheduler hands out in all.
+    #[getter]
+    fn capacity(&self) -> usize {
+        self.sched.ledger().capacity().memory_bytes
+    }
+
+    /// Bytes nobody reserved (what burstable and best-effort tenants borrow from).
+    #[getter]
+    fn unreserved(&self) -> usize {
+        self.sched.ledger().memory_unreserved()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Scheduler(cuda:{}, {}, {} tenants)",
+            self.anchor.stream().device().ordinal(),
+            self.sched.isolation(),
+            self.sched.ledger().grants().len()
+        )
     }
 }

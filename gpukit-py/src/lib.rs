@@ -54,6 +54,7 @@ fn _gpukit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<device::PyDevice>()?;
     m.add_class::<device::PyStream>()?;
     m.add_class::<device::PyEvent>()?;
+    m.add_class::<device::PyScheduler>()?;
     m.add_class::<tensor::PyDType>()?;
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<jit::PyKernel>()?;

@@ -157,3 +157,44 @@ def test_evictable_tensors_spill_to_the_host_under_a_quota_and_come_back():
     back = parked.load()
     np.testing.assert_array_equal(back.numpy(), want)
     assert parked.is_resident and tenant.memory_stats()["restores"] >= 1
+
+
+def test_the_cpu_has_no_scheduler():
+    with pytest.raises(ValueError, match="governs a GPU"):
+        gk.device("cpu").scheduler()
+
+
+@requires_gpu
+def test_scheduler_admits_by_class_partitions_the_sms_and_releases():
+    d = gk.device("cuda")
+    sched = d.scheduler(memory=1 << 30)
+    assert sched.isolation == "partitions", sched.isolation_detail
+    assert sched.capacity == 1 << 30
+    g = sched.admit("decode", qos="guaranteed", memory=256 << 20, sm_share=0.25, priority="high")
+    e = sched.admit("batch")
+    assert (g.qos, e.qos, d.qos) == ("guaranteed", "best-effort", None)
+    assert g.partition_sms + e.partition_sms == d.sm_count and d.partition_sms is None
+    assert sched.unreserved == (1 << 30) - (256 << 20)
+    assert [t["name"] for t in sched.tenants()] == ["decode", "batch"]
+    # The ops' kernels run on each tenant's partition stream, and agree with the CPU.
+    a = gk.rand(4096, seed=3)
+    for dev in (g, e):
+        got = gk.softmax(a.to(dev) * 2.0).numpy()
+        np.testing.assert_allclose(got, gk.softmax(a * 2.0).numpy(), rtol=1e-6, atol=1e-9)
+    # The guaranteed tenant holds exactly its reservation.
+    x = gk.zeros(32 << 20, device=g)  # 128 MiB
+    with pytest.raises(MemoryError):
+        gk.zeros(48 << 20, device=g)  # 192 MiB more
+    # Requests that do not fit say what is short; malformed ones say what is wrong.
+    with pytest.raises(ValueError, match="GiB is unreserved"):
+        sched.admit("huge", qos="burstable", memory=2 << 30)
+    with pytest.raises(ValueError, match="unknown QoS class"):
+        sched.admit("x", qos="gold")
+    with pytest.raises(ValueError, match="only guaranteed tenants"):
+        sched.admit("y", qos="best-effort", sm_share=0.5)
+    # The tenant leaves when its device and tensors are gone.
+    del x, g
+    gc.collect()
+    assert [t["name"] for t in sched.tenants()] == ["batch"]
+    assert sched.unreserved == 1 << 30
+    assert "1 tenants" in repr(sched)

@@ -20,6 +20,7 @@ from ._gpukit import (
     Graph,
     Kernel,
     PanicException,
+    Scheduler,
     Stream,
     Tensor,
     __version__,

@@ -73,10 +73,42 @@ class Device:
         """Returns cached free blocks to the driver."""
     def tenant(self, name: str, memory_limit: int) -> Device:
         """A device whose tensors may hold at most `memory_limit` bytes (MemoryError past it)."""
+    def scheduler(self, memory: int | None = None, partitions: bool = True) -> Scheduler:
+        """The GPU's QoS scheduler; ValueError on the CPU."""
+    @property
+    def qos(self) -> Literal["guaranteed", "burstable", "best-effort"] | None: ...
+    @property
+    def partition_sms(self) -> int | None: ...
     def close(self) -> None:
         """Frees cached memory and forgets the device; ValueError while tensors still use it."""
     def __eq__(self, other: object) -> bool: ...
     def __hash__(self) -> int: ...
+
+class Scheduler:
+    """Admits tenants of a GPU by QoS class, with memory reservations and SM partitions."""
+
+    def admit(
+        self,
+        name: str,
+        qos: Literal["guaranteed", "burstable", "best-effort"] = "best-effort",
+        memory: int = 0,
+        memory_limit: int | None = None,
+        sm_share: float | None = None,
+        priority: Literal["normal", "high"] = "normal",
+    ) -> Device:
+        """The tenant's device; ValueError saying what is short when it does not fit."""
+    @property
+    def isolation(self) -> Literal["partitions", "priorities"]: ...
+    @property
+    def isolation_detail(self) -> str: ...
+    def tenants(self) -> list[dict[str, object]]:
+        """name, qos, memory_reserved, memory_limit, partition_sms of each admitted tenant."""
+    @property
+    def capacity(self) -> int:
+        """Bytes handed out in all."""
+    @property
+    def unreserved(self) -> int:
+        """Bytes nobody reserved."""
 
 def devices() -> list[Device]:
     """The CPU, then every CUDA GPU."""
