@@ -21,14 +21,16 @@
 //! chart. `GPUKIT_BENCH_FILTER=<substring>` keeps the models whose name contains it;
 //! `GPUKIT_DECODE_GRAPH=0` keeps every step eager (for per-kernel profiles under `ncu`).
 
+mod common;
+
+use common::{GreedyPick, prompt_ids, sync, write_report};
 use std::path::PathBuf;
 use std::time::Instant;
 
 use gpukit_llm::decode::{DecodeOptions, Replay};
 use gpukit_llm::engine::ComputeDevice;
 use gpukit_llm::model::{LoadOptions, Model};
-use gpukit_ops::sampling::{SamplingParams, sample_tokens_into, sampler_workspace_len};
-use gpukit_ops::{DType, Device, Tensor};
+use gpukit_ops::Device;
 use serde_json::{Value, json};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -44,26 +46,6 @@ fn env_list(name: &str, default: &str) -> Res<Vec<usize>> {
         .collect()
 }
 
-fn sync(dev: &Device) -> Res<()> {
-    if let Device::Cuda(c) = dev {
-        c.synchronize()?;
-    }
-    Ok(())
-}
-
-/// Seeded random prompt ids (a 64-bit LCG), the same on every run.
-fn prompt_ids(n: usize, vocab: usize, seed: u64) -> Vec<u32> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 33) % vocab as u64) as u32
-        })
-        .collect()
-}
-
 /// One generation: TTFT, decode times, peaks.
 fn generate(
     compute: &ComputeDevice,
@@ -73,27 +55,19 @@ fn generate(
     replay: Replay,
 ) -> Res<Value> {
     let dev = compute.device();
-    let greedy = SamplingParams::default();
     compute.empty_cache()?;
     compute.reset_peaks();
     let mut session = model.session(prompt.len() + new_tokens)?;
-    let first = Tensor::zeros(&[1], DType::I32, dev)?;
-    let step0 = Tensor::from_slice(&[0i64], &[1], dev)?;
-    let ws = Tensor::empty(
-        &[sampler_workspace_len(1, model.spec().vocab)],
-        DType::U8,
-        dev,
-    )?;
+    let greedy = GreedyPick::new(model)?;
     sync(dev)?;
     let t = Instant::now();
     let logits = model.forward(&mut session, prompt)?;
-    sample_tokens_into(&logits, None, &greedy, &step0, &ws, &first)?;
-    let id = first.to_vec::<i32>()?[0].max(0) as u32;
+    let id = greedy.pick(&logits)?;
     let ttft = t.elapsed().as_secs_f64();
     drop(logits);
     let steps = new_tokens - 1;
     let opts = DecodeOptions {
-        sampling: &greedy,
+        sampling: greedy.params(),
         recent: &[],
         first_step: 1,
         replay,
@@ -218,10 +192,6 @@ fn main() -> Res<()> {
             "runs": runs,
         }));
     }
-    let out = std::env::var_os("GPUKIT_BENCH_OUT")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| "target/bench".into());
-    std::fs::create_dir_all(&out)?;
     let Device::Cuda(c) = &dev else {
         return Err("not a CUDA device".into());
     };
@@ -230,9 +200,6 @@ fn main() -> Res<()> {
         "graph": use_graph,
         "models": models,
     });
-    std::fs::write(
-        out.join("bench-decode.json"),
-        serde_json::to_string_pretty(&report)?,
-    )?;
+    write_report("bench-decode.json", &report).map_err(|e| e.to_string())?;
     Ok(())
 }

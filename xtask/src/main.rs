@@ -39,7 +39,7 @@ enum Task {
     /// Fails without a CUDA device: on a GPU-less machine, build the bundle and run
     /// `run.sh bench` on the GPU machine.
     Bench {
-        /// Only this benchmark: mem, ops, decode, python, audio or serve (default: all).
+        /// Only this benchmark: mem, ops, decode, sched, python, audio or serve (default: all).
         name: Option<String>,
     },
     /// Runs every test, GPU tests included, under compute-sanitizer memcheck and then racecheck
@@ -172,10 +172,11 @@ fn require_gpu(task: &str) -> Result<()> {
 }
 
 /// The benchmarks: (crate, bench target); each may have a peer `bench/peer_<target>.py`.
-const BENCHES: [(&str, &str); 3] = [
+const BENCHES: [(&str, &str); 4] = [
     ("gpukit-mem", "mem"),
     ("gpukit-ops", "ops"),
     ("gpukit-llm", "decode"),
+    ("gpukit-llm", "sched"),
 ];
 
 fn bench(root: &Path, only: Option<&str>) -> Result<()> {
@@ -188,7 +189,7 @@ fn bench(root: &Path, only: Option<&str>) -> Result<()> {
     let serve_bench = only.is_none_or(|o| o == "serve");
     if chosen.is_empty() && !python_bench && !audio_bench && !serve_bench {
         bail!(
-            "no benchmark named {}: choose mem, ops, decode, python, audio or serve",
+            "no benchmark named {}: choose mem, ops, decode, sched, python, audio or serve",
             only.unwrap_or_default()
         );
     }
@@ -203,7 +204,7 @@ fn bench(root: &Path, only: Option<&str>) -> Result<()> {
         ("GPUKIT_DECODE_MODELS", models.as_str()),
     ];
     for (krate, name) in chosen {
-        if *name == "decode" {
+        if *name == "decode" || *name == "sched" {
             run(root, "python3", &["bench/decode_models.py", &models])?;
         }
         run_env(

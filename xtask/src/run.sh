@@ -10,7 +10,7 @@
 # python:   the pytest suites (gpukit-py/tests against the bundled wheel, gpukit-cli/tests
 #           against the bundled `gpukit serve`) with the machine's python3 (torch and cupy for the
 #           interop tests; the wheels of pytest and the openai client bundled);
-# bench:    every bench binary (or those whose name contains BENCH: ops, mem, decode), each
+# bench:    every bench binary (or those whose name contains BENCH: ops, mem, decode, sched), each
 #           followed by its peer bench/peer_<name>.py; the decode bench first builds its
 #           random-weight models (bench/decode_models.py) in $GPUKIT_DECODE_MODELS
 #           (default /tmp/gpukit-decode-models; kept between runs on a warm machine); then
@@ -34,10 +34,11 @@ export GPUKIT_BENCH_OUT="$out"
 log="$out/gpu-tests.log"
 : >"$log"
 
-# The binaries travel gzipped (cargo xtask gpu-bundle); unpack them in place.
-for gz in "$here"/tests/*.gz "$here"/benches/*.gz "$here"/bin/*.gz; do
-  [ -f "$gz" ] || continue
-  gunzip -f "$gz" && chmod +x "${gz%.gz}"
+# The binaries travel xz-compressed (cargo xtask gpu-bundle); unpack them in place.
+command -v xz >/dev/null || { echo "run.sh needs xz (xz-utils) to unpack the binaries"; exit 1; }
+for packed in "$here"/tests/*.xz "$here"/benches/*.xz "$here"/bin/*.xz; do
+  [ -f "$packed" ] || continue
+  xz -d -f "$packed" && chmod +x "${packed%.xz}"
 done
 
 echo "== $(cat "$here/BUNDLE.txt" | head -2 | tr '\n' ' ')"
@@ -157,6 +158,9 @@ if [ "$mode" = bench ] || [ "$mode" = all ]; then
     if [ "$short" = decode ]; then
       echo "== building the decode models in $GPUKIT_DECODE_MODELS"
       python3 "$repo/bench/decode_models.py" "$GPUKIT_DECODE_MODELS" 2>&1 | tee "$out/decode-models.log" | tail -n 8
+    elif [ "$short" = sched ]; then
+      echo "== building the sched bench's models in $GPUKIT_DECODE_MODELS"
+      python3 "$repo/bench/decode_models.py" "$GPUKIT_DECODE_MODELS" --models llama3.2-1b,llama3.1-8b 2>&1 | tail -n 4
     fi
     echo "== bench $name"
     "$b" --bench 2>&1 | tee "$out/bench-$short.log" | tail -n 40

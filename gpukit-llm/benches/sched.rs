@@ -1,0 +1,405 @@
+//! Isolation benchmark of the scheduler (GPU machine): a latency-critical tenant beside a
+//! throughput tenant on one GPU.
+//!
+//! The guaranteed tenant decodes Llama-3.2-1B at batch 1 (one CUDA graph replay per token, each
+//! id read back); the best-effort tenant prefills Llama-3.1-8B with 4,096-token prompts back to
+//! back, in chunks of `$GPUKIT_SCHED_CHUNK` (default 512) tokens. Both are random-weight bf16
+//! models at real shapes from `bench/decode_models.py` in `$GPUKIT_DECODE_MODELS`. Setups, in
+//! one run:
+//! - **alone**: each tenant by itself;
+//! - **shared**: both on lanes of the default tenant at the same priority (no isolation);
+//! - **priorities**: a scheduler without partitions (guaranteed lanes most urgent);
+//! - **partitions**: the scheduler with green-context partitions, the guaranteed share swept
+//!   over `$GPUKIT_SCHED_SHARES` (default `0.25,0.5,0.75`), with and without pacing (the
+//!   best-effort tenant asks the [`Pacer`] before each chunk; the objective is 1.1× the solo
+//!   p50 step);
+//! - **processes**: the two tenants in two processes, time-sliced by the driver.
+//!
+//! For each: the guaranteed tenant's time per output token (p50, p99, max over
+//! `$GPUKIT_SCHED_TOKENS`, default 1,000) and the best-effort tenant's prefill tokens/s.
+//! `$GPUKIT_SCHED_ONLY=<substring>` keeps, besides the two solo baselines, the setups whose
+//! name contains it. Writes `bench-sched.json` to `$GPUKIT_BENCH_OUT` (default `target/bench`);
+//! `bench/peer_sched.py` prints the table and draws the plot.
+
+mod common;
+
+use common::{GreedyPick, prompt_ids, sync, write_report};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use gpukit_llm::decode::{DecodeOptions, Replay};
+use gpukit_llm::model::{LoadOptions, Model};
+use gpukit_ops::Device;
+use gpukit_sched::{LanePriority, Pacer, QosClass, Runtime, SchedulerOptions, Tenant, TenantSpec};
+use serde_json::{Value, json};
+
+type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+const PROMPT: usize = 4096;
+const GIB: usize = 1 << 30;
+
+fn env_usize(name: &str, default: usize) -> Res<usize> {
+    match std::env::var(name) {
+        Ok(v) => Ok(v.trim().parse().map_err(|e| format!("{name}={v}: {e}"))?),
+        Err(_) => Ok(default),
+    }
+}
+
+fn load(dir: &Path, dev: &Device) -> Res<Model> {
+    let m = Model::from_hf_dir(dir, dev, LoadOptions::default(), &mut |_, _| {})?;
+    sync(dev)?;
+    Ok(m)
+}
+
+/// Decodes `tokens` tokens after a 128-token prompt; returns each step's wall time. Steps are
+/// fed to `pacer` when there is one.
+fn decode(model: &Model, tokens: usize, pacer: Option<&Mutex<Pacer>>) -> Res<Vec<Duration>> {
+    let prompt = prompt_ids(128, model.spec().vocab, 11);
+    let mut session = model.session(prompt.len() + tokens + 4)?;
+    let greedy = GreedyPick::new(model)?;
+    let logits = model.forward(&mut session, &prompt)?;
+    let id = greedy.pick(&logits)?;
+    drop(logits);
+    let opts = DecodeOptions {
+        sampling: greedy.params(),
+        recent: &[],
+        first_step: 1,
+        replay: Replay::Graph,
+    };
+    let mut step = model.decode_step(&mut session, id, opts)?;
+    // The first steps capture the graph: not timed.
+    for _ in 0..3 {
+        step.run()?;
+    }
+    let mut times = Vec::with_capacity(tokens);
+    for _ in 0..tokens {
+        let t = Instant::now();
+        step.run()?;
+        let d = t.elapsed();
+        if let Some(p) = pacer
+            && let Ok(mut p) = p.lock()
+        {
+            p.observe(d);
+        }
+        times.push(d);
+    }
+    Ok(times)
+}
+
+/// Prefills 4,096-token prompts in chunks until `stop`; returns (prompt tokens, seconds,
+/// chunks held back by the pacer).
+fn prefill_loop(
+    model: &Model,
+    chunk: usize,
+    stop: &AtomicBool,
+    pacer: Option<&Mutex<Pacer>>,
+    start: Instant,
+) -> Res<(usize, f64, usize)> {
+    let prompt = prompt_ids(PROMPT, model.spec().vocab, 5);
+    let t = Instant::now();
+    let (mut done, mut held) = (0, 0);
+    'outer: while !stop.load(Ordering::Relaxed) {
+        let mut session = model.session(PROMPT)?;
+        for part in prompt.chunks(chunk) {
+            if let Some(p) = pacer {
+                loop {
+                    if stop.load(Ordering::Relaxed) {
+                        break 'outer;
+                    }
+                    let wait = match p.lock() {
+                        Ok(mut p) => {
+                            let now = start.elapsed();
+                            if p.try_launch(now) {
+                                None
+                            } else {
+                                Some(p.wait(now))
+                            }
+                        }
+                        Err(_) => None,
+                    };
+                    match wait {
+                        None => break,
+                        Some(w) => {
+                            held += 1;
+                            std::thread::sleep(w.max(Duration::from_micros(50)));
+                        }
+                    }
+                }
+            }
+            drop(model.forward(&mut session, part)?);
+            // A chunk's kernels finish before the pacer is asked about the next.
+            sync(model.device())?;
+        }
+        done += PROMPT;
+    }
+    Ok((done, t.elapsed().as_secs_f64(), held))
+}
+
+fn stats(times: &[Duration]) -> Value {
+    let mut ms: Vec<f64> = times.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+    ms.sort_by(f64::total_cmp);
+    let q = |p: f64| ms[((ms.len() - 1) as f64 * p).round() as usize];
+    json!({"p50_ms": q(0.5), "p99_ms": q(0.99), "max_ms": q(1.0), "tokens": ms.len()})
+}
+
+/// Where each tenant's model lives.
+struct Placement {
+    guaranteed: Tenant,
+    best_effort: Tenant,
+    /// The guaranteed lane's priority (`Normal` for the same priority as the other).
+    urgent: LanePriority,
+    pacing: bool,
+}
+
+struct Models {
+    small: PathBuf,
+    large: PathBuf,
+}
+
+/// One setup: the guaranteed decode beside the best-effort prefill (either may be absent).
+fn run_together(
+    models: &Models,
+    place: &Placement,
+    with_g: bool,
+    with_be: bool,
+    tokens: usize,
+    chunk: usize,
+    objective: Option<Duration>,
+) -> Res<Value> {
+    let g_lane = place.guaranteed.lane(place.urgent)?;
+    // What earlier setups freed goes back to the driver: each setup starts from the same pool.
+    g_lane.device().pool().empty_cache()?;
+    let be_lane = place.best_effort.lane(LanePriority::Normal)?;
+    let g_dev = Device::cuda(&g_lane)?;
+    let be_dev = Device::cuda(&be_lane)?;
+    let small = if with_g {
+        Some(load(&models.small, &g_dev)?)
+    } else {
+        None
+    };
+    let large = if with_be {
+        Some(load(&models.large, &be_dev)?)
+    } else {
+        None
+    };
+    let pacer = match (place.pacing, objective) {
+        // Slices long enough for a few chunks (a 512-token chunk of the 8B model takes ~10 ms):
+        // the budget then really bounds the best-effort duty cycle.
+        (true, Some(o)) => Some(Mutex::new(Pacer::new(o, Duration::from_millis(50), 1, 16))),
+        _ => None,
+    };
+    // Warm-up: kernel modules and GEMM plans of both shapes.
+    if let Some(m) = &small {
+        decode(m, 8, None)?;
+    }
+    if let Some(m) = &large {
+        let mut s = m.session(PROMPT)?;
+        drop(m.forward(&mut s, &prompt_ids(chunk, m.spec().vocab, 3))?);
+        sync(m.device())?;
+    }
+    let stop = AtomicBool::new(false);
+    let start = Instant::now();
+    let (g, be) = std::thread::scope(|scope| -> Res<_> {
+        let be = large.as_ref().map(|m| {
+            let (stop, pacer) = (&stop, pacer.as_ref());
+            scope.spawn(move || prefill_loop(m, chunk, stop, pacer, start))
+        });
+        let g = match &small {
+            Some(m) => {
+                // Let the best-effort work get going first.
+                if be.is_some() {
+                    std::thread::sleep(Duration::from_millis(300));
+                }
+                Some(decode(m, tokens, pacer.as_ref()))
+            }
+            None => {
+                std::thread::sleep(Duration::from_secs(3));
+                None
+            }
+        };
+        stop.store(true, Ordering::Relaxed);
+        let be = be.map(|h| h.join().map_err(|_| "the prefill thread panicked"));
+        Ok((g, be))
+    })?;
+    let mut out = json!({});
+    if let Some(g) = g {
+        out["guaranteed"] = stats(&g?);
+    }
+    if let Some(be) = be {
+        let (tok, secs, held) = be??;
+        out["best_effort"] = json!({
+            "prefill_tokens_per_s": tok as f64 / secs,
+            "prompts": tok / PROMPT,
+            "chunks_held": held,
+        });
+    }
+    Ok(out)
+}
+
+/// The role of a child process in the time-sliced setup: runs one tenant alone, prints JSON.
+fn child(role: &str, models: &Models, tokens: usize, chunk: usize) -> Res<()> {
+    let rt = Runtime::with_devices(&[0])?;
+    let dev = rt.device(0)?;
+    let lane = dev.default_tenant().lane(LanePriority::Normal)?;
+    let d = Device::cuda(&lane)?;
+    let out = if role == "guaranteed" {
+        let m = load(&models.small, &d)?;
+        decode(&m, 8, None)?;
+        // The other process loads a larger model: start once it is prefilling.
+        std::thread::sleep(Duration::from_secs(
+            env_usize("GPUKIT_SCHED_CHILD_DELAY_S", 8)? as u64,
+        ));
+        json!({"guaranteed": stats(&decode(&m, tokens, None)?)})
+    } else {
+        let m = load(&models.large, &d)?;
+        let stop = AtomicBool::new(false);
+        let secs = env_usize("GPUKIT_SCHED_CHILD_RUN_S", 14)? as u64;
+        let (tok, s, _) = std::thread::scope(|scope| {
+            let h = scope.spawn(|| prefill_loop(&m, chunk, &stop, None, Instant::now()));
+            std::thread::sleep(Duration::from_secs(secs));
+            stop.store(true, Ordering::Relaxed);
+            h.join().map_err(|_| "the prefill thread panicked")
+        })??;
+        json!({"best_effort": {"prefill_tokens_per_s": tok as f64 / s, "prompts": tok / PROMPT}})
+    };
+    println!("{out}");
+    Ok(())
+}
+
+fn processes() -> Res<Value> {
+    let exe = std::env::current_exe()?;
+    let spawn = |role: &str| {
+        std::process::Command::new(&exe)
+            .env("GPUKIT_SCHED_ROLE", role)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+    };
+    let be = spawn("best-effort")?;
+    let g = spawn("guaranteed")?;
+    let parse = |c: std::process::Child| -> Res<Value> {
+        let out = c.wait_with_output()?;
+        if !out.status.success() {
+            return Err(format!("a child process failed: {}", out.status).into());
+        }
+        let text = String::from_utf8_lossy(&out.stdout);
+        let last = text.lines().last().unwrap_or_default();
+        Ok(serde_json::from_str(last)?)
+    };
+    let (g, be) = (parse(g)?, parse(be)?);
+    Ok(json!({"guaranteed": g["guaranteed"], "best_effort": be["best_effort"]}))
+}
+
+fn main() -> Res<()> {
+    let root = PathBuf::from(
+        std::env::var("GPUKIT_DECODE_MODELS")
+            .unwrap_or_else(|_| "/tmp/gpukit-decode-models".into()),
+    );
+    let models = Models {
+        small: root.join("llama3.2-1b"),
+        large: root.join("llama3.1-8b"),
+    };
+    for m in [&models.small, &models.large] {
+        if !m.join(".complete").is_file() {
+            return Err(format!(
+                "{} is missing: python3 bench/decode_models.py {} --models llama3.2-1b,llama3.1-8b",
+                m.display(),
+                root.display()
+            )
+            .into());
+        }
+    }
+    let tokens = env_usize("GPUKIT_SCHED_TOKENS", 1000)?;
+    let chunk = env_usize("GPUKIT_SCHED_CHUNK", 512)?;
+    if let Ok(role) = std::env::var("GPUKIT_SCHED_ROLE") {
+        return child(&role, &models, tokens, chunk);
+    }
+    let shares: Vec<f64> = std::env::var("GPUKIT_SCHED_SHARES")
+        .unwrap_or_else(|_| "0.25,0.5,0.75".into())
+        .split(',')
+        .map(|s| s.trim().parse::<f64>().map_err(|e| format!("{s}: {e}")))
+        .collect::<Result<_, _>>()?;
+    let rt = Runtime::with_devices(&[0])?;
+    let dev = rt.device(0)?;
+    println!(
+        "CUDA_DEVICE_MAX_CONNECTIONS={}",
+        std::env::var("CUDA_DEVICE_MAX_CONNECTIONS").unwrap_or_else(|_| "unset (8)".into())
+    );
+    let mut rows: Vec<Value> = Vec::new();
+    let record = |rows: &mut Vec<Value>, setup: String, mut r: Value| -> Res<()> {
+        r["setup"] = json!(setup);
+        println!("{r}");
+        rows.push(r);
+        let report = json!({
+            "device": dev.device().properties().name,
+            "tokens": tokens,
+            "chunk": chunk,
+            "prompt": PROMPT,
+            "rows": rows,
+        });
+        write_report("bench-sched.json", &report)
+    };
+    let only = std::env::var("GPUKIT_SCHED_ONLY").ok();
+    let keep = |name: &str| only.as_ref().is_none_or(|o| name.contains(o.as_str()));
+    let plain = || Placement {
+        guaranteed: dev.default_tenant(),
+        best_effort: dev.default_tenant(),
+        urgent: LanePriority::Normal,
+        pacing: false,
+    };
+    let solo_g = run_together(&models, &plain(), true, false, tokens, chunk, None)?;
+    let objective =
+        Duration::from_secs_f64(solo_g["guaranteed"]["p50_ms"].as_f64().unwrap_or(1.0) * 1.1e-3);
+    record(&mut rows, "alone: guaranteed".into(), solo_g)?;
+    let solo_be = run_together(&models, &plain(), false, true, tokens, chunk, None)?;
+    record(&mut rows, "alone: best-effort".into(), solo_be)?;
+    if keep("shared, same priority") {
+        let shared = run_together(&models, &plain(), true, true, tokens, chunk, None)?;
+        record(&mut rows, "shared, same priority".into(), shared)?;
+    }
+
+    let admit = |opts: SchedulerOptions, share: Option<f64>, pacing: bool| -> Res<Placement> {
+        let sched = dev.scheduler(opts)?;
+        let mut g = TenantSpec::new("decode", QosClass::Guaranteed).memory(8 * GIB);
+        g.sm_share = share;
+        Ok(Placement {
+            guaranteed: sched.admit(&g)?,
+            best_effort: sched.admit(&TenantSpec::new("prefill", QosClass::BestEffort))?,
+            urgent: LanePriority::High,
+            pacing,
+        })
+    };
+    if keep("stream priorities") {
+        let prio = admit(
+            SchedulerOptions {
+                no_partitions: true,
+                ..Default::default()
+            },
+            None,
+            false,
+        )?;
+        let r = run_together(&models, &prio, true, true, tokens, chunk, Some(objective))?;
+        record(&mut rows, "stream priorities".into(), r)?;
+    }
+    for &share in &shares {
+        for pacing in [false, true] {
+            let name = format!(
+                "partitions {share:.2}{}",
+                if pacing { " + pacing" } else { "" }
+            );
+            if !keep(&name) {
+                continue;
+            }
+            let place = admit(SchedulerOptions::default(), Some(share), pacing)?;
+            let r = run_together(&models, &place, true, true, tokens, chunk, Some(objective))?;
+            record(&mut rows, name, r)?;
+        }
+    }
+    if keep("two processes") {
+        dev.pool().empty_cache()?;
+        let r = processes()?;
+        record(&mut rows, "two processes".into(), r)?;
+    }
+    Ok(())
+}
