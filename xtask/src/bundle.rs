@@ -90,8 +90,8 @@ pub fn build(root: &Path) -> Result<()> {
         let dest = out.join(dir).join(&a.name);
         std::fs::copy(&a.path, &dest)
             .with_context(|| format!("copying {} to {}", a.path.display(), dest.display()))?;
-        // Carried xz-compressed (a fifth of the size; 40% smaller than gzip -9, which no longer
-        // fit); run.sh unpacks them on arrival.
+        // Carried xz-compressed (a fifth of their size, 40% less than gzip -9: the bundle and
+        // the checkout must fit the 64 MiB copied); run.sh unpacks them on arrival.
         let status = Command::new("xz")
             .args(["-6", "-T0", "-f"])
             .arg(&dest)
