@@ -89,10 +89,7 @@ fn print_device(ordinal: usize) {
         if p.cluster_launch { "yes" } else { "no" }
     );
     // What the scheduler isolates tenants with on this device.
-    match dev
-        .green_context_support()
-        .and_then(|()| dev.sm_resource().map_err(|e| e.to_string()))
-    {
+    match dev.green_context_support() {
         Ok(sm) => println!(
             "  scheduler isolation: SM partitions (green contexts), at least {} SMs in steps of {}",
             sm.min_partition_sms, sm.alignment_sms

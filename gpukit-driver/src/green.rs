@@ -108,23 +108,10 @@ impl std::fmt::Debug for SmPartition {
 }
 
 impl Device {
-    /// Whether this driver and device can make SM partitions; the reason when not.
-    pub fn green_context_support(&self) -> std::result::Result<(), String> {
-        match driver_version() {
-            Ok(v) if v >= GREEN_CONTEXT_DRIVER => {}
-            Ok((major, minor)) => {
-                return Err(format!(
-                    "the driver supports CUDA {major}.{minor}; green contexts need {}.{}",
-                    GREEN_CONTEXT_DRIVER.0, GREEN_CONTEXT_DRIVER.1
-                ));
-            }
-            Err(e) => return Err(e.to_string()),
-        }
-        let cc = self.properties().compute_capability;
-        if cc.major < 6 {
-            return Err(format!("compute capability {cc} has no green contexts"));
-        }
-        self.sm_resource().map(|_| ()).map_err(|e| e.to_string())
+    /// The SMs partitions can be cut from, when this driver and device can make them; the
+    /// reason in words when not ([`Device::sm_resource`] with its error as text).
+    pub fn green_context_support(&self) -> std::result::Result<SmResource, String> {
+        self.sm_resource().map_err(|e| e.to_string())
     }
 
     /// The device's multiprocessors as partitions see them (`cuDeviceGetDevResource`).

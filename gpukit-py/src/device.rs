@@ -684,15 +684,7 @@ impl PyScheduler {
         priority: &str,
     ) -> PyResult<PyDevice> {
         let class: QosClass = qos.parse().map_err(value)?;
-        let priority = match priority {
-            "normal" => LanePriority::Normal,
-            "high" => LanePriority::High,
-            other => {
-                return Err(value(format!(
-                    "priority \"{other}\": expected \"normal\" or \"high\""
-                )));
-            }
-        };
+        let priority = self::priority(priority)?;
         let spec = TenantSpec {
             name: name.into(),
             class,

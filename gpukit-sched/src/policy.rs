@@ -9,6 +9,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use gpukit_driver::SmResource;
 use gpukit_mem::EvictionRank;
 
 /// A tenant's quality-of-service class.
@@ -161,8 +162,12 @@ impl Capacity {
     /// partition (itself rounded up to the alignment), as the driver's split makes them.
     pub fn partition_sms(&self, share: f64) -> u32 {
         let want = (share * f64::from(self.sm_count)).ceil().max(1.0) as u32;
-        let align = self.sm_alignment.max(1);
-        let unit = self.min_partition_sms.max(1).div_ceil(align) * align;
+        let unit = SmResource {
+            sm_count: self.sm_count,
+            min_partition_sms: self.min_partition_sms,
+            alignment_sms: self.sm_alignment,
+        }
+        .unit();
         want.div_ceil(unit) * unit
     }
 }

@@ -147,16 +147,13 @@ impl Scheduler {
         let sm_count = dev.properties().multiprocessor_count;
         let (isolation, sm) = match dev.green_context_support() {
             Err(reason) => (Isolation::StreamPriorities { reason }, None),
-            Ok(()) if options.no_partitions => (
+            Ok(_) if options.no_partitions => (
                 Isolation::StreamPriorities {
                     reason: "partitions switched off".into(),
                 },
                 None,
             ),
-            Ok(()) => {
-                let sm = dev.sm_resource()?;
-                (Isolation::Partitions(sm), Some(sm))
-            }
+            Ok(sm) => (Isolation::Partitions(sm), Some(sm)),
         };
         let capacity = Capacity {
             memory_bytes,
@@ -232,9 +229,9 @@ impl Scheduler {
             QosClass::BestEffort => self.inner.unreserved.sub_pool(grant.memory_limit),
         }
         .with_eviction_rank(grant.class.eviction_rank());
-        if let (Some(sms), Isolation::Partitions(_)) = (grant.partition_sms, &self.inner.isolation)
+        if grant.partition_sms.is_some() && matches!(self.inner.isolation, Isolation::Partitions(_))
         {
-            self.cut_partition(&mut st, &grant, sms)?;
+            self.cut_partition(&mut st, &grant)?;
         }
         st.ledger.commit(grant.clone());
         let unreserved = st.ledger.memory_unreserved();
@@ -254,7 +251,7 @@ impl Scheduler {
     /// Re-splits the SMs: every admitted guaranteed tenant's partition (its new one first) and
     /// the shared rest, all from one split so they are disjoint. Refused while a lane of a
     /// partition being replaced is alive.
-    fn cut_partition(&self, st: &mut State, grant: &Grant, sms: u32) -> Result<()> {
+    fn cut_partition(&self, st: &mut State, grant: &Grant) -> Result<()> {
         let busy: Vec<String> = st
             .partitions
             .iter()
@@ -278,21 +275,13 @@ impl Scheduler {
                 ))],
             }));
         }
-        let mut names: Vec<String> = st
+        let (names, counts): (Vec<String>, Vec<u32>) = st
             .ledger
             .grants()
             .iter()
-            .filter(|g| g.partition_sms.is_some())
-            .map(|g| g.name.clone())
-            .collect();
-        let mut counts: Vec<u32> = st
-            .ledger
-            .grants()
-            .iter()
-            .filter_map(|g| g.partition_sms)
-            .collect();
-        names.push(grant.name.clone());
-        counts.push(sms);
+            .chain(std::iter::once(grant))
+            .filter_map(|g| Some((g.name.clone(), g.partition_sms?)))
+            .unzip();
         // Drop the old contexts before cutting new ones.
         st.partitions.clear();
         st.shared = None;
