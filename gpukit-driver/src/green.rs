@@ -328,6 +328,7 @@ impl SmPartition {
             inner,
             device: device.clone(),
             _green: Some(owner),
+            window: None,
         })
     }
 }

@@ -589,7 +589,7 @@ impl Function {
             attr.value.programmaticStreamSerializationAllowed = 1;
             n_attrs += 1;
         }
-        if n_attrs == 0 {
+        let launched = if n_attrs == 0 {
             // SAFETY: configuration checked against the device and kernel; argument sizes
             // checked where the driver reports them; the caller guarantees types and
             // pointer validity (this function's contract).
@@ -622,6 +622,8 @@ impl Function {
             check("cuLaunchKernelEx", unsafe {
                 sys::cuLaunchKernelEx(&launch, f, params.as_mut_ptr(), std::ptr::null_mut())
             })
-        }
+        };
+        launched?;
+        stream.launched()
     }
 }

@@ -1,6 +1,7 @@
 //! Streams and events.
 
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use cudarc::driver::sys;
 use cudarc::driver::{CudaEvent, CudaStream};
@@ -20,6 +21,26 @@ pub struct Stream {
     /// For a stream of an SM partition: its owner, which destroys it after `inner` is dropped
     /// (fields drop in order) and keeps the partition alive meanwhile.
     pub(crate) _green: Option<Arc<GreenStream>>,
+    /// The bound on its queued launches, if it has one ([`Stream::with_launch_window`]).
+    pub(crate) window: Option<Arc<LaunchWindow>>,
+}
+
+/// A bound on the launches a stream holds queued but unfinished: after every `every` launches
+/// the stream records a mark, and once more than `depth` marks are pending the launching
+/// thread waits for the oldest. The driver's queue of pending launches is shared by the
+/// streams of a device, and a stream that enqueues thousands of kernels ahead (a long prefill)
+/// fills it: then every other stream's launches block on the host until it drains, however
+/// urgent their priority or disjoint their SMs. A window keeps such a stream a few marks ahead.
+pub(crate) struct LaunchWindow {
+    every: u32,
+    depth: usize,
+    state: Mutex<WindowState>,
+}
+
+struct WindowState {
+    count: u32,
+    marks: VecDeque<Event>,
+    spare: Vec<Event>,
 }
 
 impl std::fmt::Debug for Stream {
@@ -53,6 +74,7 @@ impl Device {
             inner,
             device: self.clone(),
             _green: None,
+            window: None,
         })
     }
 
@@ -80,6 +102,7 @@ impl Device {
             inner,
             device: self.clone(),
             _green: None,
+            window: None,
         })
     }
 
@@ -108,6 +131,67 @@ impl Device {
 }
 
 impl Stream {
+    /// This stream with at most about `every` × (`depth` + 1) launches queued ahead of the
+    /// device: after each `every` launches a mark is recorded, and a launch that would leave
+    /// more than `depth` marks pending first waits for the oldest (see the launch path's
+    /// [`Stream::launched`]). Clones made from the returned stream share the window. Meant for
+    /// background work, so that it cannot fill the device's launch queue and hold up other
+    /// streams' launches; marks are not recorded while the stream is being captured.
+    pub fn with_launch_window(mut self, every: u32, depth: usize) -> Stream {
+        self.window = Some(Arc::new(LaunchWindow {
+            every: every.max(1),
+            depth: depth.max(1),
+            state: Mutex::new(WindowState {
+                count: 0,
+                marks: VecDeque::new(),
+                spare: Vec::new(),
+            }),
+        }));
+        self
+    }
+
+    /// The launch window's `(every, depth)`, if the stream has one.
+    pub fn launch_window(&self) -> Option<(u32, usize)> {
+        self.window.as_ref().map(|w| (w.every, w.depth))
+    }
+
+    /// Counts one launch (a kernel, a graph, a library call) just enqueued on this stream, and
+    /// keeps the stream within its launch window ([`Stream::with_launch_window`]), waiting for
+    /// old work when it is too far ahead. Every launch path of gpukit calls it; without a
+    /// window it does nothing.
+    ///
+    /// # Errors
+    /// [`Error::Cuda`] recording a mark, or an asynchronous error of the work waited for.
+    pub fn launched(&self) -> Result<()> {
+        let Some(w) = &self.window else {
+            return Ok(());
+        };
+        let mut st = w.state.lock().unwrap_or_else(PoisonError::into_inner);
+        st.count += 1;
+        if st.count < w.every {
+            return Ok(());
+        }
+        st.count = 0;
+        // A mark recorded during a capture would be a node of the graph, not a point in this
+        // stream's progress.
+        if self.is_capturing()? {
+            return Ok(());
+        }
+        let mark = match st.spare.pop() {
+            Some(e) => e,
+            None => self.device.new_event(false)?,
+        };
+        self.record(&mark)?;
+        st.marks.push_back(mark);
+        while st.marks.len() > w.depth {
+            if let Some(old) = st.marks.pop_front() {
+                old.synchronize()?;
+                st.spare.push(old);
+            }
+        }
+        Ok(())
+    }
+
     /// The device this stream belongs to.
     pub fn device(&self) -> &Device {
         &self.device

@@ -679,3 +679,52 @@ fn gpu_cluster_launch_on_sm90() {
     assert!(matches!(err, Error::InvalidLaunch { .. }), "{err}");
     println!("[gpu] cluster launch: cluster sizes 2, 4, 8 verified");
 }
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn gpu_a_launch_window_bounds_the_work_queued_ahead() {
+    const SPIN_NS: u64 = 200_000;
+    const LAUNCHES: usize = 40;
+    let dev = device();
+    let f = load(&dev, KERNELS, Output::Cubin)
+        .function("spin_ns")
+        .unwrap();
+    let args = KernelArgs::new().arg(SPIN_NS);
+    // An event after each launch shows how far the device got when the last launch returned.
+    let run = |stream: &Stream| -> Vec<Event> {
+        let events: Vec<Event> = (0..LAUNCHES)
+            .map(|_| dev.new_event(false).unwrap())
+            .collect();
+        for e in &events {
+            // SAFETY: one u64 parameter, no memory.
+            unsafe { f.launch(stream, &LaunchConfig::new(1, 1), &args) }.unwrap();
+            stream.record(e).unwrap();
+        }
+        events
+    };
+    // A mark every 4 launches, at most one pending: when the 40th launch returns, the mark
+    // after the 36th has completed (8 ms of spinning queued, 0.8 ms allowed ahead).
+    let windowed = dev.new_stream().unwrap().with_launch_window(4, 1);
+    assert_eq!(windowed.launch_window(), Some((4, 1)));
+    let events = run(&windowed);
+    assert!(events[35].is_complete().unwrap(), "ran ahead of its window");
+    assert!(!events[LAUNCHES - 1].is_complete().unwrap());
+    windowed.synchronize().unwrap();
+    // Without a window the whole queue is ahead of the device.
+    let free = dev.new_stream().unwrap();
+    let events = run(&free);
+    assert!(!events[35].is_complete().unwrap());
+    free.synchronize().unwrap();
+    // No marks inside a capture: the graph records the kernels, and replays like any other.
+    let graph = windowed
+        .capture(|s| {
+            for _ in 0..10 {
+                // SAFETY: as above.
+                unsafe { f.launch(s, &LaunchConfig::new(1, 1), &KernelArgs::new().arg(1000u64)) }?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    graph.launch(&windowed).unwrap();
+    windowed.synchronize().unwrap();
+}

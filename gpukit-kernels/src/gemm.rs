@@ -329,7 +329,9 @@ impl GemmProvider {
                 self.stream.as_raw() as sys::cudaStream_t,
             )
         }
-        .map_err(blas("cublasLtMatmul"))
+        .map_err(blas("cublasLtMatmul"))?;
+        self.stream.launched()?;
+        Ok(())
     }
 
     fn plan(&self, key: PlanKey) -> Result<Arc<Plan>> {

@@ -25,14 +25,15 @@ mod common;
 
 use common::{GreedyPick, prompt_ids, sync, write_report};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use gpukit_llm::decode::{DecodeOptions, Replay};
 use gpukit_llm::model::{LoadOptions, Model};
 use gpukit_ops::Device;
-use gpukit_sched::{LanePriority, Pacer, QosClass, Runtime, SchedulerOptions, Tenant, TenantSpec};
+use gpukit_sched::{
+    LanePriority, Pacer, QosClass, Runtime, SchedulerOptions, SharedPacer, Tenant, TenantSpec,
+};
 use serde_json::{Value, json};
 
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
@@ -53,9 +54,14 @@ fn load(dir: &Path, dev: &Device) -> Res<Model> {
     Ok(m)
 }
 
-/// Decodes `tokens` tokens after a 128-token prompt; returns each step's wall time. Steps are
-/// fed to `pacer` when there is one.
-fn decode(model: &Model, tokens: usize, pacer: Option<&Mutex<Pacer>>) -> Res<Vec<Duration>> {
+/// Decodes `tokens` tokens after a 128-token prompt; returns each step's start (since `start`)
+/// and wall time. Steps are fed to `pacer` when there is one.
+fn decode(
+    model: &Model,
+    tokens: usize,
+    pacer: Option<&SharedPacer>,
+    start: Instant,
+) -> Res<Vec<(Duration, Duration)>> {
     let prompt = prompt_ids(128, model.spec().vocab, 11);
     let mut session = model.session(prompt.len() + tokens + 4)?;
     let greedy = GreedyPick::new(model)?;
@@ -78,70 +84,86 @@ fn decode(model: &Model, tokens: usize, pacer: Option<&Mutex<Pacer>>) -> Res<Vec
         let t = Instant::now();
         step.run()?;
         let d = t.elapsed();
-        if let Some(p) = pacer
-            && let Ok(mut p) = p.lock()
-        {
+        let at = t.duration_since(start);
+        if let Some(p) = pacer {
             p.observe(d);
         }
-        times.push(d);
+        times.push((at, d));
     }
     Ok(times)
 }
 
-/// Prefills 4,096-token prompts in chunks until `stop`; returns (prompt tokens, seconds,
-/// chunks held back by the pacer).
+/// What the best-effort prefill did.
+struct Prefilled {
+    tokens: usize,
+    seconds: f64,
+    /// Chunks the pacer held back.
+    held: usize,
+    /// When each chunk and each prompt ended (since `start`).
+    chunk_ends: Vec<Duration>,
+    prompt_ends: Vec<Duration>,
+}
+
+/// Prefills 4,096-token prompts in chunks until `stop`.
 fn prefill_loop(
     model: &Model,
     chunk: usize,
     stop: &AtomicBool,
-    pacer: Option<&Mutex<Pacer>>,
+    pacer: Option<&SharedPacer>,
     start: Instant,
-) -> Res<(usize, f64, usize)> {
+) -> Res<Prefilled> {
     let prompt = prompt_ids(PROMPT, model.spec().vocab, 5);
     let t = Instant::now();
     let (mut done, mut held) = (0, 0);
+    let (mut chunk_ends, mut prompt_ends) = (Vec::new(), Vec::new());
     'outer: while !stop.load(Ordering::Relaxed) {
         let mut session = model.session(PROMPT)?;
         for part in prompt.chunks(chunk) {
             if let Some(p) = pacer {
-                loop {
+                while let Err(wait) = p.try_launch() {
                     if stop.load(Ordering::Relaxed) {
                         break 'outer;
                     }
-                    let wait = match p.lock() {
-                        Ok(mut p) => {
-                            let now = start.elapsed();
-                            if p.try_launch(now) {
-                                None
-                            } else {
-                                Some(p.wait(now))
-                            }
-                        }
-                        Err(_) => None,
-                    };
-                    match wait {
-                        None => break,
-                        Some(w) => {
-                            held += 1;
-                            std::thread::sleep(w.max(Duration::from_micros(50)));
-                        }
-                    }
+                    held += 1;
+                    std::thread::sleep(wait.max(Duration::from_micros(50)));
                 }
             }
             drop(model.forward(&mut session, part)?);
             // A chunk's kernels finish before the pacer is asked about the next.
             sync(model.device())?;
+            chunk_ends.push(start.elapsed());
         }
         done += PROMPT;
+        prompt_ends.push(start.elapsed());
     }
-    Ok((done, t.elapsed().as_secs_f64(), held))
+    Ok(Prefilled {
+        tokens: done,
+        seconds: t.elapsed().as_secs_f64(),
+        held,
+        chunk_ends,
+        prompt_ends,
+    })
 }
 
-fn stats(times: &[Duration]) -> Value {
-    let mut ms: Vec<f64> = times.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+/// Step-time quantiles and the stalls: steps over 3× the median, the kind of event that sets
+/// the p99.
+fn stats(steps: &[(Duration, Duration)]) -> Value {
+    let mut ms: Vec<f64> = steps.iter().map(|(_, d)| d.as_secs_f64() * 1e3).collect();
     ms.sort_by(f64::total_cmp);
     let q = |p: f64| ms[((ms.len() - 1) as f64 * p).round() as usize];
-    json!({"p50_ms": q(0.5), "p99_ms": q(0.99), "max_ms": q(1.0), "tokens": ms.len()})
+    let stalls = ms.iter().filter(|&&m| m > 3.0 * q(0.5)).count();
+    json!({"p50_ms": q(0.5), "p90_ms": q(0.9), "p99_ms": q(0.99), "max_ms": q(1.0),
+           "tokens": ms.len(), "stalls": stalls})
+}
+
+/// How many of `ends` fall inside the decode's timed window (to set beside its stalls: one
+/// stall per chunk, or per prompt, points at what the decode waits for).
+fn during(ends: &[Duration], steps: &[(Duration, Duration)]) -> usize {
+    let (Some(first), Some(last)) = (steps.first(), steps.last()) else {
+        return 0;
+    };
+    let window = first.0..last.0 + last.1;
+    ends.iter().filter(|e| window.contains(e)).count()
 }
 
 /// Where each tenant's model lives.
@@ -187,12 +209,17 @@ fn run_together(
     let pacer = match (place.pacing, objective) {
         // Slices long enough for a few chunks (a 512-token chunk of the 8B model takes ~10 ms):
         // the budget then really bounds the best-effort duty cycle.
-        (true, Some(o)) => Some(Mutex::new(Pacer::new(o, Duration::from_millis(50), 1, 16))),
+        (true, Some(o)) => Some(SharedPacer::new(Pacer::new(
+            o,
+            Duration::from_millis(50),
+            1,
+            16,
+        ))),
         _ => None,
     };
     // Warm-up: kernel modules and GEMM plans of both shapes.
     if let Some(m) = &small {
-        decode(m, 8, None)?;
+        decode(m, 8, None, Instant::now())?;
     }
     if let Some(m) = &large {
         let mut s = m.session(PROMPT)?;
@@ -212,7 +239,7 @@ fn run_together(
                 if be.is_some() {
                     std::thread::sleep(Duration::from_millis(300));
                 }
-                Some(decode(m, tokens, pacer.as_ref()))
+                Some(decode(m, tokens, pacer.as_ref(), start))
             }
             None => {
                 std::thread::sleep(Duration::from_secs(3));
@@ -224,16 +251,21 @@ fn run_together(
         Ok((g, be))
     })?;
     let mut out = json!({});
-    if let Some(g) = g {
-        out["guaranteed"] = stats(&g?);
+    let g = g.transpose()?;
+    if let Some(g) = &g {
+        out["guaranteed"] = stats(g);
     }
     if let Some(be) = be {
-        let (tok, secs, held) = be??;
+        let p = be??;
         out["best_effort"] = json!({
-            "prefill_tokens_per_s": tok as f64 / secs,
-            "prompts": tok / PROMPT,
-            "chunks_held": held,
+            "prefill_tokens_per_s": p.tokens as f64 / p.seconds,
+            "prompts": p.tokens / PROMPT,
+            "chunks_held": p.held,
         });
+        if let Some(g) = &g {
+            out["best_effort"]["chunks_during_decode"] = json!(during(&p.chunk_ends, g));
+            out["best_effort"]["prompts_during_decode"] = json!(during(&p.prompt_ends, g));
+        }
     }
     Ok(out)
 }
@@ -246,23 +278,24 @@ fn child(role: &str, models: &Models, tokens: usize, chunk: usize) -> Res<()> {
     let d = Device::cuda(&lane)?;
     let out = if role == "guaranteed" {
         let m = load(&models.small, &d)?;
-        decode(&m, 8, None)?;
+        decode(&m, 8, None, Instant::now())?;
         // The other process loads a larger model: start once it is prefilling.
         std::thread::sleep(Duration::from_secs(
             env_usize("GPUKIT_SCHED_CHILD_DELAY_S", 8)? as u64,
         ));
-        json!({"guaranteed": stats(&decode(&m, tokens, None)?)})
+        json!({"guaranteed": stats(&decode(&m, tokens, None, Instant::now())?)})
     } else {
         let m = load(&models.large, &d)?;
         let stop = AtomicBool::new(false);
         let secs = env_usize("GPUKIT_SCHED_CHILD_RUN_S", 14)? as u64;
-        let (tok, s, _) = std::thread::scope(|scope| {
+        let p = std::thread::scope(|scope| {
             let h = scope.spawn(|| prefill_loop(&m, chunk, &stop, None, Instant::now()));
             std::thread::sleep(Duration::from_secs(secs));
             stop.store(true, Ordering::Relaxed);
             h.join().map_err(|_| "the prefill thread panicked")
         })??;
-        json!({"best_effort": {"prefill_tokens_per_s": tok as f64 / s, "prompts": tok / PROMPT}})
+        json!({"best_effort": {"prefill_tokens_per_s": p.tokens as f64 / p.seconds,
+                               "prompts": p.tokens / PROMPT}})
     };
     println!("{out}");
     Ok(())

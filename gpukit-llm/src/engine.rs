@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use gpukit_ops::sampling::{SamplingParams, sample_tokens_into, sampler_workspace_len};
 use gpukit_ops::{DType, Device, Tensor};
-use gpukit_sched::{DeviceRuntime, LanePriority, Runtime};
+use gpukit_sched::{DeviceRuntime, LanePriority, Runtime, Tenant};
 
 use crate::chat::{ChatTemplate, Message};
 use crate::checkpoint::Checkpoint;
@@ -24,10 +24,11 @@ use crate::spec::ModelSpec;
 use crate::tokenizer::{Tokenizer, read_json};
 use crate::{Error, Result};
 
-/// Where a model runs: the CPU, or a lane of a CUDA device (with the runtime that owns it).
+/// Where a model runs: the CPU, or a lane of a CUDA device's tenant (the device's default
+/// tenant, or one a [`gpukit_sched::Scheduler`] admitted: its memory, class and SM partition).
 pub struct ComputeDevice {
     device: Device,
-    runtime: Option<Runtime>,
+    tenant: Option<Tenant>,
 }
 
 impl std::fmt::Debug for ComputeDevice {
@@ -38,19 +39,37 @@ impl std::fmt::Debug for ComputeDevice {
 
 impl ComputeDevice {
     /// Opens `name`: `cpu`, `cuda` (device 0), `cuda:N`, or `auto` (CUDA device 0 when the
-    /// driver and a device are present, else the CPU).
+    /// driver and a device are present, else the CPU). A CUDA device's model runs on a lane of
+    /// its default tenant.
+    ///
+    /// # Errors
+    /// As [`ComputeDevice::open_runtime`].
+    pub fn open(name: &str) -> Result<ComputeDevice> {
+        match Self::open_runtime(name)? {
+            None => Ok(ComputeDevice::cpu()),
+            Some(d) => {
+                Self::tenant(&d.default_tenant(), LanePriority::Normal).map_err(|e| Error::Open {
+                    device: format!("cuda:{}", d.device().ordinal()),
+                    source: Box::new(e),
+                })
+            }
+        }
+    }
+
+    /// The runtime of the CUDA device `name` stands for (as in [`ComputeDevice::open`]), or
+    /// `None` for the CPU: to admit tenants on it through a [`gpukit_sched::Scheduler`].
     ///
     /// # Errors
     /// [`Error::Device`] for an unknown name, a missing driver or device (saying what to
     /// install or choose), or a GPU gpukit cannot run on.
-    pub fn open(name: &str) -> Result<ComputeDevice> {
+    pub fn open_runtime(name: &str) -> Result<Option<DeviceRuntime>> {
         let ordinal = match name {
-            "cpu" => return Ok(ComputeDevice::cpu()),
+            "cpu" => return Ok(None),
             "auto" => {
                 let present = gpukit_driver::driver_available()
                     && gpukit_driver::device_count().is_ok_and(|n| n > 0);
                 if !present {
-                    return Ok(ComputeDevice::cpu());
+                    return Ok(None);
                 }
                 0
             }
@@ -75,14 +94,20 @@ impl ComputeDevice {
             source: Box::new(e),
         };
         let runtime = Runtime::with_devices(&[ordinal]).map_err(|e| open(e.into()))?;
-        let lane = runtime
-            .device(0)
-            .and_then(|d| d.default_tenant().lane(LanePriority::Normal))
-            .map_err(|e| open(e.into()))?;
-        let device = Device::cuda(&lane).map_err(|e| open(e.into()))?;
+        let device = runtime.device(0).map_err(|e| open(e.into()))?.clone();
+        Ok(Some(device))
+    }
+
+    /// A new lane of `tenant` at `priority`: the model's memory comes from the tenant's pool
+    /// and its kernels run with the tenant's stream priority, on its SM partition if it has one.
+    ///
+    /// # Errors
+    /// [`Error::Ops`] for driver errors creating the lane's stream.
+    pub fn tenant(tenant: &Tenant, priority: LanePriority) -> Result<ComputeDevice> {
+        let lane = tenant.lane(priority).map_err(gpukit_ops::Error::from)?;
         Ok(ComputeDevice {
-            device,
-            runtime: Some(runtime),
+            device: Device::cuda(&lane)?,
+            tenant: Some(tenant.clone()),
         })
     }
 
@@ -90,7 +115,7 @@ impl ComputeDevice {
     pub fn cpu() -> ComputeDevice {
         ComputeDevice {
             device: Device::Cpu,
-            runtime: None,
+            tenant: None,
         }
     }
 
@@ -101,7 +126,12 @@ impl ComputeDevice {
 
     /// The CUDA device's runtime (its pool), `None` on the CPU.
     fn cuda_runtime(&self) -> Option<&DeviceRuntime> {
-        self.runtime.as_ref()?.device(0).ok()
+        Some(self.tenant.as_ref()?.device())
+    }
+
+    /// The tenant the model runs as (`None` on the CPU).
+    pub fn cuda_tenant(&self) -> Option<&Tenant> {
+        self.tenant.as_ref()
     }
 
     /// The most device memory the pool has handed out so far, in bytes (`None` on the CPU).
@@ -117,12 +147,17 @@ impl ComputeDevice {
         Some(d.pool().stats().allocator.peak_reserved_bytes)
     }
 
-    /// The CUDA device's free and total memory in bytes, as the driver counts them (every
-    /// process's allocations, this pool's reserve included); `None` on the CPU or when the
-    /// driver call fails.
+    /// The memory the model may still take and the most it may hold, in bytes: the CUDA
+    /// device's free and total memory as the driver counts them (every process's allocations,
+    /// this pool's reserve included), within the tenant's limit when it has one. `None` on the
+    /// CPU or when the driver call fails.
     pub fn memory_info(&self) -> Option<(usize, usize)> {
         let info = self.cuda_runtime()?.device().memory_info().ok()?;
-        Some((info.free, info.total))
+        let pool = self.tenant.as_ref()?.pool();
+        match (pool.headroom(), pool.limit()) {
+            (Some(room), Some(limit)) => Some((info.free.min(room), info.total.min(limit))),
+            _ => Some((info.free, info.total)),
+        }
     }
 
     /// Returns the pool's cached free memory to the driver (e.g. after dropping a model).

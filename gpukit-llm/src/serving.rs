@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use gpukit_ops::sampling::{SamplingParams, sample_tokens_into, sampler_workspace_len};
 use gpukit_ops::{DType, Tensor, ops};
+use gpukit_sched::SharedPacer;
 
 use crate::batch::{PagedKvCache, StepBatch};
 use crate::engine::{Engine, StopReason, TextOutput, penalty_window};
@@ -275,6 +276,22 @@ pub struct Metrics {
     pub profiled_steps: u64,
     /// The profiled steps' device time by kind of work, seconds.
     pub profile: StepProfile,
+    /// Times a paced engine ([`Pacing::Follows`]) held a step back.
+    pub paced_total: u64,
+    /// Time a paced engine spent holding steps back, seconds.
+    pub paced_seconds: f64,
+}
+
+/// How an engine takes part in pacing ([`gpukit_sched::Pacer`]), when several models share a
+/// device: the engine of a model with a latency objective reports its steps; a best-effort
+/// model's engine runs a step only when the pacer's budget allows, so that its work backs off
+/// while the other model's steps are over their objective.
+#[derive(Clone, Debug)]
+pub enum Pacing {
+    /// Reports the wall time of each step that only decodes (one row per sequence).
+    Reports(SharedPacer),
+    /// Asks the pacer before each step ([`BatchEngine::run`]).
+    Follows(SharedPacer),
 }
 
 /// A request in the engine.
@@ -328,6 +345,7 @@ pub struct BatchEngine {
     /// Steps run (which ones to profile).
     steps: u64,
     profiler: Option<StepProfiler>,
+    pacing: Option<Pacing>,
 }
 
 impl std::fmt::Debug for BatchEngine {
@@ -376,7 +394,14 @@ impl BatchEngine {
             last_enqueue: 0.0,
             steps: 0,
             profiler: None,
+            pacing: None,
         })
+    }
+
+    /// The engine, paced as `pacing` says.
+    pub fn with_pacing(mut self, pacing: Pacing) -> BatchEngine {
+        self.pacing = Some(pacing);
+        self
     }
 
     /// The options.
@@ -468,7 +493,8 @@ impl BatchEngine {
 
     /// Takes commands and runs steps until [`Command::Shutdown`] (or every sender is gone) and
     /// the running requests have finished. A failed step fails the requests in it and the
-    /// engine goes on.
+    /// engine goes on. A paced engine ([`Pacing::Follows`]) holds each step until the pacer
+    /// allows it.
     pub fn run(mut self, inbox: Receiver<Command>) {
         let mut open = true;
         loop {
@@ -510,6 +536,18 @@ impl BatchEngine {
                 return;
             }
             if self.is_idle() {
+                continue;
+            }
+            if let Some(Pacing::Follows(p)) = &self.pacing
+                && let Err(wait) = p.try_launch()
+            {
+                // Short naps: commands and cancellations are still taken between them.
+                let nap = wait.min(Duration::from_millis(2));
+                std::thread::sleep(nap);
+                self.with_metrics(|m| {
+                    m.paced_total += 1;
+                    m.paced_seconds += nap.as_secs_f64();
+                });
                 continue;
             }
             // A failed step has already failed its requests; the next one starts clean.
@@ -596,6 +634,11 @@ impl BatchEngine {
             m.output_seconds += output;
         });
         self.publish(plan.len(), rows);
+        if let Some(Pacing::Reports(p)) = &self.pacing
+            && rows == plan.len()
+        {
+            p.observe(t0.elapsed());
+        }
         Ok(rows)
     }
 

@@ -278,6 +278,15 @@ impl DevicePool {
         self.quotas.last().map(|q| q.in_use())
     }
 
+    /// Bytes this pool may still allocate before one of its limits (its own, or a parent
+    /// pool's) refuses; `None` for a pool without limits.
+    pub fn headroom(&self) -> Option<usize> {
+        self.quotas
+            .iter()
+            .map(|q| q.limit().saturating_sub(q.in_use()))
+            .min()
+    }
+
     /// The counters of the cache this pool shares.
     pub fn stats(&self) -> PoolStats {
         PoolStats {

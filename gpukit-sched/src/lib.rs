@@ -12,16 +12,18 @@
 //!   quotas and eviction ranks, SMs through green-context partitions (stream priorities where
 //!   the driver has none), urgency through stream priorities.
 //! - [`policy`] holds the decisions as pure functions ([`Ledger::admit`], [`Pacer`]), tested
-//!   without a device.
+//!   without a device; [`SharedPacer`] shares a pacer between the threads it paces.
 
 use std::sync::Arc;
 
 use gpukit_driver::{Device, SmPartition, Stream, device_count};
 use gpukit_mem::{DeviceBuffer, DevicePool, PinnedPool, TransferEngine};
 
+mod pacing;
 pub mod policy;
 mod scheduler;
 
+pub use pacing::SharedPacer;
 pub use policy::{Capacity, Grant, Ledger, Pacer, QosClass, Refusal, Shortage, TenantSpec};
 pub use scheduler::{Isolation, Scheduler, SchedulerOptions};
 
@@ -234,6 +236,11 @@ impl Tenant {
         &self.name
     }
 
+    /// The device it runs on.
+    pub fn device(&self) -> &DeviceRuntime {
+        &self.device
+    }
+
     /// The tenant's memory (a sub-pool of the device pool, or the device pool itself).
     pub fn pool(&self) -> &DevicePool {
         &self.pool
@@ -256,8 +263,8 @@ impl Tenant {
     }
 
     /// A new lane (a new stream) of this tenant. For a scheduled tenant the stream belongs to
-    /// its SM partition and takes its class's priority band ([`QosClass::stream_priority`];
-    /// `High` is the band's urgent end).
+    /// its SM partition, takes its class's priority band ([`QosClass::stream_priority`];
+    /// `High` is the band's urgent end) and its launch window ([`QosClass::launch_window`]).
     ///
     /// # Errors
     /// Driver errors creating the stream.
@@ -274,9 +281,13 @@ impl Tenant {
                     range.lowest,
                     priority == LanePriority::High,
                 );
-                match self.partition() {
+                let stream = match self.partition() {
                     Some(p) => p.new_stream(value)?,
                     None => self.device.device().new_stream_with_priority(value)?,
+                };
+                match a.grant.class.launch_window() {
+                    Some((every, depth)) => stream.with_launch_window(every, depth),
+                    None => stream,
                 }
             }
         };

@@ -45,6 +45,18 @@ impl QosClass {
         }
     }
 
+    /// The launch window of its lanes, `(launches per mark, marks pending)`
+    /// ([`gpukit_driver::Stream::with_launch_window`]): best-effort lanes keep at most a few
+    /// dozen launches queued ahead of the device, so that a long burst of theirs (a prefill's
+    /// thousands of kernels) cannot fill the device's launch queue and hold up the launches of
+    /// other tenants. `None`: unbounded.
+    pub fn launch_window(self) -> Option<(u32, usize)> {
+        match self {
+            QosClass::BestEffort => Some((16, 2)),
+            QosClass::Guaranteed | QosClass::Burstable => None,
+        }
+    }
+
     /// When its evictable buffers are spilled for another tenant.
     pub fn eviction_rank(self) -> EvictionRank {
         match self {

@@ -1,5 +1,5 @@
-//! `GET /metrics`: the engine's counters, gauges and histograms in the Prometheus text
-//! exposition format (version 0.0.4).
+//! `GET /metrics`: the engines' counters, gauges and histograms in the Prometheus text
+//! exposition format (version 0.0.4), every series labelled with its `model`.
 
 use std::fmt::Write;
 
@@ -11,111 +11,141 @@ fn family(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
 
-fn scalar(out: &mut String, name: &str, kind: &str, help: &str, value: f64) {
+/// `model="…"` with the label value escaped as the format asks.
+fn model_label(model: &str) -> String {
+    let v = model
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n");
+    format!("model=\"{v}\"")
+}
+
+/// One family with a sample per model: `value` picks the number out of a model's metrics.
+fn scalar(
+    out: &mut String,
+    all: &[(String, Metrics)],
+    (name, kind, help): (&str, &str, &str),
+    value: impl Fn(&Metrics) -> f64,
+) {
     family(out, name, kind, help);
-    let _ = writeln!(out, "{name} {value}");
-}
-
-fn histogram(out: &mut String, name: &str, help: &str, h: &Histogram) {
-    family(out, name, "histogram", help);
-    let mut cumulative = 0;
-    for (bound, count) in h.bounds.iter().zip(&h.counts) {
-        cumulative += count;
-        let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {cumulative}");
+    for (model, m) in all {
+        let _ = writeln!(out, "{name}{{{}}} {}", model_label(model), value(m));
     }
-    let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {}", h.count);
-    let _ = writeln!(out, "{name}_sum {}", h.sum);
-    let _ = writeln!(out, "{name}_count {}", h.count);
 }
 
-/// The exposition text of `m`.
-pub fn render(m: &Metrics) -> String {
+fn histogram(
+    out: &mut String,
+    all: &[(String, Metrics)],
+    (name, help): (&str, &str),
+    pick: impl Fn(&Metrics) -> &Histogram,
+) {
+    family(out, name, "histogram", help);
+    for (model, m) in all {
+        let (l, h) = (model_label(model), pick(m));
+        let mut cumulative = 0;
+        for (bound, count) in h.bounds.iter().zip(&h.counts) {
+            cumulative += count;
+            let _ = writeln!(out, "{name}_bucket{{{l},le=\"{bound}\"}} {cumulative}");
+        }
+        let _ = writeln!(out, "{name}_bucket{{{l},le=\"+Inf\"}} {}", h.count);
+        let _ = writeln!(out, "{name}_sum{{{l}}} {}", h.sum);
+        let _ = writeln!(out, "{name}_count{{{l}}} {}", h.count);
+    }
+}
+
+type Pick = fn(&Metrics) -> f64;
+
+/// The exposition text of every model's metrics.
+pub fn render(all: &[(String, Metrics)]) -> String {
     let mut out = String::new();
     let o = &mut out;
-    let counters: [(&str, &str, u64); 9] = [
-        (
-            "gpukit_requests_total",
-            "Requests accepted.",
-            m.requests_total,
-        ),
+    let counters: [(&str, &str, Pick); 11] = [
+        ("gpukit_requests_total", "Requests accepted.", |m| {
+            m.requests_total as f64
+        }),
         (
             "gpukit_requests_rejected_total",
             "Requests refused: invalid, or the queue full.",
-            m.requests_rejected,
+            |m| m.requests_rejected as f64,
         ),
         (
             "gpukit_requests_finished_total",
             "Requests finished, failed or cancelled.",
-            m.requests_finished,
+            |m| m.requests_finished as f64,
         ),
         (
             "gpukit_prompt_tokens_total",
             "Prompt tokens of accepted requests.",
-            m.prompt_tokens_total,
+            |m| m.prompt_tokens_total as f64,
         ),
         (
             "gpukit_prompt_tokens_cached_total",
             "Prompt tokens whose keys and values came from the prefix cache.",
-            m.cached_prompt_tokens_total,
+            |m| m.cached_prompt_tokens_total as f64,
         ),
-        (
-            "gpukit_generation_tokens_total",
-            "Tokens generated.",
-            m.generated_tokens_total,
-        ),
+        ("gpukit_generation_tokens_total", "Tokens generated.", |m| {
+            m.generated_tokens_total as f64
+        }),
         (
             "gpukit_preemptions_total",
             "Sequences preempted (recomputed later) for lack of KV-cache blocks.",
-            m.preemptions_total,
+            |m| m.preemptions_total as f64,
         ),
-        (
-            "gpukit_engine_steps_total",
-            "Engine steps run.",
-            m.steps_total,
-        ),
+        ("gpukit_engine_steps_total", "Engine steps run.", |m| {
+            m.steps_total as f64
+        }),
         (
             "gpukit_engine_profiled_steps_total",
             "Engine steps profiled (--profile-every).",
-            m.profiled_steps,
+            |m| m.profiled_steps as f64,
+        ),
+        (
+            "gpukit_engine_paced_total",
+            "Times a best-effort model's engine held a step back to keep another model's \
+             --tpot-slo.",
+            |m| m.paced_total as f64,
+        ),
+        (
+            "gpukit_engine_paced_seconds_total",
+            "Time a best-effort model's engine spent holding steps back.",
+            |m| m.paced_seconds,
         ),
     ];
     for (name, help, v) in counters {
-        scalar(o, name, "counter", help, v as f64);
+        scalar(o, all, (name, "counter", help), v);
     }
-    let gauges: [(&str, &str, usize); 6] = [
+    let gauges: [(&str, &str, Pick); 6] = [
         (
             "gpukit_requests_running",
             "Sequences in the running batch.",
-            m.running,
+            |m| m.running as f64,
         ),
         (
             "gpukit_requests_waiting",
             "Requests waiting to start (queue depth).",
-            m.waiting,
+            |m| m.waiting as f64,
         ),
         (
             "gpukit_batch_sequences",
             "Sequences in the last engine step.",
-            m.last_batch_sequences,
+            |m| m.last_batch_sequences as f64,
         ),
         (
             "gpukit_batch_tokens",
             "Tokens (rows) in the last engine step.",
-            m.last_batch_tokens,
+            |m| m.last_batch_tokens as f64,
         ),
         (
             "gpukit_kv_blocks_in_use",
             "KV-cache blocks held by sequences.",
-            m.kv_blocks_in_use,
+            |m| m.kv_blocks_in_use as f64,
         ),
-        (
-            "gpukit_kv_blocks_total",
-            "KV-cache blocks.",
-            m.kv_blocks_total,
-        ),
+        ("gpukit_kv_blocks_total", "KV-cache blocks.", |m| {
+            m.kv_blocks_total as f64
+        }),
     ];
     for (name, help, v) in gauges {
-        scalar(o, name, "gauge", help, v as f64);
+        scalar(o, all, (name, "gauge", help), v);
     }
     family(
         o,
@@ -126,16 +156,19 @@ pub fn render(m: &Metrics) -> String {
          the device's forward pass, then sampling, until the ids are on the host), output \
          (detokenizing, handing out results).",
     );
-    for (phase, v) in [
-        ("schedule", m.schedule_seconds),
-        ("forward", m.forward_seconds),
-        ("sample", m.sample_seconds),
-        ("output", m.output_seconds),
-    ] {
-        let _ = writeln!(
-            o,
-            "gpukit_engine_step_seconds_total{{phase=\"{phase}\"}} {v}"
-        );
+    for (model, m) in all {
+        let l = model_label(model);
+        for (phase, v) in [
+            ("schedule", m.schedule_seconds),
+            ("forward", m.forward_seconds),
+            ("sample", m.sample_seconds),
+            ("output", m.output_seconds),
+        ] {
+            let _ = writeln!(
+                o,
+                "gpukit_engine_step_seconds_total{{{l},phase=\"{phase}\"}} {v}"
+            );
+        }
     }
     family(
         o,
@@ -145,25 +178,34 @@ pub fn render(m: &Metrics) -> String {
          head), attention (KV-cache writes and attention), sampling, other (embedding, norms, \
          rope, residual adds, activations).",
     );
-    for part in Part::ALL {
-        let _ = writeln!(
-            o,
-            "gpukit_engine_profiled_device_seconds_total{{part=\"{}\"}} {}",
-            part.name(),
-            m.profile.get(part)
-        );
+    for (model, m) in all {
+        let l = model_label(model);
+        for part in Part::ALL {
+            let _ = writeln!(
+                o,
+                "gpukit_engine_profiled_device_seconds_total{{{l},part=\"{}\"}} {}",
+                part.name(),
+                m.profile.get(part)
+            );
+        }
     }
     histogram(
         o,
-        "gpukit_time_to_first_token_seconds",
-        "Time from a request's arrival to its first token.",
-        &m.ttft,
+        all,
+        (
+            "gpukit_time_to_first_token_seconds",
+            "Time from a request's arrival to its first token.",
+        ),
+        |m| &m.ttft,
     );
     histogram(
         o,
-        "gpukit_time_per_output_token_seconds",
-        "Time per output token after the first, per request.",
-        &m.tpot,
+        all,
+        (
+            "gpukit_time_per_output_token_seconds",
+            "Time per output token after the first, per request.",
+        ),
+        |m| &m.tpot,
     );
     out
 }
@@ -184,11 +226,18 @@ mod tests {
             },
             ..Metrics::default()
         };
-        let text = render(&m);
-        assert!(text.contains("gpukit_requests_total 3\n"));
-        assert!(text.contains("gpukit_time_to_first_token_seconds_bucket{le=\"0.1\"} 1\n"));
-        assert!(text.contains("gpukit_time_to_first_token_seconds_bucket{le=\"1\"} 3\n"));
-        assert!(text.contains("gpukit_time_to_first_token_seconds_bucket{le=\"+Inf\"} 4\n"));
+        let other = Metrics {
+            requests_total: 5,
+            ..Metrics::default()
+        };
+        let text = render(&[("a".into(), m), ("b\"2".into(), other)]);
+        assert!(text.contains("gpukit_requests_total{model=\"a\"} 3\n"));
+        assert!(text.contains("gpukit_requests_total{model=\"b\\\"2\"} 5\n"));
+        assert_eq!(text.matches("# TYPE gpukit_requests_total ").count(), 1);
+        let bucket = "gpukit_time_to_first_token_seconds_bucket{model=\"a\",";
+        assert!(text.contains(&format!("{bucket}le=\"0.1\"}} 1\n")));
+        assert!(text.contains(&format!("{bucket}le=\"1\"}} 3\n")));
+        assert!(text.contains(&format!("{bucket}le=\"+Inf\"}} 4\n")));
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             let name = line.split(['{', ' ']).next().unwrap_or_default();
             let base = name

