@@ -8,7 +8,7 @@
 //!
 //! Several models can be served at once (`--model` given several times): each is a tenant of
 //! the device's scheduler with its QoS class, memory reservation and SM partition
-//! ([`models`]), has an engine thread of its own, and is chosen by the request's `model`.
+//! ([`mod@models`]), has an engine thread of its own, and is chosen by the request's `model`.
 //! Best-effort models' steps are paced while a model's `--tpot-slo` is at risk.
 
 mod api;
