@@ -9,7 +9,7 @@ use gpukit_llm::engine::{ComputeDevice, Engine};
 use gpukit_sched::{LanePriority, QosClass, Scheduler, SchedulerOptions, TenantSpec};
 
 use super::{ServeArgs, parse_bytes};
-use crate::generate::{Result, load_engine, load_engine_on, model_path};
+use crate::generate::{Result, load_engine_on, model_path};
 
 /// One `--model` and the per-model options that follow it.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -220,18 +220,6 @@ pub fn load_models(
     let dtype = args.dtype.as_deref();
     let runtime = ComputeDevice::open_runtime(&args.device)?;
     check(&entries, runtime.is_some())?;
-    if !scheduled(&entries) {
-        let entry = entries.into_iter().next().unwrap_or_default();
-        let (engine, device) = load_engine(entry.path.as_deref(), &args.device, dtype)?;
-        let name = served_name(&entry, engine.path());
-        let one = LoadedModel {
-            entry,
-            name,
-            engine,
-            device,
-        };
-        return Ok((vec![one], None));
-    }
     let paths = entries
         .iter()
         .map(|e| model_path(e.path.as_deref()))
@@ -249,43 +237,50 @@ pub fn load_models(
             .into());
         }
     }
-    let Some(runtime) = runtime else {
-        let mut out = Vec::new();
-        for ((entry, path), name) in entries.into_iter().zip(paths).zip(names) {
-            let device = ComputeDevice::cpu();
-            let engine = load_engine_on(&path, &device, dtype, &format!("{name} "))?;
-            out.push(LoadedModel {
-                entry,
-                name,
-                engine,
-                device,
-            });
+    let (devices, scheduler) = match runtime {
+        None => (entries.iter().map(|_| ComputeDevice::cpu()).collect(), None),
+        Some(rt) if !scheduled(&entries) => {
+            let whole = ComputeDevice::tenant(&rt.default_tenant(), LanePriority::Normal)?;
+            (vec![whole], None)
         }
-        return Ok((out, None));
+        Some(rt) => {
+            let scheduler = rt.scheduler(SchedulerOptions::default())?;
+            let total = rt.device().memory_info()?.total;
+            let mut tenants = Vec::new();
+            for ((entry, path), name) in entries.iter().zip(&paths).zip(&names) {
+                let class = entry.qos.unwrap_or(QosClass::BestEffort);
+                let mut spec = TenantSpec::new(name, class);
+                if class != QosClass::BestEffort {
+                    spec.memory_bytes = match &entry.memory {
+                        Some(m) => parse_bytes("--memory", m, total)?,
+                        // The weights, and as much again for the KV cache and the workspace.
+                        None => (2 * weight_bytes_on_disk(path)).max(1 << 30),
+                    };
+                }
+                spec.sm_share = entry.sm;
+                let tenant = scheduler
+                    .admit(&spec)
+                    .map_err(|e| format!("model `{name}` ({}): {e}", class.name()))?;
+                tenants.push(tenant);
+            }
+            // Lanes only once every tenant is admitted: a partition cannot be re-cut under
+            // live lanes.
+            let devices = tenants
+                .iter()
+                .map(|t| ComputeDevice::tenant(t, LanePriority::Normal))
+                .collect::<gpukit_llm::Result<Vec<_>>>()?;
+            (devices, Some(scheduler))
+        }
     };
-    let scheduler = runtime.scheduler(SchedulerOptions::default())?;
-    let total = runtime.device().memory_info()?.total;
-    let mut tenants = Vec::new();
-    for ((entry, path), name) in entries.iter().zip(&paths).zip(&names) {
-        let class = entry.qos.unwrap_or(QosClass::BestEffort);
-        let mut spec = TenantSpec::new(name, class);
-        if class != QosClass::BestEffort {
-            spec.memory_bytes = match &entry.memory {
-                Some(m) => parse_bytes("--memory", m, total)?,
-                // The weights, and as much again for the KV cache and the workspace.
-                None => (2 * weight_bytes_on_disk(path)).max(1 << 30),
-            };
-        }
-        spec.sm_share = entry.sm;
-        let tenant = scheduler
-            .admit(&spec)
-            .map_err(|e| format!("model `{name}` ({}): {e}", class.name()))?;
-        tenants.push(tenant);
-    }
+    let several = entries.len() > 1;
     let mut out = Vec::new();
-    for (((entry, path), name), tenant) in entries.into_iter().zip(paths).zip(names).zip(tenants) {
-        let device = ComputeDevice::tenant(&tenant, LanePriority::Normal)?;
-        let engine = load_engine_on(&path, &device, dtype, &format!("{name} "))?;
+    for (((entry, path), name), device) in entries.into_iter().zip(paths).zip(names).zip(devices) {
+        let label = if several {
+            format!("{name} ")
+        } else {
+            String::new()
+        };
+        let engine = load_engine_on(&path, &device, dtype, &label)?;
         out.push(LoadedModel {
             entry,
             name,
@@ -293,7 +288,7 @@ pub fn load_models(
             device,
         });
     }
-    Ok((out, Some(scheduler)))
+    Ok((out, scheduler))
 }
 
 #[cfg(test)]
