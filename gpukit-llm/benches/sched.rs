@@ -271,6 +271,8 @@ fn run_together(
 }
 
 /// The role of a child process in the time-sliced setup: runs one tenant alone, prints JSON.
+/// The best-effort child prints `prefilling` once its loop runs, and prefills until its
+/// standard input closes.
 fn child(role: &str, models: &Models, tokens: usize, chunk: usize) -> Res<()> {
     let rt = Runtime::with_devices(&[0])?;
     let dev = rt.device(0)?;
@@ -279,18 +281,16 @@ fn child(role: &str, models: &Models, tokens: usize, chunk: usize) -> Res<()> {
     let out = if role == "guaranteed" {
         let m = load(&models.small, &d)?;
         decode(&m, 8, None, Instant::now())?;
-        // The other process loads a larger model: start once it is prefilling.
-        std::thread::sleep(Duration::from_secs(
-            env_usize("GPUKIT_SCHED_CHILD_DELAY_S", 8)? as u64,
-        ));
         json!({"guaranteed": stats(&decode(&m, tokens, None, Instant::now())?)})
     } else {
         let m = load(&models.large, &d)?;
         let stop = AtomicBool::new(false);
-        let secs = env_usize("GPUKIT_SCHED_CHILD_RUN_S", 14)? as u64;
         let p = std::thread::scope(|scope| {
             let h = scope.spawn(|| prefill_loop(&m, chunk, &stop, None, Instant::now()));
-            std::thread::sleep(Duration::from_secs(secs));
+            println!("prefilling");
+            let _ = std::io::Write::flush(&mut std::io::stdout());
+            // Until the parent closes our input: the other process has finished.
+            let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
             stop.store(true, Ordering::Relaxed);
             h.join().map_err(|_| "the prefill thread panicked")
         })??;
@@ -301,26 +301,33 @@ fn child(role: &str, models: &Models, tokens: usize, chunk: usize) -> Res<()> {
     Ok(())
 }
 
+/// The two tenants in two processes: the guaranteed one starts once the best-effort one is
+/// prefilling, which goes on until the guaranteed one is done.
 fn processes() -> Res<Value> {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
     let exe = std::env::current_exe()?;
-    let spawn = |role: &str| {
-        std::process::Command::new(&exe)
-            .env("GPUKIT_SCHED_ROLE", role)
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-    };
-    let be = spawn("best-effort")?;
-    let g = spawn("guaranteed")?;
-    let parse = |c: std::process::Child| -> Res<Value> {
-        let out = c.wait_with_output()?;
-        if !out.status.success() {
-            return Err(format!("a child process failed: {}", out.status).into());
-        }
-        let text = String::from_utf8_lossy(&out.stdout);
-        let last = text.lines().last().unwrap_or_default();
-        Ok(serde_json::from_str(last)?)
-    };
-    let (g, be) = (parse(g)?, parse(be)?);
+    let mut be = Command::new(&exe)
+        .env("GPUKIT_SCHED_ROLE", "best-effort")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let mut lines = std::io::BufReader::new(be.stdout.take().ok_or("no child stdout")?).lines();
+    if !lines.any(|l| l.is_ok_and(|l| l == "prefilling")) {
+        return Err("the best-effort process ended before prefilling".into());
+    }
+    let g = Command::new(&exe)
+        .env("GPUKIT_SCHED_ROLE", "guaranteed")
+        .output()?;
+    drop(be.stdin.take());
+    let be_last = lines.map_while(Result::ok).last().unwrap_or_default();
+    let status = be.wait()?;
+    if !g.status.success() || !status.success() {
+        return Err(format!("a child process failed: {} / {status}", g.status).into());
+    }
+    let g_text = String::from_utf8_lossy(&g.stdout);
+    let g: Value = serde_json::from_str(g_text.lines().last().unwrap_or_default())?;
+    let be: Value = serde_json::from_str(&be_last)?;
     Ok(json!({"guaranteed": g["guaranteed"], "best_effort": be["best_effort"]}))
 }
 
