@@ -34,6 +34,21 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A model file is malformed or lacks something the network needs.
+    #[error("{file}: {what}")]
+    Format {
+        /// The file.
+        file: String,
+        /// What is wrong.
+        what: String,
+    },
+    /// A voice could not be fetched into the cache (the message says how to install it).
+    #[error(transparent)]
+    Fetch(#[from] gpukit_driver::store::StoreError),
+    /// Text could not be turned into phonemes (espeak-ng missing or failing, or no phoneme of
+    /// the text is in the voice).
+    #[error("phonemizing: {0}")]
+    Phonemize(String),
     /// An audio file could not be decoded (symphonia).
     #[error("{path}: {detail}")]
     Decode {

@@ -14,6 +14,8 @@
 //! - [`resample`](mod@resample): polyphase and FFT resampling; [`pitch`]: YIN, pitch tracking and tuning;
 //!   [`cqt`]: the constant-Q transform.
 //! - [`window`]: analysis windows; [`wav`]: WAV files; [`decode`]: any common audio format.
+//! - [`tts`]: text to speech with Piper's VITS voices (text encoder, stochastic duration
+//!   predictor, flow and HiFi-GAN on gpukit ops; phonemes from espeak-ng).
 //!
 //! Shapes are librosa's: signals `[.., samples]`, spectrograms `[.., 1 + n_fft/2, n_frames]`
 //! (complex ones with a trailing axis of 2: real, imaginary).
@@ -44,6 +46,7 @@ pub mod mel;
 pub mod pitch;
 pub mod resample;
 pub mod spectrum;
+pub mod tts;
 pub mod wav;
 pub mod window;
 

@@ -80,6 +80,12 @@ pub enum WavFormat {
     Float32,
 }
 
+/// A sample in [−1, 1] as 16-bit PCM: scaled by 32768, rounded and clipped to the 16-bit
+/// range (the inverse of reading, as libsndfile does it).
+pub fn pcm16(v: f32) -> i16 {
+    (f64::from(v) * 32768.0).round().clamp(-32768.0, 32767.0) as i16
+}
+
 /// Writes `samples` (`[frames]` mono or `[channels, frames]`, f32 on any device) as a WAV file.
 ///
 /// # Errors
@@ -127,9 +133,7 @@ pub fn write_wav(
         for c in 0..channels {
             let v = values[c * frames + t];
             let r = match format {
-                WavFormat::Pcm16 => {
-                    w.write_sample((f64::from(v) * 32768.0).round().clamp(-32768.0, 32767.0) as i16)
-                }
+                WavFormat::Pcm16 => w.write_sample(pcm16(v)),
                 WavFormat::Float32 => w.write_sample(v),
             };
             r.map_err(|e| wav_error(path, e))?;

@@ -8,6 +8,7 @@ mod doctor;
 mod generate;
 mod info;
 mod serve;
+mod speak;
 
 /// gpukit: a GPU runtime for LLM and audio inference.
 #[derive(Parser)]
@@ -91,6 +92,13 @@ enum Command {
         #[command(flatten)]
         args: serve::ServeArgs,
     },
+    /// Speak text with a neural voice (Piper's VITS; en_US-joe-medium by default) into a WAV
+    /// file, or stream it sentence by sentence as raw PCM (`-o -`). Phonemes come from
+    /// espeak-ng, which must be installed.
+    Speak {
+        #[command(flatten)]
+        args: speak::SpeakArgs,
+    },
     /// Show the CUDA driver, every device's properties, and whether NVRTC (run-time kernel
     /// compilation) was found. Works without a GPU: it then says why none is usable.
     Info,
@@ -107,6 +115,7 @@ fn main() -> ExitCode {
         Command::Generate { prompt, chat, args } => generate::generate(prompt, chat, &args),
         Command::Chat { args } => generate::chat(&args),
         Command::Serve { args } => serve::serve(&args, matches.subcommand_matches("serve")),
+        Command::Speak { args } => speak::speak(&args),
         Command::Info => {
             info::info();
             Ok(())

@@ -53,6 +53,7 @@ mod green;
 mod memory;
 mod module;
 mod nvrtc;
+pub mod store;
 mod stream;
 mod tensor_map;
 #[cfg(feature = "testing")]

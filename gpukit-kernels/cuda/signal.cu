@@ -548,3 +548,77 @@ extern "C" __global__ void sort_f32(const float* __restrict__ x, float* __restri
         __syncthreads();
     }
 }
+
+// y[b, o, t] = bias[o] + Σ_c Σ_k w[o, c, k]·x[b, g·cin_g + c, t·stride − padding + k·dilation]
+// with g = o / cout_g the group of output channel o (PyTorch's Conv1d; positions outside the
+// row read zero). The sum runs over c, then k, in increasing order: one thread per output, the
+// same bits every run. x is contiguous [batch, c_in, len_in], w [c_out, cin_g, k_size], y
+// [batch, c_out, len_out]; bias may be null.
+extern "C" __global__ void conv1d_f32(const float* __restrict__ x, const float* __restrict__ w,
+                                      const float* __restrict__ bias, float* __restrict__ y,
+                                      unsigned int batch, unsigned int c_in, unsigned int len_in,
+                                      unsigned int c_out, unsigned int len_out,
+                                      unsigned int k_size, unsigned int stride,
+                                      unsigned int padding, unsigned int dilation,
+                                      unsigned int groups) {
+    const unsigned int cin_g = c_in / groups, cout_g = c_out / groups;
+    const unsigned long long total = (unsigned long long)batch * c_out * len_out;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+         i < total; i += (unsigned long long)gridDim.x * blockDim.x) {
+        const unsigned int t = i % len_out;
+        const unsigned int o = (i / len_out) % c_out;
+        const unsigned long long b = i / ((unsigned long long)len_out * c_out);
+        const long long start = (long long)t * stride - padding;
+        // The taps whose input position lies inside the row: k in [k0, k1).
+        unsigned int k0 = 0, k1 = k_size;
+        if (start < 0) k0 = (unsigned int)((-start + dilation - 1) / dilation);
+        const long long last = (long long)len_in - 1 - start;
+        if (last < 0) k1 = 0;
+        else if (last / dilation + 1 < k_size) k1 = (unsigned int)(last / dilation + 1);
+        const float* xb = x + (b * c_in + (unsigned long long)(o / cout_g) * cin_g) * len_in;
+        const float* wo = w + (unsigned long long)o * cin_g * k_size;
+        float acc = 0.0f;
+        for (unsigned int c = 0; c < cin_g; ++c) {
+            const float* xr = xb + (unsigned long long)c * len_in + start;
+            const float* wr = wo + (unsigned long long)c * k_size;
+            for (unsigned int k = k0; k < k1; ++k)
+                acc = fmaf(wr[k], xr[(long long)k * dilation], acc);
+        }
+        y[i] = bias ? acc + bias[o] : acc;
+    }
+}
+
+// The transposed convolution (PyTorch's ConvTranspose1d): input sample s of channel c adds
+// w[c, o − g·cout_g, k]·x[b, c, s] to output position s·stride − padding + k·dilation of each
+// output channel o of its group g. Gathered per output: y[b, o, t] = bias[o] + Σ_k Σ_c
+// w[c, o', k]·x[b, g·cin_g + c, s] over the taps k with t + padding − k·dilation = s·stride,
+// 0 ≤ s < len_in; k, then c, in increasing order, one thread per output. x is contiguous
+// [batch, c_in, len_in], w [c_in, cout_g, k_size], y [batch, c_out, len_out]; bias may be null.
+extern "C" __global__ void conv_transpose1d_f32(
+    const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias,
+    float* __restrict__ y, unsigned int batch, unsigned int c_in, unsigned int len_in,
+    unsigned int c_out, unsigned int len_out, unsigned int k_size, unsigned int stride,
+    unsigned int padding, unsigned int dilation, unsigned int groups) {
+    const unsigned int cin_g = c_in / groups, cout_g = c_out / groups;
+    const unsigned long long total = (unsigned long long)batch * c_out * len_out;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+         i < total; i += (unsigned long long)gridDim.x * blockDim.x) {
+        const unsigned int t = i % len_out;
+        const unsigned int o = (i / len_out) % c_out;
+        const unsigned long long b = i / ((unsigned long long)len_out * c_out);
+        const unsigned int g = o / cout_g, og = o % cout_g;
+        const float* xb = x + (b * c_in + (unsigned long long)g * cin_g) * len_in;
+        const float* wg = w + ((unsigned long long)g * cin_g * cout_g + og) * k_size;
+        float acc = 0.0f;
+        for (unsigned int k = 0; k < k_size; ++k) {
+            const long long p = (long long)t + padding - (long long)k * dilation;
+            if (p < 0 || p % stride != 0) continue;
+            const long long s = p / stride;
+            if (s >= (long long)len_in) continue;
+            for (unsigned int c = 0; c < cin_g; ++c)
+                acc = fmaf(wg[(unsigned long long)c * cout_g * k_size + k],
+                           xb[(unsigned long long)c * len_in + s], acc);
+        }
+        y[i] = bias ? acc + bias[o] : acc;
+    }
+}

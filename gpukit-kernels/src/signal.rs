@@ -2,7 +2,8 @@
 //! with only the driver runs them), padding, overlap-add, zero-crossing rates, first-order
 //! recurrences (prefix sums, IIR filters), polyphase resampling (`upfirdn`), median filters and
 //! row sorts — what `gpukit-audio`'s STFT, ISTFT, resampling and spectral features are built
-//! from.
+//! from — and 1-D convolutions (direct and transposed), what its text-to-speech networks are
+//! built from.
 //!
 //! `fft_f32` takes one transform per `threads` threads, several transforms per block when they
 //! are small, each in shared memory: a Stockham autosort FFT (radix 8, 4, 2, 3, 5) for lengths
@@ -42,6 +43,11 @@ pub enum SignalKernel {
     MedianFilter,
     /// `sort_f32`: sorts rows ascending, a block per row (bitonic, in shared memory).
     Sort,
+    /// `conv1d_f32`: PyTorch's grouped, strided, dilated `Conv1d`, a thread per output.
+    Conv1d,
+    /// `conv_transpose1d_f32`: PyTorch's `ConvTranspose1d` (grouped, strided, dilated), a
+    /// thread per output gathering its taps.
+    ConvTranspose1d,
 }
 
 impl KernelFamily for SignalKernel {
@@ -55,6 +61,8 @@ impl KernelFamily for SignalKernel {
             SignalKernel::Upfirdn => "upfirdn_f32",
             SignalKernel::MedianFilter => "median_filter_f32",
             SignalKernel::Sort => "sort_f32",
+            SignalKernel::Conv1d => "conv1d_f32",
+            SignalKernel::ConvTranspose1d => "conv_transpose1d_f32",
         }
         .into())
     }
@@ -74,6 +82,8 @@ impl KernelFamily for SignalKernel {
             SignalKernel::Upfirdn,
             SignalKernel::MedianFilter,
             SignalKernel::Sort,
+            SignalKernel::Conv1d,
+            SignalKernel::ConvTranspose1d,
         ]
     }
 }

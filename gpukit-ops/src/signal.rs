@@ -1,7 +1,8 @@
 //! Signal ops on f32 tensors: discrete Fourier transforms along the last axis, padding,
 //! overlap-add, zero-crossing rates, and (from [`filter`]) first-order recurrences, polyphase
 //! `upfirdn`, median filters and sorts — the pieces `gpukit-audio` builds STFT, ISTFT,
-//! resampling and spectral features from.
+//! resampling and spectral features from — and (from [`conv`]) the 1-D convolutions its
+//! text-to-speech networks are built from.
 //!
 //! Complex values are a trailing axis of 2 f32 (real, imaginary), as `torch.view_as_real` lays
 //! them out. Transforms follow numpy's `np.fft` conventions: forward transforms are
@@ -30,9 +31,11 @@ use crate::tensor::Tensor;
 use crate::{DType, Error, Result};
 
 mod complex;
+pub mod conv;
 pub mod filter;
 mod large;
 pub use complex::{complex_abs, complex_from_parts, complex_mul, complex_parts};
+pub use conv::{Conv1d, conv_transpose1d, conv_transpose1d_into, conv1d, conv1d_into};
 pub use filter::{
     cumsum, linear_recurrence, linear_recurrence_into, median_filter, median_filter_into, sort,
     sort_into, upfirdn, upfirdn_into,

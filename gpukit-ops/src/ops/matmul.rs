@@ -87,7 +87,15 @@ fn f32_slice(d: &crate::HostData) -> Result<&[f32]> {
 }
 
 /// Row-major `c[m, n] = a[m, k] · b` on the CPU, `b` `[k, n]` (or `[n, k]` with `b_nk`).
-fn cpu_gemm(a: &[f32], b: &[f32], c: &mut [f32], m: usize, k: usize, n: usize, b_nk: bool) {
+pub(crate) fn cpu_gemm(
+    a: &[f32],
+    b: &[f32],
+    c: &mut [f32],
+    m: usize,
+    k: usize,
+    n: usize,
+    b_nk: bool,
+) {
     let (b_cs, b_rs) = if b_nk {
         (k as isize, 1)
     } else {

@@ -12,6 +12,7 @@ mod reduce;
 
 pub use elementwise::*;
 pub use index::*;
+pub(crate) use matmul::cpu_gemm;
 pub use matmul::*;
 pub use norm::*;
 pub use prenorm::*;

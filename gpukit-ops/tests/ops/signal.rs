@@ -532,3 +532,156 @@ op_test!(recurrence_upfirdn_median_and_sort, |dev: &Device| {
     let long = Tensor::zeros(&[1, 8193], DType::F32, dev).unwrap();
     assert_eq!(signal::sort(&long).is_err(), matches!(dev, Device::Cuda(_)));
 });
+
+/// PyTorch's conv1d (or conv_transpose1d) in f64, by scattering each input sample.
+#[allow(clippy::too_many_arguments)]
+fn conv_ref(
+    xv: &[f64],
+    wv: &[f64],
+    bv: &[f64],
+    (batch, c_in, len): (usize, usize, usize),
+    (c_out, k): (usize, usize),
+    p: &signal::Conv1d,
+    transposed: bool,
+    len_out: usize,
+) -> Vec<f64> {
+    let (cin_g, cout_g) = (c_in / p.groups, c_out / p.groups);
+    let mut y = vec![0.0; batch * c_out * len_out];
+    for b in 0..batch {
+        for o in 0..c_out {
+            let g = o / cout_g;
+            for c in 0..cin_g {
+                let ci = g * cin_g + c;
+                for kk in 0..k {
+                    let wk = if transposed {
+                        wv[(ci * cout_g + o % cout_g) * k + kk]
+                    } else {
+                        wv[(o * cin_g + c) * k + kk]
+                    };
+                    for t in 0..len_out {
+                        let xs = if transposed {
+                            let q = t as i64 + p.padding as i64 - (kk * p.dilation) as i64;
+                            (q >= 0 && q % p.stride as i64 == 0).then(|| q / p.stride as i64)
+                        } else {
+                            Some((t * p.stride + kk * p.dilation) as i64 - p.padding as i64)
+                        };
+                        if let Some(s) = xs.filter(|&s| s >= 0 && s < len as i64) {
+                            y[(b * c_out + o) * len_out + t] +=
+                                wk * xv[(b * c_in + ci) * len + s as usize];
+                        }
+                    }
+                }
+            }
+            for t in 0..len_out {
+                y[(b * c_out + o) * len_out + t] += bv[o];
+            }
+        }
+    }
+    y
+}
+
+op_test!(conv1d_and_conv_transpose1d, |dev: &Device| {
+    let s = seed();
+    // (batch, c_in, len, c_out, taps, stride, padding, dilation, groups): 1×1, same-padded odd
+    // taps, dilated (WaveNet, HiFi-GAN residual blocks), depthwise, strided, a length of 1.
+    let cases = [
+        (
+            1usize, 5usize, 37usize, 7usize, 1usize, 1usize, 0usize, 1usize, 1usize,
+        ),
+        (2, 6, 41, 4, 3, 1, 1, 1, 1),
+        (1, 8, 50, 8, 5, 1, 6, 3, 1),
+        (2, 6, 29, 6, 3, 1, 9, 9, 6),
+        (1, 4, 33, 6, 4, 2, 1, 1, 2),
+        (1, 3, 1, 2, 3, 1, 1, 1, 1),
+    ];
+    for (i, &(batch, c_in, len, c_out, k, stride, padding, dilation, groups)) in
+        cases.iter().enumerate()
+    {
+        let p = signal::Conv1d {
+            stride,
+            padding,
+            dilation,
+            groups,
+        };
+        let seed = s ^ (i as u64 * 77);
+        let (x, xv) = input(&[batch, c_in, len], DType::F32, -1.0, 1.0, seed, dev);
+        let (b, bv) = input(&[c_out], DType::F32, -1.0, 1.0, seed + 1, dev);
+        let (w, wv) = input(
+            &[c_out, c_in / groups, k],
+            DType::F32,
+            -1.0,
+            1.0,
+            seed + 2,
+            dev,
+        );
+        let n = p.out_len(len, k).unwrap();
+        let out = poisoned(&[batch, c_out, n], DType::F32, dev);
+        signal::conv1d_into(&x, &w, Some(&b), &p, &out).unwrap();
+        let want = conv_ref(&xv, &wv, &bv, (batch, c_in, len), (c_out, k), &p, false, n);
+        let got = out.to_vec_f64().unwrap();
+        assert_close(&format!("conv1d {:?}", cases[i]), &got, &want, 1e-5);
+        let again = signal::conv1d(&x, &w, Some(&b), &p).unwrap();
+        assert_eq!(again.to_vec::<f32>().unwrap(), out.to_vec::<f32>().unwrap());
+
+        // The transposed convolution: w [c_in, c_out/groups, taps].
+        let (wt, wtv) = input(
+            &[c_in, c_out / groups, k],
+            DType::F32,
+            -1.0,
+            1.0,
+            seed + 3,
+            dev,
+        );
+        let n = p.transposed_out_len(len, k).unwrap();
+        let out = poisoned(&[batch, c_out, n], DType::F32, dev);
+        signal::conv_transpose1d_into(&x, &wt, Some(&b), &p, &out).unwrap();
+        let want = conv_ref(&xv, &wtv, &bv, (batch, c_in, len), (c_out, k), &p, true, n);
+        let got = out.to_vec_f64().unwrap();
+        assert_close(
+            &format!("conv_transpose1d {:?}", cases[i]),
+            &got,
+            &want,
+            1e-5,
+        );
+    }
+    // HiFi-GAN's upsampling layer: kernel 16, stride 8, padding 4, no bias.
+    let p = signal::Conv1d {
+        stride: 8,
+        padding: 4,
+        ..signal::Conv1d::default()
+    };
+    let (x, xv) = input(&[1, 16, 23], DType::F32, -1.0, 1.0, s + 9, dev);
+    let (w, wv) = input(&[16, 8, 16], DType::F32, -1.0, 1.0, s + 10, dev);
+    let y = signal::conv_transpose1d(&x, &w, None, &p).unwrap();
+    assert_eq!(y.shape(), [1, 8, 23 * 8]);
+    let want = conv_ref(&xv, &wv, &[0.0; 8], (1, 16, 23), (8, 16), &p, true, 23 * 8);
+    assert_close("conv_transpose1d ×8", &y.to_vec_f64().unwrap(), &want, 1e-5);
+
+    // A strided input view is read as its values.
+    let (x, _) = input(&[1, 9, 2, 4], DType::F32, -1.0, 1.0, s + 11, dev);
+    let view = x.reshape(&[1, 9, 8]).unwrap().narrow(2, 1, 6).unwrap();
+    let (w, _) = input(&[3, 9, 3], DType::F32, -1.0, 1.0, s + 12, dev);
+    let got = signal::conv1d(&view, &w, None, &signal::Conv1d::padded(1)).unwrap();
+    let want = signal::conv1d(
+        &view.contiguous().unwrap(),
+        &w,
+        None,
+        &signal::Conv1d::padded(1),
+    )
+    .unwrap();
+    assert_eq!(got.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
+
+    // Clear errors for bad geometry.
+    let (x, _) = input(&[1, 4, 5], DType::F32, -1.0, 1.0, s, dev);
+    let (w, _) = input(&[2, 3, 3], DType::F32, -1.0, 1.0, s, dev);
+    assert!(signal::conv1d(&x, &w, None, &signal::Conv1d::default()).is_err());
+    let (w, _) = input(&[2, 4, 9], DType::F32, -1.0, 1.0, s, dev);
+    assert!(signal::conv1d(&x, &w, None, &signal::Conv1d::default()).is_err());
+    let zero = signal::Conv1d {
+        stride: 0,
+        ..signal::Conv1d::default()
+    };
+    assert!(signal::conv1d(&x, &w, None, &zero).is_err());
+    let bias = Tensor::zeros(&[3], DType::F32, dev).unwrap();
+    assert!(signal::conv1d(&x, &w, Some(&bias), &signal::Conv1d::padded(4)).is_err());
+});
