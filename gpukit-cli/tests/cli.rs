@@ -79,3 +79,54 @@ fn info_reports_devices_kernels_and_libraries() {
         "{out}"
     );
 }
+
+#[test]
+fn speak_writes_a_wav_and_streams_the_same_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let wav = dir.path().join("out.wav");
+    let text = "Hello world. It costs $3, doesn't it?";
+    let quiet = ["--device", "cpu", "--noise-scale", "0", "--noise-w", "0"];
+    let mut args = vec!["speak", text, "-o", wav.to_str().unwrap(), "--stats"];
+    args.extend(quiet);
+    let (ok, _, err) = gpukit(&args);
+    assert!(ok, "gpukit speak failed: {err}");
+    assert!(
+        err.contains("real-time factor") && err.contains("first audio"),
+        "{err}"
+    );
+    let audio = gpukit_audio::wav::read_wav(&wav, &gpukit_ops::Device::Cpu).unwrap();
+    assert_eq!(audio.sample_rate, 22050);
+    let samples = audio.samples.to_vec::<f32>().unwrap();
+    assert!(samples.len() > 22050, "{} samples", samples.len());
+    let rms = (samples.iter().map(|v| v * v).sum::<f32>() / samples.len() as f32).sqrt();
+    assert!(rms > 0.01, "silence (rms {rms})");
+
+    // `-o -`: raw 16-bit PCM on standard output, the same samples.
+    let mut args = vec!["speak", text, "-o", "-"];
+    args.extend(quiet);
+    let out = Command::new(env!("CARGO_BIN_EXE_gpukit"))
+        .args(&args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let streamed: Vec<f32> = out
+        .stdout
+        .chunks_exact(2)
+        .map(|b| f32::from(i16::from_le_bytes([b[0], b[1]])) / 32768.0)
+        .collect();
+    assert_eq!(streamed, samples);
+}
+
+#[test]
+fn speak_refuses_bad_input_clearly() {
+    let (ok, _, err) = gpukit(&["speak", "hi", "--voice", "/nonexistent/voice.onnx"]);
+    assert!(!ok && err.contains("/nonexistent/voice.onnx"), "{err}");
+    let (ok, _, err) = gpukit(&["speak", "hi", "--device", "cpu", "--length-scale", "0"]);
+    assert!(!ok && err.contains("scales"), "{err}");
+    let (ok, _, err) = gpukit(&["speak", " ... ", "--device", "cpu"]);
+    assert!(!ok && err.contains("nothing to say"), "{err}");
+}

@@ -13,6 +13,7 @@
 //! - `memory`: evictable tensors (spilled to host memory under pressure).
 //! - `llm`: models.
 //! - `audio`: `gpukit-audio` (STFT, mel, MFCC, spectral features, WAV files).
+//! - `tts`: text to speech with Piper's VITS voices (`gk.tts.load()`).
 //!
 //! Every function releases the GIL during GPU work, loading and generation; every Rust error
 //! becomes a Python exception (`errors`), and a panic becomes `gpukit.PanicException`
@@ -31,6 +32,7 @@ mod llm;
 mod memory;
 mod ops;
 mod tensor;
+mod tts;
 
 use pyo3::prelude::*;
 
@@ -63,6 +65,7 @@ fn _gpukit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<llm::PyModel>()?;
     m.add_class::<llm::PyTokenizer>()?;
     m.add_class::<llm::TextStream>()?;
+    m.add_class::<tts::PyVoice>()?;
     for (name, dtype) in tensor::all_dtypes() {
         m.add(name, tensor::PyDType { dtype })?;
     }
@@ -82,6 +85,7 @@ fn _gpukit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(memory::evictable, m)?)?;
     m.add_function(wrap_pyfunction!(jit::jit, m)?)?;
     m.add_function(wrap_pyfunction!(llm::load, m)?)?;
+    m.add_function(wrap_pyfunction!(tts::load_voice, m)?)?;
     for f in [
         wrap_pyfunction!(ops::add, m)?,
         wrap_pyfunction!(ops::sub, m)?,

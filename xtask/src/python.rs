@@ -11,13 +11,16 @@ use anyhow::{Context, Result, bail};
 use crate::testrun::Counts;
 
 /// What the build and the tests need in the environment (pinned to ranges known to work):
-/// librosa is the reference of gpukit.audio's parity tests.
-const TOOLS: [&str; 5] = [
+/// librosa is the reference of gpukit.audio's parity tests, onnxruntime (running the voice's
+/// ONNX file, which onnx opens to expose the sub-networks' outputs) that of gpukit.tts.
+const TOOLS: [&str; 7] = [
     "maturin>=1.9.4,<2",
     "numpy>=1.23",
     PYTEST,
     OPENAI,
     "librosa>=0.10,<0.12",
+    "onnx>=1.16",
+    "onnxruntime>=1.17",
 ];
 
 /// The Debian packages of real recordings the audio tests use, with the folder each unpacks:
@@ -63,8 +66,32 @@ pub fn audio_data(root: &Path) -> Result<PathBuf> {
     Ok(dir.join("usr/share"))
 }
 
-/// `target/py-venv`, created (with maturin, numpy, pytest, openai and librosa from PyPI) if
-/// missing;
+/// espeak-ng, the text-to-speech tests' phonemizer (a program gpukit runs), installed with
+/// apt-get when it is not on PATH.
+pub fn espeak() -> Result<()> {
+    let found = Command::new("espeak-ng")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if found {
+        return Ok(());
+    }
+    let install = ["install", "-y", "-q", "espeak-ng"];
+    let root = Path::new("/");
+    if crate::run(root, "apt-get", &install).is_err() {
+        crate::run(root, "apt-get", &["update", "-q"])
+            .and_then(|()| crate::run(root, "apt-get", &install))
+            .context(
+                "installing espeak-ng with apt-get (the text-to-speech tests' phonemizer); \
+                 install it by hand if apt-get needs root here",
+            )?;
+    }
+    Ok(())
+}
+
+/// `target/py-venv`, created (with maturin, numpy, pytest, openai, librosa, onnx and
+/// onnxruntime from PyPI) if missing;
 /// returns its `python`.
 pub fn venv(root: &Path) -> Result<PathBuf> {
     let dir = root.join("target/py-venv");
@@ -156,6 +183,7 @@ pub fn test(root: &Path) -> Result<Counts> {
         ],
     )?;
     let audio = audio_data(root)?;
+    espeak()?;
     let mut args = vec!["-m", "pytest"];
     args.extend(SUITES);
     args.extend(["-q", "-rs", "-p", "no:cacheprovider"]);

@@ -1,5 +1,5 @@
 """gpukit: a GPU runtime written in Rust — tensors, ops, NVRTC kernels, CUDA streams and graphs,
-a caching memory pool and an LLM engine.
+a caching memory pool, an LLM engine, audio signal processing and text to speech.
 
     import gpukit as gk
     x = gk.arange(6, dtype=gk.float32).reshape(2, 3)
@@ -12,7 +12,7 @@ Errors are Python exceptions: `ValueError` for shapes, dtypes and arguments, `Me
 memory, `RuntimeError` for the driver and NVRTC.
 """
 
-from . import audio, llm
+from . import audio, llm, tts
 from ._gpukit import (
     Device,
     Event,

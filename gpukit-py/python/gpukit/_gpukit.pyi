@@ -466,3 +466,45 @@ class Model:
 
 def load(path: str | PathLike[str] | None = None, *, device: DeviceLike = None, dtype: DTypeLike | None = None) -> Model:
     """A GGUF file or HF directory; None fetches the default model."""
+
+class Voice:
+    @property
+    def sample_rate(self) -> int: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def device(self) -> Device: ...
+    @property
+    def scales_default(self) -> dict[str, float]: ...
+    def phonemize(self, text: str) -> list[str]: ...
+    def ids(self, phonemes: str) -> list[int]: ...
+    def synthesize(
+        self,
+        ids: Sequence[int],
+        *,
+        noise_scale: float | None = None,
+        length_scale: float | None = None,
+        noise_w: float | None = None,
+        seed: int = 0,
+    ) -> np.ndarray: ...
+    def trace(
+        self,
+        ids: Sequence[int],
+        *,
+        noise_scale: float | None = None,
+        length_scale: float | None = None,
+        noise_w: float | None = None,
+        seed: int = 0,
+    ) -> dict[str, np.ndarray]: ...
+    def speak(
+        self,
+        text: str,
+        *,
+        noise_scale: float | None = None,
+        length_scale: float | None = None,
+        noise_w: float | None = None,
+        seed: int = 0,
+    ) -> list[np.ndarray]: ...
+
+def load_voice(path: str | PathLike[str] | None = None, *, device: DeviceLike = None) -> Voice:
+    """A Piper voice's .onnx file (its .onnx.json beside it); None fetches the default voice."""
