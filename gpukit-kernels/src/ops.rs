@@ -5,6 +5,7 @@ pub use crate::shared::{BinaryOp, ReduceOp, ScalarOp, UnaryOp};
 
 impl BinaryOp {
     /// Applies the operation in f32, as the kernel does.
+    #[inline]
     pub fn apply(self, a: f32, b: f32) -> f32 {
         match self {
             BinaryOp::Add => a + b,
@@ -22,6 +23,7 @@ impl BinaryOp {
 
 impl UnaryOp {
     /// Applies the operation in f32, as the CPU reference (computed in f64 and rounded).
+    #[inline]
     pub fn apply(self, x: f32) -> f32 {
         let v = f64::from(x);
         let r = match self {
@@ -83,6 +85,7 @@ pub fn erf(x: f64) -> f64 {
 
 impl ScalarOp {
     /// Applies the operation in f32, as the kernel does.
+    #[inline]
     pub fn apply(self, x: f32, s: f32) -> f32 {
         match self {
             ScalarOp::Add => x + s,

@@ -5,9 +5,11 @@ With the same phoneme ids and noise scales 0, the waveform and each sub-network'
 text encoder's prior mean and log-scale, the duration predictor's log-durations, the flow's
 latent) must reach an SNR = 10·log10(‖ref‖² / ‖ours − ref‖²) of at least 30 dB, and the
 durations must be equal. The default voice (en_US-joe-medium) is fetched into the gpukit cache
-on first use. Text goes through espeak-ng, which `cargo xtask test` installs when missing.
+on first use. Text goes through espeak-ng, which `cargo xtask test` installs when missing and
+then requires (GPUKIT_REQUIRE_ESPEAK).
 """
 
+import os
 import shutil
 
 import numpy as np
@@ -114,7 +116,11 @@ def test_cuda_matches_the_cpu(voices):
 
 
 def test_speaks_text_sentence_by_sentence(voices):
-    assert shutil.which("espeak-ng"), "espeak-ng is missing (cargo xtask test installs it)"
+    if not shutil.which("espeak-ng"):
+        # `cargo xtask test` installs espeak-ng and requires it; elsewhere (the GPU machine,
+        # which has no network) the text path cannot run.
+        assert not os.environ.get("GPUKIT_REQUIRE_ESPEAK"), "espeak-ng is missing"
+        pytest.skip("espeak-ng is not installed")
     voice = voices("cpu")
     phonemes = voice.phonemize("Hello world. Dr. Smith paid $3, didn't he?")
     assert len(phonemes) == 2, phonemes

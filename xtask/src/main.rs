@@ -39,7 +39,8 @@ enum Task {
     /// Fails without a CUDA device: on a GPU-less machine, build the bundle and run
     /// `run.sh bench` on the GPU machine.
     Bench {
-        /// Only this benchmark: mem, ops, decode, sched, python, audio or serve (default: all).
+        /// Only this benchmark: mem, ops, decode, sched, python, audio, tts or serve (default:
+        /// all).
         name: Option<String>,
     },
     /// Runs every test, GPU tests included, under compute-sanitizer memcheck and then racecheck
@@ -138,6 +139,8 @@ fn test(root: &Path) -> Result<()> {
         &[("RUSTDOCFLAGS", "-D warnings")],
     )?;
     layering()?;
+    // The speech tests phonemize with espeak-ng, a program: install it before any test runs.
+    python::espeak()?;
     let gpu = gpu_present();
     let mut args = vec!["test", "--workspace", "--"];
     if gpu {
@@ -187,9 +190,10 @@ fn bench(root: &Path, only: Option<&str>) -> Result<()> {
     let python_bench = only.is_none_or(|o| o == "python");
     let audio_bench = only.is_none_or(|o| o == "audio");
     let serve_bench = only.is_none_or(|o| o == "serve");
-    if chosen.is_empty() && !python_bench && !audio_bench && !serve_bench {
+    let tts_bench = only.is_none_or(|o| o == "tts");
+    if chosen.is_empty() && !python_bench && !audio_bench && !serve_bench && !tts_bench {
         bail!(
-            "no benchmark named {}: choose mem, ops, decode, sched, python, audio or serve",
+            "no benchmark named {}: choose mem, ops, decode, sched, python, audio, tts or serve",
             only.unwrap_or_default()
         );
     }
@@ -218,7 +222,7 @@ fn bench(root: &Path, only: Option<&str>) -> Result<()> {
             run(root, "python3", &[&peer, &out])?;
         }
     }
-    if python_bench || audio_bench {
+    if python_bench || audio_bench || tts_bench {
         // The module as users install it (release), beside torch (and the release CLI).
         let python = python::venv(root)?;
         let wheel = python::build_wheel(
@@ -252,6 +256,9 @@ fn bench(root: &Path, only: Option<&str>) -> Result<()> {
         }
         if audio_bench {
             run(root, &py, &["bench/audio.py", &out])?;
+        }
+        if tts_bench {
+            run(root, &py, &["bench/tts.py", &out])?;
         }
     }
     if serve_bench {

@@ -197,6 +197,7 @@ pub fn test(root: &Path) -> Result<Counts> {
         .args(args)
         .env("GPUKIT_BIN", &bin)
         .env("GPUKIT_AUDIO_DATA", &audio)
+        .env("GPUKIT_REQUIRE_ESPEAK", "1")
         .current_dir(root)
         .stdout(Stdio::piped())
         .spawn()

@@ -14,7 +14,8 @@
 #           followed by its peer bench/peer_<name>.py; the decode bench first builds its
 #           random-weight models (bench/decode_models.py) in $GPUKIT_DECODE_MODELS
 #           (default /tmp/gpukit-decode-models; kept between runs on a warm machine); then
-#           python (bench/python.py), audio (bench/audio.py: STFT, mel and MFCC beside torch)
+#           python (bench/python.py), audio (bench/audio.py: STFT, mel and MFCC beside torch),
+#           tts (bench/tts.py: the default voice beside onnxruntime; needs the voice in the cache)
 #           and serve (bench/serve.py: the server under load beside
 #           HF transformers; $GPUKIT_SERVE_MODELS and $GPUKIT_SERVE_ARGS narrow it);
 # all:      test, then bench;
@@ -196,6 +197,17 @@ if { [ "$mode" = bench ] || [ "$mode" = all ]; } && { [ -z "$only" ] || [ "$only
     [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "   bench audio FAILED"; broken=$((broken + 1)); }
   else
     echo "   bench audio: the wheel could not be installed; see python-setup.log"
+    broken=$((broken + 1))
+  fi
+fi
+
+if { [ "$mode" = bench ] || [ "$mode" = all ]; } && { [ -z "$only" ] || [ "$only" = tts ]; }; then
+  echo "== bench tts (the default voice's real-time factor on CUDA and 2 CPU threads beside onnxruntime)"
+  if python_setup; then
+    pyrun "$repo/bench/tts.py" "$out" 2>&1 | tee "$out/bench-tts.log" | tail -n 8
+    [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "   bench tts FAILED"; broken=$((broken + 1)); }
+  else
+    echo "   bench tts: the wheel could not be installed; see python-setup.log"
     broken=$((broken + 1))
   fi
 fi

@@ -40,8 +40,10 @@ pub fn add_summary(line: &str, counts: &mut Counts) -> bool {
 pub fn cargo_test(root: &Path, args: &[&str]) -> Result<Counts> {
     let cargo = crate::cargo();
     eprintln!("$ {cargo} {}", args.join(" "));
+    // espeak-ng was installed first (`python::espeak`): the speech tests require it here.
     let mut child = Command::new(&cargo)
         .args(args)
+        .env("GPUKIT_REQUIRE_ESPEAK", "1")
         .current_dir(root)
         .stdout(Stdio::piped())
         .spawn()

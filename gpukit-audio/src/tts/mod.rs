@@ -197,8 +197,9 @@ impl Voice {
     /// `seed + i`.
     ///
     /// # Errors
-    /// [`Error::Phonemize`] when espeak-ng fails; [`Error::Invalid`] for text with nothing to
-    /// say; as [`Vits::synthesize`]; whatever `sink` returns.
+    /// [`Error::Invalid`] for scales out of range or text with nothing to say (before anything
+    /// runs); [`Error::Phonemize`] when espeak-ng fails; as [`Vits::synthesize`]; whatever
+    /// `sink` returns.
     pub fn speak(
         &self,
         text: &str,
@@ -206,6 +207,7 @@ impl Voice {
         seed: u64,
         sink: &mut dyn FnMut(Sentence) -> Result<()>,
     ) -> Result<()> {
+        scales.validate()?;
         let sentences = phonemize::sentences(&phonemize::normalize(text));
         if sentences.is_empty() {
             return Err(Error::invalid("speak", "the text has nothing to say"));

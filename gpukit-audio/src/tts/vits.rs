@@ -691,6 +691,28 @@ pub struct Scales {
     pub noise_w: f32,
 }
 
+impl Scales {
+    /// Checks that the scales are finite and non-negative, the length scale above 0.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] naming the scales otherwise.
+    pub fn validate(&self) -> Result<()> {
+        let ok = |v: f32| v.is_finite() && v >= 0.0;
+        if ok(self.noise_scale)
+            && ok(self.noise_w)
+            && ok(self.length_scale)
+            && self.length_scale > 0.0
+        {
+            Ok(())
+        } else {
+            Err(Error::invalid(
+                "tts",
+                format!("scales must be finite and ≥ 0 (length scale > 0), got {self:?}"),
+            ))
+        }
+    }
+}
+
 /// The intermediate results of one synthesis, for comparing each sub-network on its own.
 #[derive(Debug)]
 pub struct Trace {
@@ -768,15 +790,7 @@ impl Vits {
                 format!("phoneme id {bad} is outside the voice's {vocab} symbols"),
             ));
         }
-        let ok = |v: f32| v.is_finite() && v >= 0.0;
-        if !(ok(scales.noise_scale) && ok(scales.noise_w) && ok(scales.length_scale))
-            || scales.length_scale == 0.0
-        {
-            return Err(Error::invalid(
-                F,
-                format!("scales must be finite and ≥ 0 (length scale > 0), got {scales:?}"),
-            ));
-        }
+        scales.validate()?;
         let t = ids.len();
         let ids32: Vec<i32> = ids.iter().map(|&i| i as i32).collect();
         let ids_t = Tensor::from_slice(&ids32, &[t], &self.device)?;

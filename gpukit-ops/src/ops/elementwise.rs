@@ -44,7 +44,7 @@ fn cpu_map(
     out: &Tensor,
     shape: &[usize],
     inputs: &[&Tensor],
-    f: impl Fn(&[f32]) -> f32 + Sync,
+    f: impl Fn(&[f32]) -> f32,
 ) -> Result<()> {
     let layouts = inputs
         .iter()
@@ -55,38 +55,6 @@ fn cpu_map(
         .map(|t| t.host("cpu"))
         .collect::<Result<Vec<_>>>()?;
     let datas: Vec<&crate::HostData> = guards.iter().map(|g| &**g).collect();
-    let dense = |t: &Tensor| t.dtype() == DType::F32 && t.is_contiguous() && t.shape() == shape;
-    if dense(out) && inputs.iter().all(|t| dense(t)) {
-        // Dense f32 operands: the same arithmetic on slices, in parallel pieces.
-        let n = out.numel();
-        let srcs = datas
-            .iter()
-            .zip(inputs)
-            .map(|(d, t)| match d {
-                crate::HostData::F32(v) => Ok(&v[t.layout().offset()..][..n]),
-                _ => Err(Error::shape("cpu", "expected f32 data")),
-            })
-            .collect::<Result<Vec<&[f32]>>>()?;
-        let mut od = out.host_mut("cpu")?;
-        let crate::HostData::F32(dst) = &mut *od else {
-            return Err(Error::shape("cpu", "expected f32 data"));
-        };
-        let dst = &mut dst[out.layout().offset()..][..n];
-        const PIECE: usize = 1 << 14;
-        dst.par_chunks_mut(PIECE)
-            .enumerate()
-            .for_each(|(c, piece)| {
-                let mut vals = vec![0f32; srcs.len()];
-                for (j, o) in piece.iter_mut().enumerate() {
-                    let i = c * PIECE + j;
-                    for (v, s) in vals.iter_mut().zip(&srcs) {
-                        *v = s[i];
-                    }
-                    *o = f(&vals);
-                }
-            });
-        return Ok(());
-    }
     let mut iters: Vec<_> = layouts.iter().map(|l| l.indices()).collect();
     let mut od = out.host_mut("cpu")?;
     let mut vals = vec![0f32; inputs.len()];
@@ -97,6 +65,67 @@ fn cpu_map(
         }
         od.set(io, f64::from(f(&vals)));
     }
+    Ok(())
+}
+
+/// Elements per parallel piece of the dense CPU paths.
+const PIECE: usize = 1 << 14;
+
+/// Whether every operand is a dense f32 tensor of `shape` (the dense CPU paths apply).
+fn dense_f32(shape: &[usize], ts: &[&Tensor]) -> bool {
+    ts.iter()
+        .all(|t| t.dtype() == DType::F32 && t.is_contiguous() && t.shape() == shape)
+}
+
+/// The f32 elements of a dense host tensor.
+fn dense_slice<'a>(d: &'a crate::HostData, t: &Tensor) -> Result<&'a [f32]> {
+    match d {
+        crate::HostData::F32(v) => Ok(&v[t.layout().offset()..][..t.numel()]),
+        _ => Err(Error::shape("cpu", "expected f32 data")),
+    }
+}
+
+/// `out[i] = f(x[i], y[i])` over dense f32 tensors of one shape ([`dense_f32`]), in parallel
+/// pieces: the same arithmetic as [`cpu_map`], on slices the compiler vectorises.
+fn dense_map2(
+    out: &Tensor,
+    x: &Tensor,
+    y: &Tensor,
+    f: impl Fn(f32, f32) -> f32 + Sync,
+) -> Result<()> {
+    let (gx, gy) = (x.host("cpu")?, y.host("cpu")?);
+    let (xs, ys) = (dense_slice(&gx, x)?, dense_slice(&gy, y)?);
+    let mut od = out.host_mut("cpu")?;
+    let crate::HostData::F32(dst) = &mut *od else {
+        return Err(Error::shape("cpu", "expected f32 data"));
+    };
+    let dst = &mut dst[out.layout().offset()..][..xs.len()];
+    dst.par_chunks_mut(PIECE)
+        .zip(xs.par_chunks(PIECE).zip(ys.par_chunks(PIECE)))
+        .for_each(|(d, (a, b))| {
+            for ((d, &a), &b) in d.iter_mut().zip(a).zip(b) {
+                *d = f(a, b);
+            }
+        });
+    Ok(())
+}
+
+/// `out[i] = f(x[i])` over dense f32 tensors of one shape, as [`dense_map2`].
+fn dense_map1(out: &Tensor, x: &Tensor, f: impl Fn(f32) -> f32 + Sync) -> Result<()> {
+    let gx = x.host("cpu")?;
+    let xs = dense_slice(&gx, x)?;
+    let mut od = out.host_mut("cpu")?;
+    let crate::HostData::F32(dst) = &mut *od else {
+        return Err(Error::shape("cpu", "expected f32 data"));
+    };
+    let dst = &mut dst[out.layout().offset()..][..xs.len()];
+    dst.par_chunks_mut(PIECE)
+        .zip(xs.par_chunks(PIECE))
+        .for_each(|(d, a)| {
+            for (d, &a) in d.iter_mut().zip(a) {
+                *d = f(a);
+            }
+        });
     Ok(())
 }
 
@@ -116,6 +145,18 @@ pub fn binary_into(op: BinaryOp, a: &Tensor, b: &Tensor, out: &Tensor) -> Result
         return Ok(());
     }
     match &dev {
+        Device::Cpu if dense_f32(&shape, &[a, b, out]) => {
+            // One arm per op, so each loop is specialised and vectorised.
+            match op {
+                BinaryOp::Add => dense_map2(out, a, b, |x, y| BinaryOp::Add.apply(x, y)),
+                BinaryOp::Sub => dense_map2(out, a, b, |x, y| BinaryOp::Sub.apply(x, y)),
+                BinaryOp::Mul => dense_map2(out, a, b, |x, y| BinaryOp::Mul.apply(x, y)),
+                BinaryOp::Div => dense_map2(out, a, b, |x, y| BinaryOp::Div.apply(x, y)),
+                BinaryOp::Maximum => dense_map2(out, a, b, |x, y| BinaryOp::Maximum.apply(x, y)),
+                BinaryOp::Minimum => dense_map2(out, a, b, |x, y| BinaryOp::Minimum.apply(x, y)),
+                other => dense_map2(out, a, b, |x, y| other.apply(x, y)),
+            }
+        }
         Device::Cpu => cpu_map(out, &shape, &[a, b], |v| op.apply(v[0], v[1])),
         Device::Cuda(_) => {
             let c = cuda(&dev)?;
@@ -191,6 +232,7 @@ pub fn unary_into(op: UnaryOp, x: &Tensor, out: &Tensor) -> Result<()> {
         return Ok(());
     }
     match &dev {
+        Device::Cpu if dense_f32(x.shape(), &[x, out]) => dense_map1(out, x, |v| op.apply(v)),
         Device::Cpu => cpu_map(out, x.shape(), &[x], |v| op.apply(v[0])),
         Device::Cuda(c) => {
             let contiguous = vectorizable(&[x, out])?;
@@ -271,6 +313,13 @@ pub fn scalar_into(op: ScalarOp, x: &Tensor, s: f32, out: &Tensor) -> Result<()>
         return Ok(());
     }
     match &dev {
+        Device::Cpu if dense_f32(x.shape(), &[x, out]) => match op {
+            ScalarOp::Add => dense_map1(out, x, |v| ScalarOp::Add.apply(v, s)),
+            ScalarOp::Mul => dense_map1(out, x, |v| ScalarOp::Mul.apply(v, s)),
+            ScalarOp::Sub => dense_map1(out, x, |v| ScalarOp::Sub.apply(v, s)),
+            ScalarOp::Div => dense_map1(out, x, |v| ScalarOp::Div.apply(v, s)),
+            other => dense_map1(out, x, |v| other.apply(v, s)),
+        },
         Device::Cpu => cpu_map(out, x.shape(), &[x], |v| op.apply(v[0], s)),
         Device::Cuda(c) => {
             let args = KernelArgs::new()

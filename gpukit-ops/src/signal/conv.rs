@@ -4,8 +4,8 @@
 //!
 //! On CUDA one kernel of `gpukit_kernels::signal` each, a thread per output summing its taps in
 //! a fixed order (the same bits every run, eager or captured). On the CPU an im2col (or
-//! col2im) around the `gemm` crate's f32 product, rayon-parallel; the two agree to f32
-//! rounding.
+//! col2im) around the `gemm` crate's f32 product: the direct convolution in pieces of output
+//! positions whose im2col block stays in cache, in parallel; the two agree to f32 rounding.
 
 use gpukit_driver::DevicePtr;
 
@@ -13,6 +13,7 @@ use super::{DType, Error, Result, check_out, dptr, same_device, u32_dim, write_h
 use super::{Device, KernelArgs, SignalKernel, Tensor, grid};
 use super::{f32_only, with_contiguous_out};
 use crate::ops::cpu_gemm;
+use rayon::prelude::*;
 
 /// The geometry of a 1-D convolution: PyTorch's `stride`, `padding` (zeros on both ends),
 /// `dilation` and `groups`.
@@ -254,13 +255,15 @@ fn launch_or_run(
     }
     match &dev {
         Device::Cpu => {
-            let xv = x.to_vec::<f32>()?;
-            let wv = w.to_vec::<f32>()?;
+            // Contiguous operands are read in place, others copied out once.
+            let (x, w) = (x.contiguous()?, w.contiguous()?);
+            let (gx, gw) = (x.host("cpu")?, w.host("cpu")?);
+            let (xv, wv) = (f32_values(&gx, &x)?, f32_values(&gw, &w)?);
             let bv = bias.map(|b| b.to_vec::<f32>()).transpose()?;
             let mut y = if transposed {
-                cpu_conv_transpose(&xv, &wv, p, d, len_out)
+                cpu_conv_transpose(xv, wv, p, d, len_out)
             } else {
-                cpu_conv(&xv, &wv, p, d, len_out)
+                cpu_conv(xv, wv, p, d, len_out)
             };
             if let Some(b) = &bv {
                 for (i, row) in y.chunks_mut(len_out).enumerate() {
@@ -307,36 +310,86 @@ fn launch_or_run(
     }
 }
 
-/// `conv1d` on the CPU without the bias: per batch and group, the im2col matrix `[c_in/groups ·
-/// taps, len_out]` times the group's weights `[c_out/groups, c_in/groups · taps]`.
+/// Output columns per piece of the CPU convolution: its im2col block (`c_in/groups · taps ×
+/// PIECE` f32) stays in cache, and pieces run in parallel.
+const PIECE: usize = 1024;
+
+/// `conv1d` on the CPU without the bias: per batch, group and piece of `PIECE` output
+/// positions, the im2col block `[c_in/groups · taps, piece]` times the group's weights
+/// `[c_out/groups, c_in/groups · taps]` (the input itself for a 1×1 convolution), pieces in
+/// parallel.
 fn cpu_conv(x: &[f32], w: &[f32], p: &Conv1d, d: &Dims, len_out: usize) -> Vec<f32> {
     let (cin_g, cout_g, k) = (d.c_in / p.groups, d.c_out / p.groups, d.k);
-    let mut y = vec![0.0f32; d.batch * d.c_out * len_out];
     let direct = k == 1 && p.stride == 1 && p.padding == 0;
-    let mut cols = if direct {
-        Vec::new()
-    } else {
-        vec![0.0f32; cin_g * k * len_out]
-    };
-    for b in 0..d.batch {
-        for g in 0..p.groups {
+    let mut y = vec![0.0f32; d.batch * d.c_out * len_out];
+    let jobs: Vec<(usize, usize, usize)> = (0..d.batch)
+        .flat_map(|b| (0..p.groups).map(move |g| (b, g)))
+        .flat_map(|(b, g)| (0..len_out).step_by(PIECE).map(move |t0| (b, g, t0)))
+        .collect();
+    let pieces: Vec<Vec<f32>> = jobs
+        .par_iter()
+        .map(|&(b, g, t0)| {
+            let n = PIECE.min(len_out - t0);
             let xg = &x[(b * d.c_in + g * cin_g) * d.len_in..][..cin_g * d.len_in];
             let a = &w[g * cout_g * cin_g * k..][..cout_g * cin_g * k];
-            if !direct {
+            let mut out = vec![0.0f32; cout_g * n];
+            if direct {
+                // The input rows are the columns: rhs [cin_g, n] with row stride len_in.
+                gemm_strided(a, &xg[t0..], d.len_in, &mut out, cout_g, cin_g, n);
+            } else {
+                let mut cols = vec![0.0f32; cin_g * k * n];
                 for c in 0..cin_g {
                     let row = &xg[c * d.len_in..][..d.len_in];
                     for kk in 0..k {
-                        let dst = &mut cols[(c * k + kk) * len_out..][..len_out];
-                        im2col_row(row, dst, kk * p.dilation, p);
+                        let dst = &mut cols[(c * k + kk) * n..][..n];
+                        im2col_row(row, dst, t0 * p.stride + kk * p.dilation, p);
                     }
                 }
+                gemm_strided(a, &cols, n, &mut out, cout_g, cin_g * k, n);
             }
-            let bmat = if direct { xg } else { &cols[..] };
-            let yg = &mut y[(b * d.c_out + g * cout_g) * len_out..][..cout_g * len_out];
-            cpu_gemm(a, bmat, yg, cout_g, cin_g * k, len_out, false);
+            out
+        })
+        .collect();
+    for (&(b, g, t0), out) in jobs.iter().zip(&pieces) {
+        let n = out.len() / cout_g;
+        for (o, row) in out.chunks_exact(n).enumerate() {
+            let at = (b * d.c_out + g * cout_g + o) * len_out + t0;
+            y[at..at + n].copy_from_slice(row);
         }
     }
     y
+}
+
+/// `c[m, n] = a[m, k] · b[k, n]` (row-major, `b`'s rows `b_rs` apart), single-threaded: the
+/// callers parallelise over pieces.
+fn gemm_strided(a: &[f32], b: &[f32], b_rs: usize, c: &mut [f32], m: usize, k: usize, n: usize) {
+    debug_assert!(a.len() >= m * k && c.len() >= m * n);
+    debug_assert!(k == 0 || b.len() >= (k - 1) * b_rs + n);
+    // SAFETY: a holds m·k row-major values, b k rows of n values b_rs apart (checked above), c
+    // m·n row-major values, exclusively borrowed.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            c.as_mut_ptr(),
+            1,
+            n as isize,
+            false,
+            a.as_ptr(),
+            1,
+            k as isize,
+            b.as_ptr(),
+            1,
+            b_rs as isize,
+            0.0,
+            1.0,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        );
+    }
 }
 
 /// One im2col row: `dst[t]` = `row[t·stride + shift − padding]`, zero outside the row.
@@ -356,6 +409,14 @@ fn im2col_row(row: &[f32], dst: &mut [f32], shift: usize, p: &Conv1d) {
         for (t, v) in dst.iter_mut().enumerate().take(hi).skip(lo) {
             *v = row[pos(t) as usize];
         }
+    }
+}
+
+/// The f32 elements of a contiguous host tensor.
+fn f32_values<'a>(d: &'a crate::HostData, t: &Tensor) -> Result<&'a [f32]> {
+    match d {
+        crate::HostData::F32(v) => Ok(&v[t.layout().offset()..][..t.numel()]),
+        _ => Err(Error::dtype("conv1d", "expected f32 data")),
     }
 }
 
