@@ -141,6 +141,8 @@ def test_bad_input_is_a_clear_error(voices, tmp_path):
         voice.synthesize([1, 0, 999, 0, 2])
     with pytest.raises(ValueError, match="no phoneme ids"):
         voice.synthesize([])
+    with pytest.raises(ValueError, match="split the text into sentences"):
+        voice.synthesize([1] + [0] * 5000 + [2])
     with pytest.raises(ValueError, match="scales"):
         voice.synthesize(voice.ids("a"), length_scale=0.0)
     with pytest.raises(ValueError, match="nothing to say"):

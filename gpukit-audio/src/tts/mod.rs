@@ -23,7 +23,7 @@ pub mod phonemize;
 mod vits;
 
 pub use onnx::{ConvLayer, OnnxWeights, Weight};
-pub use vits::{Scales, Trace, Vits};
+pub use vits::{MAX_IDS, Scales, Trace, Vits};
 
 /// The default voice's network: Piper's `en_US-joe-medium`, fp32 ONNX.
 pub const DEFAULT_VOICE: PackagedModel = PackagedModel {
@@ -194,7 +194,8 @@ impl Voice {
 
     /// Speaks `text` sentence by sentence, handing each to `sink` as soon as it is synthesised
     /// (stop early by returning an error from `sink`). Sentence i draws its noise from
-    /// `seed + i`.
+    /// `seed + i`; a sentence longer than [`MAX_IDS`] ids is spoken in pieces split at word
+    /// boundaries.
     ///
     /// # Errors
     /// [`Error::Invalid`] for scales out of range or text with nothing to say (before anything
@@ -212,20 +213,50 @@ impl Voice {
         if sentences.is_empty() {
             return Err(Error::invalid("speak", "the text has nothing to say"));
         }
-        for (i, s) in sentences.into_iter().enumerate() {
+        let mut i = 0u64;
+        for s in sentences {
             let phonemes = phonemize::phonemize(&s, &self.config.espeak_voice)?;
-            let ids = self.config.ids(&phonemes);
-            let audio = self
-                .vits
-                .synthesize(&ids, scales, seed.wrapping_add(i as u64))?;
-            sink(Sentence {
-                text: s,
-                phonemes,
-                audio,
-            })?;
+            for piece in split_pieces(&phonemes) {
+                let ids = self.config.ids(&piece);
+                let audio = self.vits.synthesize(&ids, scales, seed.wrapping_add(i))?;
+                i += 1;
+                sink(Sentence {
+                    text: s.clone(),
+                    phonemes: piece,
+                    audio,
+                })?;
+            }
         }
         Ok(())
     }
+}
+
+/// A sentence's phonemes in pieces of at most [`MAX_IDS`] ids, split at word boundaries (the
+/// whole sentence when it fits, almost always).
+fn split_pieces(phonemes: &str) -> Vec<String> {
+    // Each phoneme takes two ids (itself and the pad); BOS, its pad and EOS three more.
+    let budget = (MAX_IDS - 3) / 2;
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut len = 0;
+    for word in phonemes.split(' ') {
+        let n = word.chars().count();
+        if len > 0 && len + 1 + n > budget {
+            out.push(std::mem::take(&mut cur));
+            len = 0;
+        }
+        if len > 0 {
+            cur.push(' ');
+            len += 1;
+        }
+        // A single word longer than the budget is cut: it cannot be spoken whole.
+        cur.extend(word.chars().take(budget));
+        len += n.min(budget);
+    }
+    if len > 0 || out.is_empty() {
+        out.push(cur);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -256,6 +287,18 @@ mod tests {
             .to_string();
         assert!(e.contains("'_'"), "{e}");
         assert!(VoiceConfig::parse("not json", "v.json").is_err());
+    }
+
+    #[test]
+    fn long_sentences_are_split_at_words_under_the_id_limit() {
+        let config = VoiceConfig::parse(CONFIG, "v.json").unwrap();
+        let words: Vec<String> = (0..1500).map(|i| "a".repeat(1 + i % 3)).collect();
+        let phonemes = words.join(" ");
+        let pieces = split_pieces(&phonemes);
+        assert!(pieces.len() >= 2, "{}", pieces.len());
+        assert_eq!(pieces.join(" "), phonemes, "no word lost or cut");
+        assert!(pieces.iter().all(|p| config.ids(p).len() <= MAX_IDS));
+        assert_eq!(split_pieces("ab cd"), ["ab cd"]);
     }
 
     #[test]

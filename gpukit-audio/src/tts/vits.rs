@@ -15,6 +15,10 @@ use gpukit_ops::{BinaryOp, DType, Device, ScalarOp, Tensor, UnaryOp, ops};
 use super::onnx::{ConvLayer, OnnxWeights, Weight};
 use crate::{Error, Result};
 
+/// The most phoneme ids one utterance may have (a sentence of some 400 words): the text
+/// encoder's attention holds `[heads, t, t]` scores. [`super::Voice::speak`] splits longer
+/// sentences at word boundaries.
+pub const MAX_IDS: usize = 4096;
 /// HiFi-GAN's leaky-ReLU slope inside the generator.
 const LRELU_SLOPE: f32 = 0.1;
 /// The slope of the leaky ReLU before the generator's last convolution (PyTorch's default).
@@ -43,6 +47,15 @@ impl Conv {
             geometry,
             transposed,
         } = w.conv(path)?;
+        if weight.shape.len() != 3 || weight.shape.contains(&0) {
+            return Err(Error::Format {
+                file: "voice".into(),
+                what: format!(
+                    "{path}: weight of shape {:?}, not [out, in, taps]",
+                    weight.shape
+                ),
+            });
+        }
         Ok(Self {
             w: tensor(weight, dev)?,
             b: bias.as_ref().map(|b| tensor(b, dev)).transpose()?,
@@ -152,7 +165,7 @@ impl RelAttention {
         };
         let rel_v = rel("emb_rel_v")?;
         let rel_k = rel("emb_rel_k")?.transpose(0, 1)?.contiguous()?;
-        let window = (rel_v.shape()[0] - 1) / 2;
+        let window = rel_v.shape()[0].saturating_sub(1) / 2;
         Ok(Self {
             q: Conv::load(w, &format!("{path}.conv_q"), dev)?,
             k: Conv::load(w, &format!("{path}.conv_k"), dev)?,
@@ -791,6 +804,16 @@ impl Vits {
             ));
         }
         scales.validate()?;
+        if ids.len() > MAX_IDS {
+            return Err(Error::invalid(
+                F,
+                format!(
+                    "{} phoneme ids in one utterance; at most {MAX_IDS} (attention over the \
+                     utterance grows with its square): split the text into sentences",
+                    ids.len()
+                ),
+            ));
+        }
         let t = ids.len();
         let ids32: Vec<i32> = ids.iter().map(|&i| i as i32).collect();
         let ids_t = Tensor::from_slice(&ids32, &[t], &self.device)?;
