@@ -551,23 +551,28 @@ extern "C" __global__ void sort_f32(const float* __restrict__ x, float* __restri
 
 // y[b, o, t] = bias[o] + Σ_c Σ_k w[o, c, k]·x[b, g·cin_g + c, t·stride − padding + k·dilation]
 // with g = o / cout_g the group of output channel o (PyTorch's Conv1d; positions outside the
-// row read zero). The sum runs over c, then k, in increasing order: one thread per output, the
-// same bits every run. x is contiguous [batch, c_in, len_in], w [c_out, cin_g, k_size], y
-// [batch, c_out, len_out]; bias may be null.
-extern "C" __global__ void conv1d_f32(const float* __restrict__ x, const float* __restrict__ w,
-                                      const float* __restrict__ bias, float* __restrict__ y,
-                                      unsigned int batch, unsigned int c_in, unsigned int len_in,
-                                      unsigned int c_out, unsigned int len_out,
-                                      unsigned int k_size, unsigned int stride,
-                                      unsigned int padding, unsigned int dilation,
-                                      unsigned int groups) {
+// row read zero). Each thread computes OB consecutive output channels of one group at one
+// position, so an input sample it loads serves OB outputs; every output's sum runs over c,
+// then k, in increasing order, whatever OB is: the same bits every run and from either entry
+// point. x is contiguous [batch, c_in, len_in], w [c_out, cin_g, k_size], y [batch, c_out,
+// len_out]; bias may be null.
+template <int OB>
+__device__ __forceinline__ void conv1d_impl(const float* __restrict__ x,
+                                            const float* __restrict__ w,
+                                            const float* __restrict__ bias, float* __restrict__ y,
+                                            unsigned int batch, unsigned int c_in,
+                                            unsigned int len_in, unsigned int c_out,
+                                            unsigned int len_out, unsigned int k_size,
+                                            unsigned int stride, unsigned int padding,
+                                            unsigned int dilation, unsigned int groups) {
     const unsigned int cin_g = c_in / groups, cout_g = c_out / groups;
-    const unsigned long long total = (unsigned long long)batch * c_out * len_out;
+    const unsigned int o_blocks = c_out / OB;
+    const unsigned long long total = (unsigned long long)batch * o_blocks * len_out;
     for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
          i < total; i += (unsigned long long)gridDim.x * blockDim.x) {
         const unsigned int t = i % len_out;
-        const unsigned int o = (i / len_out) % c_out;
-        const unsigned long long b = i / ((unsigned long long)len_out * c_out);
+        const unsigned int o0 = (unsigned int)((i / len_out) % o_blocks) * OB;
+        const unsigned long long b = i / ((unsigned long long)len_out * o_blocks);
         const long long start = (long long)t * stride - padding;
         // The taps whose input position lies inside the row: k in [k0, k1).
         unsigned int k0 = 0, k1 = k_size;
@@ -575,17 +580,51 @@ extern "C" __global__ void conv1d_f32(const float* __restrict__ x, const float* 
         const long long last = (long long)len_in - 1 - start;
         if (last < 0) k1 = 0;
         else if (last / dilation + 1 < k_size) k1 = (unsigned int)(last / dilation + 1);
-        const float* xb = x + (b * c_in + (unsigned long long)(o / cout_g) * cin_g) * len_in;
-        const float* wo = w + (unsigned long long)o * cin_g * k_size;
-        float acc = 0.0f;
+        const float* xb = x + (b * c_in + (unsigned long long)(o0 / cout_g) * cin_g) * len_in;
+        const float* wo = w + (unsigned long long)o0 * cin_g * k_size;
+        const unsigned long long w_step = (unsigned long long)cin_g * k_size;
+        float acc[OB];
+#pragma unroll
+        for (int j = 0; j < OB; ++j) acc[j] = 0.0f;
         for (unsigned int c = 0; c < cin_g; ++c) {
             const float* xr = xb + (unsigned long long)c * len_in + start;
             const float* wr = wo + (unsigned long long)c * k_size;
-            for (unsigned int k = k0; k < k1; ++k)
-                acc = fmaf(wr[k], xr[(long long)k * dilation], acc);
+            for (unsigned int k = k0; k < k1; ++k) {
+                const float v = xr[(long long)k * dilation];
+#pragma unroll
+                for (int j = 0; j < OB; ++j) acc[j] = fmaf(wr[j * w_step + k], v, acc[j]);
+            }
         }
-        y[i] = bias ? acc + bias[o] : acc;
+        float* yo = y + (b * c_out + o0) * (unsigned long long)len_out + t;
+#pragma unroll
+        for (int j = 0; j < OB; ++j)
+            yo[(unsigned long long)j * len_out] = bias ? acc[j] + bias[o0 + j] : acc[j];
     }
+}
+
+// One output channel per thread: any geometry.
+extern "C" __global__ void conv1d_f32(const float* __restrict__ x, const float* __restrict__ w,
+                                      const float* __restrict__ bias, float* __restrict__ y,
+                                      unsigned int batch, unsigned int c_in, unsigned int len_in,
+                                      unsigned int c_out, unsigned int len_out,
+                                      unsigned int k_size, unsigned int stride,
+                                      unsigned int padding, unsigned int dilation,
+                                      unsigned int groups) {
+    conv1d_impl<1>(x, w, bias, y, batch, c_in, len_in, c_out, len_out, k_size, stride, padding,
+                   dilation, groups);
+}
+
+// Eight output channels per thread: when each group's output channels are a multiple of 8.
+extern "C" __global__ void conv1d_ob8_f32(const float* __restrict__ x,
+                                          const float* __restrict__ w,
+                                          const float* __restrict__ bias, float* __restrict__ y,
+                                          unsigned int batch, unsigned int c_in,
+                                          unsigned int len_in, unsigned int c_out,
+                                          unsigned int len_out, unsigned int k_size,
+                                          unsigned int stride, unsigned int padding,
+                                          unsigned int dilation, unsigned int groups) {
+    conv1d_impl<8>(x, w, bias, y, batch, c_in, len_in, c_out, len_out, k_size, stride, padding,
+                   dilation, groups);
 }
 
 // The transposed convolution (PyTorch's ConvTranspose1d): input sample s of channel c adds

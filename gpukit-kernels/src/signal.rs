@@ -45,6 +45,9 @@ pub enum SignalKernel {
     Sort,
     /// `conv1d_f32`: PyTorch's grouped, strided, dilated `Conv1d`, a thread per output.
     Conv1d,
+    /// `conv1d_ob8_f32`: the same convolution, a thread per 8 output channels of one group at
+    /// one position (each group's output channels a multiple of 8); the same bits.
+    Conv1dOb8,
     /// `conv_transpose1d_f32`: PyTorch's `ConvTranspose1d` (grouped, strided, dilated), a
     /// thread per output gathering its taps.
     ConvTranspose1d,
@@ -62,6 +65,7 @@ impl KernelFamily for SignalKernel {
             SignalKernel::MedianFilter => "median_filter_f32",
             SignalKernel::Sort => "sort_f32",
             SignalKernel::Conv1d => "conv1d_f32",
+            SignalKernel::Conv1dOb8 => "conv1d_ob8_f32",
             SignalKernel::ConvTranspose1d => "conv_transpose1d_f32",
         }
         .into())
@@ -83,6 +87,7 @@ impl KernelFamily for SignalKernel {
             SignalKernel::MedianFilter,
             SignalKernel::Sort,
             SignalKernel::Conv1d,
+            SignalKernel::Conv1dOb8,
             SignalKernel::ConvTranspose1d,
         ]
     }

@@ -15,6 +15,9 @@ use super::{f32_only, with_contiguous_out};
 use crate::ops::cpu_gemm;
 use rayon::prelude::*;
 
+/// Output channels per thread of `conv1d_ob8_f32`.
+const OB8: usize = 8;
+
 /// The geometry of a 1-D convolution: PyTorch's `stride`, `padding` (zeros on both ends),
 /// `dilation` and `groups`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -294,11 +297,14 @@ fn launch_or_run(
                     .arg(u32_dim(op, p.padding)?)
                     .arg(u32_dim(op, p.dilation)?)
                     .arg(u32_dim(op, p.groups)?);
-                let cfg = grid::elementwise(out.numel(), c.props());
-                let kernel = if transposed {
-                    SignalKernel::ConvTranspose1d
-                } else {
-                    SignalKernel::Conv1d
+                // Eight output channels a thread when the groups allow (the same bits).
+                let ob8 = !transposed && (d.c_out / p.groups).is_multiple_of(OB8);
+                let threads = if ob8 { out.numel() / OB8 } else { out.numel() };
+                let cfg = grid::elementwise(threads, c.props());
+                let kernel = match (transposed, ob8) {
+                    (true, _) => SignalKernel::ConvTranspose1d,
+                    (false, true) => SignalKernel::Conv1dOb8,
+                    (false, false) => SignalKernel::Conv1d,
                 };
                 // SAFETY: x contiguous [batch, c_in, len_in], w contiguous with the checked
                 // shape, bias null or [c_out], out_c contiguous [batch, c_out, len_out]; the

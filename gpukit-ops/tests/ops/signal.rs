@@ -583,7 +583,8 @@ fn conv_ref(
 op_test!(conv1d_and_conv_transpose1d, |dev: &Device| {
     let s = seed();
     // (batch, c_in, len, c_out, taps, stride, padding, dilation, groups): 1×1, same-padded odd
-    // taps, dilated (WaveNet, HiFi-GAN residual blocks), depthwise, strided, a length of 1.
+    // taps, dilated (WaveNet, HiFi-GAN residual blocks), depthwise, strided, a length of 1,
+    // and output channels in groups of 8.
     let cases = [
         (
             1usize, 5usize, 37usize, 7usize, 1usize, 1usize, 0usize, 1usize, 1usize,
@@ -593,6 +594,9 @@ op_test!(conv1d_and_conv_transpose1d, |dev: &Device| {
         (2, 6, 29, 6, 3, 1, 9, 9, 6),
         (1, 4, 33, 6, 4, 2, 1, 1, 2),
         (1, 3, 1, 2, 3, 1, 1, 1, 1),
+        // Eight output channels a thread on CUDA: one group, and two groups of 8.
+        (2, 16, 45, 32, 7, 1, 9, 3, 1),
+        (1, 4, 33, 16, 3, 2, 1, 1, 2),
     ];
     for (i, &(batch, c_in, len, c_out, k, stride, padding, dilation, groups)) in
         cases.iter().enumerate()
