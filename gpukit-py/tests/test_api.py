@@ -23,14 +23,14 @@ def stub_names():
 
 
 def public():
-    skip = {"llm", "audio", "cat", "__version__"}
+    skip = {"llm", "audio", "tts", "cat", "__version__"}
     return [n for n in gk.__all__ if n not in skip]
 
 
 def test_every_public_name_has_a_stub():
     missing = sorted(set(public()) - stub_names())
     assert not missing, f"no stub for {missing}"
-    assert {"load", "Model", "Tokenizer", "TextStream"} <= stub_names()
+    assert {"load", "Model", "Tokenizer", "TextStream", "Voice", "load_voice"} <= stub_names()
 
 
 def test_every_public_callable_and_method_has_a_docstring():
@@ -48,9 +48,12 @@ def test_every_public_callable_and_method_has_a_docstring():
                 if not (getattr(member, "__doc__", "") or "").strip():
                     undocumented.append(f"{name}.{attr}")
     audio = [getattr(gk.audio, n) for n in gk.audio.__all__]
-    for obj in (gk.llm.Model, gk.llm.Tokenizer, gk.llm.TextStream, gk.llm.load, *audio):
+    for obj in (gk.llm.Model, gk.llm.Tokenizer, gk.llm.TextStream, gk.llm.load, *audio, gk.tts.load):
         if not (obj.__doc__ or "").strip():
             undocumented.append(obj.__name__)
+    for attr, member in vars(gk.tts.Voice).items():
+        if not attr.startswith("_") and not (getattr(member, "__doc__", "") or "").strip():
+            undocumented.append(f"tts.Voice.{attr}")
     assert not undocumented, f"no docstring: {undocumented}"
 
 
