@@ -5,7 +5,9 @@ use gpukit_kernels::elementwise::ElementwiseKernel;
 use gpukit_kernels::ops::{BinaryOp, ScalarOp, UnaryOp};
 use gpukit_kernels::{DType, grid};
 
-use super::{check_out, cuda, dptr, float_only, new_output, same_device, same_dtype, strided};
+use super::{
+    check_out, cuda, dptr, float_only, host_f32, new_output, same_device, same_dtype, strided,
+};
 use crate::device::Device;
 use crate::layout::broadcast_shapes;
 use crate::tensor::Tensor;
@@ -77,14 +79,6 @@ fn dense_f32(shape: &[usize], ts: &[&Tensor]) -> bool {
         .all(|t| t.dtype() == DType::F32 && t.is_contiguous() && t.shape() == shape)
 }
 
-/// The f32 elements of a dense host tensor.
-fn dense_slice<'a>(d: &'a crate::HostData, t: &Tensor) -> Result<&'a [f32]> {
-    match d {
-        crate::HostData::F32(v) => Ok(&v[t.layout().offset()..][..t.numel()]),
-        _ => Err(Error::shape("cpu", "expected f32 data")),
-    }
-}
-
 /// `out[i] = f(x[i], y[i])` over dense f32 tensors of one shape ([`dense_f32`]), in parallel
 /// pieces: the same arithmetic as [`cpu_map`], on slices the compiler vectorises.
 fn dense_map2(
@@ -94,7 +88,7 @@ fn dense_map2(
     f: impl Fn(f32, f32) -> f32 + Sync,
 ) -> Result<()> {
     let (gx, gy) = (x.host("cpu")?, y.host("cpu")?);
-    let (xs, ys) = (dense_slice(&gx, x)?, dense_slice(&gy, y)?);
+    let (xs, ys) = (host_f32(&gx, x)?, host_f32(&gy, y)?);
     let mut od = out.host_mut("cpu")?;
     let crate::HostData::F32(dst) = &mut *od else {
         return Err(Error::shape("cpu", "expected f32 data"));
@@ -113,7 +107,7 @@ fn dense_map2(
 /// `out[i] = f(x[i])` over dense f32 tensors of one shape, as [`dense_map2`].
 fn dense_map1(out: &Tensor, x: &Tensor, f: impl Fn(f32) -> f32 + Sync) -> Result<()> {
     let gx = x.host("cpu")?;
-    let xs = dense_slice(&gx, x)?;
+    let xs = host_f32(&gx, x)?;
     let mut od = out.host_mut("cpu")?;
     let crate::HostData::F32(dst) = &mut *od else {
         return Err(Error::shape("cpu", "expected f32 data"));

@@ -96,13 +96,31 @@ pub(crate) fn cpu_gemm(
     n: usize,
     b_nk: bool,
 ) {
-    let (b_cs, b_rs) = if b_nk {
-        (k as isize, 1)
-    } else {
-        (1, n as isize)
-    };
-    // SAFETY: the slices hold m·k, k·n and m·n elements and the strides address exactly those
-    // row-major layouts; `c` is exclusively borrowed.
+    let b_strides = if b_nk { (1, k) } else { (n, 1) };
+    cpu_gemm_strided(a, b, b_strides, c, (m, k, n), gemm::Parallelism::Rayon(0));
+}
+
+/// Row-major `c[m, n] = a[m, k] · b` on the CPU with b's element (row, col) at
+/// `b[row·rs + col·cs]` for `b_strides` = (rs, cs), on `parallelism`'s threads.
+pub(crate) fn cpu_gemm_strided(
+    a: &[f32],
+    b: &[f32],
+    b_strides: (usize, usize),
+    c: &mut [f32],
+    (m, k, n): (usize, usize, usize),
+    parallelism: gemm::Parallelism,
+) {
+    let (b_rs, b_cs) = b_strides;
+    assert!(
+        a.len() >= m * k && c.len() >= m * n,
+        "cpu_gemm: a or c too short"
+    );
+    assert!(
+        k == 0 || n == 0 || b.len() > (k - 1) * b_rs + (n - 1) * b_cs,
+        "cpu_gemm: b too short for its strides"
+    );
+    // SAFETY: a holds m·k and c m·n row-major values and b reaches its last element (checked
+    // above); `c` is exclusively borrowed.
     unsafe {
         gemm::gemm(
             m,
@@ -116,14 +134,14 @@ pub(crate) fn cpu_gemm(
             1,
             k as isize,
             b.as_ptr(),
-            b_cs,
-            b_rs,
+            b_cs as isize,
+            b_rs as isize,
             0.0,
             1.0,
             false,
             false,
             false,
-            gemm::Parallelism::Rayon(0),
+            parallelism,
         );
     }
 }

@@ -12,8 +12,8 @@ mod reduce;
 
 pub use elementwise::*;
 pub use index::*;
-pub(crate) use matmul::cpu_gemm;
 pub use matmul::*;
+pub(crate) use matmul::{cpu_gemm, cpu_gemm_strided};
 pub use norm::*;
 pub use prenorm::*;
 pub use reduce::*;
@@ -172,6 +172,14 @@ pub(crate) fn float_only(op: &'static str, t: &Tensor) -> Result<()> {
             op,
             format!("needs a float tensor, got {:?} {}", t.shape(), t.dtype()),
         ))
+    }
+}
+
+/// The f32 elements of a contiguous host tensor, in place (`d` is its host data).
+pub(crate) fn host_f32<'a>(d: &'a crate::HostData, t: &Tensor) -> Result<&'a [f32]> {
+    match d {
+        crate::HostData::F32(v) => Ok(&v[t.layout().offset()..][..t.numel()]),
+        _ => Err(Error::shape("cpu", "expected f32 data")),
     }
 }
 

@@ -12,7 +12,7 @@ use gpukit_driver::DevicePtr;
 use super::{DType, Error, Result, check_out, dptr, same_device, u32_dim, write_host};
 use super::{Device, KernelArgs, SignalKernel, Tensor, grid};
 use super::{f32_only, with_contiguous_out};
-use crate::ops::cpu_gemm;
+use crate::ops::{cpu_gemm, cpu_gemm_strided, host_f32};
 use rayon::prelude::*;
 
 /// Output channels per thread of `conv1d_ob8_f32`.
@@ -261,7 +261,7 @@ fn launch_or_run(
             // Contiguous operands are read in place, others copied out once.
             let (x, w) = (x.contiguous()?, w.contiguous()?);
             let (gx, gw) = (x.host("cpu")?, w.host("cpu")?);
-            let (xv, wv) = (f32_values(&gx, &x)?, f32_values(&gw, &w)?);
+            let (xv, wv) = (host_f32(&gx, &x)?, host_f32(&gw, &w)?);
             let bv = bias.map(|b| b.to_vec::<f32>()).transpose()?;
             let mut y = if transposed {
                 cpu_conv_transpose(xv, wv, p, d, len_out)
@@ -332,6 +332,8 @@ fn cpu_conv(x: &[f32], w: &[f32], p: &Conv1d, d: &Dims, len_out: usize) -> Vec<f
         .flat_map(|b| (0..p.groups).map(move |g| (b, g)))
         .flat_map(|(b, g)| (0..len_out).step_by(PIECE).map(move |t0| (b, g, t0)))
         .collect();
+    // The pieces run in parallel, each product on its own thread.
+    let serial = gemm::Parallelism::None;
     let pieces: Vec<Vec<f32>> = jobs
         .par_iter()
         .map(|&(b, g, t0)| {
@@ -341,7 +343,14 @@ fn cpu_conv(x: &[f32], w: &[f32], p: &Conv1d, d: &Dims, len_out: usize) -> Vec<f
             let mut out = vec![0.0f32; cout_g * n];
             if direct {
                 // The input rows are the columns: rhs [cin_g, n] with row stride len_in.
-                gemm_strided(a, &xg[t0..], d.len_in, &mut out, cout_g, cin_g, n);
+                cpu_gemm_strided(
+                    a,
+                    &xg[t0..],
+                    (d.len_in, 1),
+                    &mut out,
+                    (cout_g, cin_g, n),
+                    serial,
+                );
             } else {
                 let mut cols = vec![0.0f32; cin_g * k * n];
                 for c in 0..cin_g {
@@ -351,7 +360,7 @@ fn cpu_conv(x: &[f32], w: &[f32], p: &Conv1d, d: &Dims, len_out: usize) -> Vec<f
                         im2col_row(row, dst, t0 * p.stride + kk * p.dilation, p);
                     }
                 }
-                gemm_strided(a, &cols, n, &mut out, cout_g, cin_g * k, n);
+                cpu_gemm_strided(a, &cols, (n, 1), &mut out, (cout_g, cin_g * k, n), serial);
             }
             out
         })
@@ -364,38 +373,6 @@ fn cpu_conv(x: &[f32], w: &[f32], p: &Conv1d, d: &Dims, len_out: usize) -> Vec<f
         }
     }
     y
-}
-
-/// `c[m, n] = a[m, k] · b[k, n]` (row-major, `b`'s rows `b_rs` apart), single-threaded: the
-/// callers parallelise over pieces.
-fn gemm_strided(a: &[f32], b: &[f32], b_rs: usize, c: &mut [f32], m: usize, k: usize, n: usize) {
-    debug_assert!(a.len() >= m * k && c.len() >= m * n);
-    debug_assert!(k == 0 || b.len() >= (k - 1) * b_rs + n);
-    // SAFETY: a holds m·k row-major values, b k rows of n values b_rs apart (checked above), c
-    // m·n row-major values, exclusively borrowed.
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            c.as_mut_ptr(),
-            1,
-            n as isize,
-            false,
-            a.as_ptr(),
-            1,
-            k as isize,
-            b.as_ptr(),
-            1,
-            b_rs as isize,
-            0.0,
-            1.0,
-            false,
-            false,
-            false,
-            gemm::Parallelism::None,
-        );
-    }
 }
 
 /// One im2col row: `dst[t]` = `row[t·stride + shift − padding]`, zero outside the row.
@@ -415,14 +392,6 @@ fn im2col_row(row: &[f32], dst: &mut [f32], shift: usize, p: &Conv1d) {
         for (t, v) in dst.iter_mut().enumerate().take(hi).skip(lo) {
             *v = row[pos(t) as usize];
         }
-    }
-}
-
-/// The f32 elements of a contiguous host tensor.
-fn f32_values<'a>(d: &'a crate::HostData, t: &Tensor) -> Result<&'a [f32]> {
-    match d {
-        crate::HostData::F32(v) => Ok(&v[t.layout().offset()..][..t.numel()]),
-        _ => Err(Error::dtype("conv1d", "expected f32 data")),
     }
 }
 
