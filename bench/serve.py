@@ -110,7 +110,9 @@ class Server:
             for line in r.read().decode().splitlines():
                 if not line.startswith("#") and " " in line:
                     k, v = line.rsplit(" ", 1)
-                    out[k] = float(v)
+                    # Every series carries the served model's label; one model is served here.
+                    k = re.sub(r'model="(?:[^"\\]|\\.)*",?', "", k).replace("{}", "")
+                    out[k] = out.get(k, 0.0) + float(v)
             return out
 
     def request(self, prompt, max_tokens):

@@ -11,55 +11,10 @@
 // (split, blockIdx.z) and writes its sum to the `partial` workspace, which `linear_reduce` adds
 // up in segment order: the same sum, with more blocks for few rows or a deep K. How rows and
 // outputs are tiled, how deep a pipeline stage is and whether segments run split do not change
-// that sum, so the variants — `linear_tiled` for many rows, `linear_skinny` for at most 16 —
-// give the same bits for a row, whatever the number of rows, the row's place among them or the
-// block computing it (tested).
-//
-// linear_tiled: LINEAR_TILE_M rows × LINEAR_TILE_N outputs, four warps in a 2 × 2 grid (warp tile 32 ×
-// 64: 2 × 8 mma tiles), LINEAR_STAGES cp.async stages of x and W tiles in shared memory (rows
-// padded by 8 elements, so that ldmatrix is free of bank conflicts). Rows past M, outputs past N
-// and K past its end are zero-filled on load and not stored. K must be a multiple of 8 and x and
-// W 16-byte aligned (16-byte loads).
+// that sum, so the tilings of LINEAR_TILES (one kernel each, `linear_t<i>_<dtype>`, the host
+// picking one by the number of rows) give the same bits for a row, whatever the number of rows,
+// the row's place among them or the block computing it (tested).
 #include "common.cuh"
-
-static_assert(LINEAR_KSEG % LINEAR_TILE_K == 0 && LINEAR_KSEG % LINEAR_SKINNY_K == 0,
-              "a K segment is whole pipeline stages of either kernel");
-
-#define LT_PAD 8
-#define LT_ROW (LINEAR_TILE_K + LT_PAD)
-
-template <typename T>
-__device__ __forceinline__ void linear_load_stage(T (*xs)[LT_ROW], T (*ws)[LT_ROW], const T* __restrict__ x,
-                                                  const T* __restrict__ w, unsigned int M, unsigned int N,
-                                                  unsigned int K, unsigned int m0, unsigned int n0,
-                                                  unsigned int k0) {
-    constexpr int V = 8;  // elements per 16-byte chunk
-    constexpr int CHUNKS_ROW = LINEAR_TILE_K / V;
-    for (int c = threadIdx.x; c < LINEAR_TILE_M * CHUNKS_ROW; c += LINEAR_THREADS) {
-        const int r = c / CHUNKS_ROW, kc = (c % CHUNKS_ROW) * V;
-        const unsigned int row = m0 + r, k = k0 + kc;
-        const bool ok = row < M && k < K;
-        cp_async16(&xs[r][kc], ok ? x + (unsigned long long)row * K + k : x, ok);
-    }
-    for (int c = threadIdx.x; c < LINEAR_TILE_N * CHUNKS_ROW; c += LINEAR_THREADS) {
-        const int r = c / CHUNKS_ROW, kc = (c % CHUNKS_ROW) * V;
-        const unsigned int n = n0 + r, k = k0 + kc;
-        const bool ok = n < N && k < K;
-        cp_async16(&ws[r][kc], ok ? w + (unsigned long long)n * K + k : w, ok);
-    }
-}
-
-// The K tiles a block walks: all of them (fused), or segment blockIdx.z's (split: `partial` set).
-struct KRange {
-    unsigned int begin, end, per_seg;
-};
-
-__device__ __forceinline__ KRange k_range(unsigned int K, unsigned int tile_k, bool split) {
-    const unsigned int count = (K + tile_k - 1) / tile_k, per_seg = LINEAR_KSEG / tile_k;
-    if (!split) return {0u, count, per_seg};
-    const unsigned int begin = blockIdx.z * per_seg;
-    return {begin, min(count, begin + per_seg), per_seg};
-}
 
 // One output element's end: written with the bias (fused, or a single segment), or its
 // segment's sum written to the workspace.
@@ -76,169 +31,138 @@ __device__ __forceinline__ void linear_store(T* __restrict__ y, float* __restric
     y[(unsigned long long)row * N + n] = from_f32<T>(v);
 }
 
-template <typename T>
-__device__ __forceinline__ void linear_tiled_impl(const T* __restrict__ x, const T* __restrict__ w,
-                                                  const T* __restrict__ bias, T* __restrict__ y,
-                                                  float* __restrict__ partial, unsigned int M,
-                                                  unsigned int N, unsigned int K) {
-    __shared__ __align__(16) T xs[LINEAR_STAGES][LINEAR_TILE_M][LT_ROW];
-    __shared__ __align__(16) T ws[LINEAR_STAGES][LINEAR_TILE_N][LT_ROW];
+// A tiling's kernel: TM rows × TN outputs a block, TK-deep pipeline stages, ST cp.async stages
+// of x and W tiles in dynamic shared memory (rows padded by 8 elements, so that ldmatrix is free
+// of bank conflicts), warps of WM × WN outputs each (WM a multiple of 16, WN of 8). Row tiles
+// are blockIdx.x, so the blocks reading one weight tile run together and share it through L2.
+// FUSED: a block walks every K segment, keeping the finished segments' sum beside the running
+// one; otherwise a block sums the one segment blockIdx.z (the host makes the grid's z the number
+// of segments and, past one, passes the workspace), which halves the accumulator registers.
+// Rows past M, outputs past N and K past its end are zero-filled on load and not stored. K must
+// be a multiple of 8 and x and W 16-byte aligned (16-byte loads).
+template <typename T, int TM, int TN, int TK, int ST, int WM, int WN, bool FUSED>
+__device__ __forceinline__ void linear_tile_impl(const T* __restrict__ x, const T* __restrict__ w,
+                                                 const T* __restrict__ bias, T* __restrict__ y,
+                                                 float* __restrict__ partial, unsigned int M,
+                                                 unsigned int N, unsigned int K) {
+    static_assert(LINEAR_KSEG % TK == 0, "a K segment is whole pipeline stages");
+    static_assert(TM % WM == 0 && TN % WN == 0 && WM % 16 == 0 && WN % 8 == 0, "warp tiling");
+    static_assert(WN == 8 || WN % 16 == 0, "mma column tiles in pairs, or one");
+    constexpr int ROW = TK + 8, WARPS_N = TN / WN, THREADS = (TM / WM) * WARPS_N * 32;
+    constexpr int FI = WM / 16, FJ = WN / 8, CH = TK / 8;  // mma tiles; 16-byte chunks a row
+    constexpr int TI = FUSED ? FI : 1, TJ = FUSED ? FJ : 1;
+    extern __shared__ __align__(16) unsigned char linear_smem[];
+    T(*xs)[TM][ROW] = reinterpret_cast<T(*)[TM][ROW]>(linear_smem);
+    T(*ws)[TN][ROW] = reinterpret_cast<T(*)[TN][ROW]>(linear_smem + sizeof(T) * ST * TM * ROW);
     const unsigned int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const unsigned int wm = warp / 2, wn = warp % 2;  // the warp's 32 × 64 quarter of the tile
-    const unsigned int m0 = blockIdx.y * LINEAR_TILE_M, n0 = blockIdx.x * LINEAR_TILE_N;
-    const KRange kr = k_range(K, LINEAR_TILE_K, partial != nullptr);
-    float acc[2][8][4], total[2][8][4];
-#pragma unroll
-    for (int i = 0; i < 2; ++i)
-#pragma unroll
-        for (int j = 0; j < 8; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) acc[i][j][e] = total[i][j][e] = 0.0f;
-    pdl_enter();
-#pragma unroll
-    for (int s = 0; s < LINEAR_STAGES - 1; ++s) {
-        if (kr.begin + s < kr.end)
-            linear_load_stage<T>(xs[s], ws[s], x, w, M, N, K, m0, n0, (kr.begin + s) * LINEAR_TILE_K);
-        cp_async_commit();
-    }
-    for (unsigned int kt = kr.begin; kt < kr.end; ++kt) {
-        if (kt != kr.begin && kt % kr.per_seg == 0) {
-            // A segment ends: its sum joins the total and the next starts from zero.
-#pragma unroll
-            for (int i = 0; i < 2; ++i)
-#pragma unroll
-                for (int j = 0; j < 8; ++j)
-#pragma unroll
-                    for (int e = 0; e < 4; ++e) {
-                        total[i][j][e] += acc[i][j][e];
-                        acc[i][j][e] = 0.0f;
-                    }
-        }
-        cp_async_wait<LINEAR_STAGES - 2>();
-        __syncthreads();
-        const unsigned int next = kt + LINEAR_STAGES - 1;
-        if (next < kr.end) {
-            const int s = (next - kr.begin) % LINEAR_STAGES;
-            linear_load_stage<T>(xs[s], ws[s], x, w, M, N, K, m0, n0, next * LINEAR_TILE_K);
-        }
-        cp_async_commit();
-        const int s = (kt - kr.begin) % LINEAR_STAGES;
-#pragma unroll
-        for (int ks = 0; ks < LINEAR_TILE_K; ks += 16) {
-            // A chunk wholly past K adds nothing (and is skipped in every variant, so that no
-            // variant adds zeros another does not: -0 + 0 is +0).
-            if (kt * LINEAR_TILE_K + ks >= K) break;
-            unsigned a[2][4];
-#pragma unroll
-            for (int i = 0; i < 2; ++i) {
-                // Lanes 0-15: rows 0-15 at k lo; lanes 16-31: the same rows at k hi.
-                const T* p = &xs[s][wm * 32 + i * 16 + (lane & 15)][ks + (lane >> 4) * 8];
-                ldsm_x4(a[i][0], a[i][1], a[i][2], a[i][3], p);
-            }
-#pragma unroll
-            for (int j = 0; j < 8; j += 2) {
-                // Matrices: (n 0-7, k lo), (n 0-7, k hi), (n 8-15, k lo), (n 8-15, k hi).
-                const unsigned int n = wn * 64 + j * 8 + (lane & 7) + ((lane >> 4) << 3);
-                const T* p = &ws[s][n][ks + ((lane >> 3) & 1) * 8];
-                unsigned b0, b1, b2, b3;
-                ldsm_x4(b0, b1, b2, b3, p);
-#pragma unroll
-                for (int i = 0; i < 2; ++i) {
-                    mma16816<T>(acc[i][j], a[i], b0, b1);
-                    mma16816<T>(acc[i][j + 1], a[i], b2, b3);
-                }
-            }
-        }
-    }
-    cp_async_wait<0>();
-    // Accumulator (i, j): rows wm·32 + 16i + lane/4 (+8), columns wn·64 + 8j + 2·(lane%4) (+1).
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const unsigned int row = m0 + wm * 32 + i * 16 + (lane >> 2) + (e >> 1) * 8;
-                const unsigned int n = n0 + wn * 64 + j * 8 + (lane & 3) * 2 + (e & 1);
-                if (row < M && n < N) linear_store(y, partial, bias, M, N, row, n, total[i][j][e] + acc[i][j][e]);
-            }
-        }
-    }
-}
-
-// linear_skinny: at most 16 rows (one mma row tile), LINEAR_SKINNY_N outputs per block (four
-// warps, one 8-wide mma column tile each) and LINEAR_SKINNY_K-deep stages: many blocks and
-// many bytes in flight per block, for the memory-bound shapes of decode batches.
-#define LS_ROW (LINEAR_SKINNY_K + LT_PAD)
-
-template <typename T>
-__device__ __forceinline__ void linear_skinny_impl(const T* __restrict__ x, const T* __restrict__ w,
-                                                   const T* __restrict__ bias, T* __restrict__ y,
-                                                   float* __restrict__ partial, unsigned int M,
-                                                   unsigned int N, unsigned int K) {
-    __shared__ __align__(16) T xs[LINEAR_SKINNY_STAGES][16][LS_ROW];
-    __shared__ __align__(16) T ws[LINEAR_SKINNY_STAGES][LINEAR_SKINNY_N][LS_ROW];
-    const unsigned int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const unsigned int n0 = blockIdx.x * LINEAR_SKINNY_N;
-    const KRange kr = k_range(K, LINEAR_SKINNY_K, partial != nullptr);
-    constexpr int CH = LINEAR_SKINNY_K / 8;  // 16-byte chunks per row and stage
+    const unsigned int wm = warp / WARPS_N, wn = warp % WARPS_N;
+    const unsigned int m0 = blockIdx.x * TM, n0 = blockIdx.y * TN;
+    const unsigned int count = (K + TK - 1) / TK, per_seg = LINEAR_KSEG / TK;
+    const unsigned int kb = FUSED ? 0u : blockIdx.z * per_seg;
+    const unsigned int ke = FUSED ? count : min(count, kb + per_seg);
     auto load = [&](int s, unsigned int k0) {
-        for (int c = threadIdx.x; c < 16 * CH; c += LINEAR_THREADS) {
+        for (int c = threadIdx.x; c < TM * CH; c += THREADS) {
             const int r = c / CH, kc = (c % CH) * 8;
-            const unsigned int k = k0 + kc;
-            const bool ok = (unsigned int)r < M && k < K;
-            cp_async16(&xs[s][r][kc], ok ? x + (unsigned long long)r * K + k : x, ok);
+            const unsigned int row = m0 + r, k = k0 + kc;
+            const bool ok = row < M && k < K;
+            cp_async16(&xs[s][r][kc], ok ? x + (unsigned long long)row * K + k : x, ok);
         }
-        for (int c = threadIdx.x; c < LINEAR_SKINNY_N * CH; c += LINEAR_THREADS) {
+        for (int c = threadIdx.x; c < TN * CH; c += THREADS) {
             const int r = c / CH, kc = (c % CH) * 8;
             const unsigned int n = n0 + r, k = k0 + kc;
             const bool ok = n < N && k < K;
             cp_async16(&ws[s][r][kc], ok ? w + (unsigned long long)n * K + k : w, ok);
         }
     };
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, total[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    // total: the finished segments' sum (fused tilings; a placeholder otherwise).
+    float acc[FI][FJ][4], total[TI][TJ][4];
+#pragma unroll
+    for (int i = 0; i < FI; ++i)
+#pragma unroll
+        for (int j = 0; j < FJ; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < TI; ++i)
+#pragma unroll
+        for (int j = 0; j < TJ; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) total[i][j][e] = 0.0f;
     pdl_enter();
 #pragma unroll
-    for (int s = 0; s < LINEAR_SKINNY_STAGES - 1; ++s) {
-        if (kr.begin + s < kr.end) load(s, (kr.begin + s) * LINEAR_SKINNY_K);
+    for (int s = 0; s < ST - 1; ++s) {
+        if (kb + s < ke) load(s, (kb + s) * TK);
         cp_async_commit();
     }
-    for (unsigned int kt = kr.begin; kt < kr.end; ++kt) {
-        if (kt != kr.begin && kt % kr.per_seg == 0) {
+    for (unsigned int kt = kb; kt < ke; ++kt) {
+        if constexpr (FUSED) {
+            if (kt != kb && kt % per_seg == 0) {
+                // A segment ends: its sum joins the total and the next starts from zero.
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                total[e] += acc[e];
-                acc[e] = 0.0f;
+                for (int i = 0; i < FI; ++i)
+#pragma unroll
+                    for (int j = 0; j < FJ; ++j)
+#pragma unroll
+                        for (int e = 0; e < 4; ++e) {
+                            total[i][j][e] += acc[i][j][e];
+                            acc[i][j][e] = 0.0f;
+                        }
             }
         }
-        cp_async_wait<LINEAR_SKINNY_STAGES - 2>();
+        cp_async_wait<ST - 2>();
         __syncthreads();
-        const unsigned int next = kt + LINEAR_SKINNY_STAGES - 1;
-        if (next < kr.end) load((next - kr.begin) % LINEAR_SKINNY_STAGES, next * LINEAR_SKINNY_K);
+        const unsigned int next = kt + ST - 1;
+        if (next < ke) load((next - kb) % ST, next * TK);
         cp_async_commit();
-        const int s = (kt - kr.begin) % LINEAR_SKINNY_STAGES;
+        const int s = (kt - kb) % ST;
 #pragma unroll
-        for (int ks = 0; ks < LINEAR_SKINNY_K; ks += 32) {
-            // Two chunks: this warp's 8 weight rows at k ks, ks + 8, ks + 16, ks + 24.
-            unsigned b0, b1, b2, b3;
-            ldsm_x4(b0, b1, b2, b3, &ws[s][warp * 8 + (lane & 7)][ks + (lane >> 3) * 8]);
+        for (int ks = 0; ks < TK; ks += 16) {
+            // A chunk wholly past K adds nothing (and is skipped in every tiling, so that none
+            // adds zeros another does not: -0 + 0 is +0).
+            if (kt * TK + ks >= K) break;
+            unsigned a[FI][4];
 #pragma unroll
-            for (int half = 0; half < 2; ++half) {
-                const unsigned int k = kt * LINEAR_SKINNY_K + ks + half * 16;
-                if (k >= K) break;
-                unsigned a[4];
-                ldsm_x4(a[0], a[1], a[2], a[3], &xs[s][lane & 15][ks + half * 16 + (lane >> 4) * 8]);
-                if (half == 0) mma16816<T>(acc, a, b0, b1);
-                else mma16816<T>(acc, a, b2, b3);
+            for (int i = 0; i < FI; ++i) {
+                // Lanes 0-15: rows 0-15 at k lo; lanes 16-31: the same rows at k hi.
+                ldsm_x4(a[i][0], a[i][1], a[i][2], a[i][3],
+                        &xs[s][wm * WM + i * 16 + (lane & 15)][ks + (lane >> 4) * 8]);
+            }
+            if constexpr (FJ == 1) {
+                // Matrices: (n 0-7, k lo), (n 0-7, k hi).
+                unsigned b0, b1;
+                ldsm_x2(b0, b1, &ws[s][wn * WN + (lane & 7)][ks + ((lane >> 3) & 1) * 8]);
+#pragma unroll
+                for (int i = 0; i < FI; ++i) mma16816<T>(acc[i][0], a[i], b0, b1);
+            } else {
+#pragma unroll
+                for (int j = 0; j < FJ; j += 2) {
+                    // Matrices: (n 0-7, k lo), (n 0-7, k hi), (n 8-15, k lo), (n 8-15, k hi).
+                    const unsigned int n = wn * WN + j * 8 + (lane & 7) + ((lane >> 4) << 3);
+                    unsigned b0, b1, b2, b3;
+                    ldsm_x4(b0, b1, b2, b3, &ws[s][n][ks + ((lane >> 3) & 1) * 8]);
+#pragma unroll
+                    for (int i = 0; i < FI; ++i) {
+                        mma16816<T>(acc[i][j], a[i], b0, b1);
+                        mma16816<T>(acc[i][j + 1], a[i], b2, b3);
+                    }
+                }
             }
         }
     }
     cp_async_wait<0>();
+    // Accumulator (i, j): rows wm·WM + 16i + lane/4 (+8), columns wn·WN + 8j + 2·(lane%4) (+1).
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-        const unsigned int row = (lane >> 2) + (e >> 1) * 8;
-        const unsigned int n = n0 + warp * 8 + (lane & 3) * 2 + (e & 1);
-        if (row < M && n < N) linear_store(y, partial, bias, M, N, row, n, total[e] + acc[e]);
+    for (int i = 0; i < FI; ++i) {
+#pragma unroll
+        for (int j = 0; j < FJ; ++j) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const unsigned int row = m0 + wm * WM + i * 16 + (lane >> 2) + (e >> 1) * 8;
+                const unsigned int n = n0 + wn * WN + j * 8 + (lane & 3) * 2 + (e & 1);
+                const float t = (FUSED ? total[i % TI][j % TJ][e] : 0.0f) + acc[i][j][e];
+                if (row < M && n < N) linear_store(y, partial, bias, M, N, row, n, t);
+            }
+        }
     }
 }
 
@@ -260,21 +184,22 @@ __device__ __forceinline__ void linear_reduce_impl(const float* __restrict__ par
     }
 }
 
-#define LINEAR_KERNELS(T, NAME)                                                                    \
-extern "C" __global__ void __launch_bounds__(LINEAR_THREADS) linear_tiled_##NAME(                  \
+// One kernel per tiling of LINEAR_TILES (generated from the Rust side's table) and dtype.
+#define LINEAR_TILE_KERNEL(I, TM, TN, TK, ST, WM, WN, FUSED, T, NAME)                              \
+extern "C" __global__ void __launch_bounds__((TM / WM) * (TN / WN) * 32) linear_t##I##_##NAME(    \
         const T* x, const T* w, const T* bias, T* y, float* partial, unsigned int M,              \
         unsigned int N, unsigned int K) {                                                         \
-    linear_tiled_impl<T>(x, w, bias, y, partial, M, N, K);                                        \
-}                                                                                                 \
-extern "C" __global__ void __launch_bounds__(LINEAR_THREADS) linear_skinny_##NAME(                 \
-        const T* x, const T* w, const T* bias, T* y, float* partial, unsigned int M,              \
-        unsigned int N, unsigned int K) {                                                         \
-    linear_skinny_impl<T>(x, w, bias, y, partial, M, N, K);                                       \
-}                                                                                                 \
+    linear_tile_impl<T, TM, TN, TK, ST, WM, WN, FUSED>(x, w, bias, y, partial, M, N, K);          \
+}
+#define LINEAR_TILE_KERNELS(I, TM, TN, TK, ST, WM, WN, FUSED)                                     \
+    LINEAR_TILE_KERNEL(I, TM, TN, TK, ST, WM, WN, FUSED, f16, f16)                                \
+    LINEAR_TILE_KERNEL(I, TM, TN, TK, ST, WM, WN, FUSED, bf16, bf16)
+LINEAR_TILES(LINEAR_TILE_KERNELS)
+
+#define LINEAR_REDUCE_KERNEL(T, NAME)                                                             \
 extern "C" __global__ void linear_reduce_##NAME(const float* partial, const T* bias, T* y,        \
         unsigned int M, unsigned int N, unsigned int segments) {                                  \
     linear_reduce_impl<T>(partial, bias, y, M, N, segments);                                      \
 }
-
-LINEAR_KERNELS(f16, f16)
-LINEAR_KERNELS(bf16, bf16)
+LINEAR_REDUCE_KERNEL(f16, f16)
+LINEAR_REDUCE_KERNEL(bf16, bf16)

@@ -1,40 +1,39 @@
 //! The batch-invariant linear family (`cuda/linear.cu`): `y = x · Wᵀ + b` for f16/bf16 on the
-//! tensor cores, every output element summed the same way by each variant: K cut into segments
+//! tensor cores, every output element summed the same way by each tiling: K cut into segments
 //! of [`LINEAR_KSEG`], each summed one mma per 16-deep chunk in order, the segments' sums added
-//! in order. `Tiled` serves many rows, `Skinny` at most [`LINEAR_SKINNY_M`]; either runs its
-//! segments in one block (fused) or as separate blocks whose sums `Reduce` adds up (split) — so a
-//! row's result is the same whatever the batch (what a serving engine needs for batch-invariant
-//! results) while each batch size gets a tiling and a parallelism that suit it.
+//! in order. [`LINEAR_TILES`] lists the tilings, chosen by the number of rows; a tiling runs its
+//! segments in one block (fused) or as separate blocks whose sums `Reduce` adds up (split) — so
+//! a row's result is the same whatever the batch (what a serving engine needs for
+//! batch-invariant results) while each batch size gets a tiling and a parallelism that suit it.
 
 use gpukit_driver::LaunchConfig;
 
 use crate::grid::dim;
 use crate::kernel::{KernelFamily, float_name};
-use crate::shared::{
-    LINEAR_KSEG, LINEAR_SKINNY_M, LINEAR_SKINNY_N, LINEAR_SPLIT_BELOW_BLOCKS, LINEAR_THREADS,
-    LINEAR_TILE_M, LINEAR_TILE_N,
-};
+use crate::shared::{LINEAR_KSEG, LINEAR_SPLIT_BELOW_BLOCKS, LINEAR_TILES, LinearTile};
 use crate::{DType, Error, Result};
 
 /// The batch-invariant linear kernels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LinearKernel {
-    /// `linear_tiled_<dt>`: 64 × 128 tiles; f16 or bf16, K a multiple of 8, 16-byte aligned
-    /// operands.
-    Tiled(DType),
-    /// `linear_skinny_<dt>`: at most [`LINEAR_SKINNY_M`] rows, [`LINEAR_SKINNY_N`] outputs per
-    /// block (decode batches: memory-bound, many blocks); same operand rules.
-    Skinny(DType),
-    /// `linear_reduce_<dt>`: the split variants' segment sums, in order, plus the bias.
+    /// `linear_t<i>_<dt>`: the tiling `LINEAR_TILES[i]`; f16 or bf16, K a multiple of 8,
+    /// 16-byte aligned operands.
+    Tile(usize, DType),
+    /// `linear_reduce_<dt>`: the split tilings' segment sums, in order, plus the bias.
     Reduce(DType),
 }
 
 impl KernelFamily for LinearKernel {
     fn entry_point(&self) -> Result<String> {
         let (name, dt) = match *self {
-            LinearKernel::Tiled(dt) => ("tiled", dt),
-            LinearKernel::Skinny(dt) => ("skinny", dt),
-            LinearKernel::Reduce(dt) => ("reduce", dt),
+            LinearKernel::Tile(i, dt) if i < LINEAR_TILES.len() => (format!("t{i}"), dt),
+            LinearKernel::Tile(i, _) => {
+                return Err(Error::InvalidArgument(format!(
+                    "linear tiling {i} of {}",
+                    LINEAR_TILES.len()
+                )));
+            }
+            LinearKernel::Reduce(dt) => ("reduce".to_string(), dt),
         };
         match dt {
             DType::F16 | DType::BF16 => Ok(format!("linear_{name}_{}", float_name("linear", dt)?)),
@@ -54,19 +53,17 @@ impl KernelFamily for LinearKernel {
         [DType::F16, DType::BF16]
             .into_iter()
             .flat_map(|d| {
-                [
-                    LinearKernel::Tiled(d),
-                    LinearKernel::Skinny(d),
-                    LinearKernel::Reduce(d),
-                ]
+                (0..LINEAR_TILES.len())
+                    .map(move |i| LinearKernel::Tile(i, d))
+                    .chain([LinearKernel::Reduce(d)])
             })
             .collect()
     }
 }
 
-/// Whether the tiled kernel takes a `[m, k] · [n, k]ᵀ` product of `dtype` whose operands start
+/// Whether the tiled kernels take a `[m, k] · [n, k]ᵀ` product of `dtype` whose operands start
 /// at these addresses: f16/bf16, k a multiple of 8 (16-byte rows), both 16-byte aligned. It
-/// does not depend on m, so a sequence's rows take the same kernel in any batch.
+/// does not depend on m, so a sequence's rows take the same family in any batch.
 pub fn tiled_fits(dtype: DType, k: usize, x_addr: u64, w_addr: u64) -> bool {
     matches!(dtype, DType::F16 | DType::BF16)
         && k.is_multiple_of(8)
@@ -74,23 +71,17 @@ pub fn tiled_fits(dtype: DType, k: usize, x_addr: u64, w_addr: u64) -> bool {
         && w_addr.is_multiple_of(16)
 }
 
-/// The kernel for `m` rows of `dtype` and its launch: [`LinearKernel::Skinny`] (one block per
-/// [`LINEAR_SKINNY_N`] outputs) up to [`LINEAR_SKINNY_M`] rows, else [`LinearKernel::Tiled`]
-/// (one block per [`LINEAR_TILE_M`] rows × [`LINEAR_TILE_N`] outputs). Both sum every element
-/// the same way, so the choice may depend on m.
-///
-/// # Errors
-/// [`Error::InvalidArgument`] for more tiles than a grid holds.
 /// How a batch-invariant linear of `m` rows, `n` outputs and depth `k` runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LinearPlan {
-    /// The tiled or skinny kernel.
+    /// The tiling's kernel.
     pub kernel: LinearKernel,
-    /// Its grid (z: the K segments when split).
+    /// Its grid (x: row tiles, y: output tiles, z: the K segments when split), block and
+    /// dynamic shared memory.
     pub cfg: LaunchConfig,
     /// K segments run as separate blocks: an f32 workspace of `split · m · n` values takes
     /// their sums and [`LinearKernel::Reduce`] (with [`reduce_grid`]) adds them up. `None`:
-    /// each block walks every segment and writes the output itself.
+    /// each block walks every segment (or there is one) and writes the output itself.
     pub split: Option<usize>,
 }
 
@@ -99,42 +90,52 @@ pub fn segments(k: usize) -> usize {
     k.div_ceil(LINEAR_KSEG).max(1)
 }
 
-/// The plan for `m` rows, `n` outputs, depth `k`: the skinny kernel up to
-/// [`LINEAR_SKINNY_M`] rows, the tiled one above; segments split where there are several and
-/// the unsplit grid would be small (the skinny kernel always). Which plan runs never changes a
-/// result.
+/// The tiling for `m` rows: the first of [`LINEAR_TILES`] whose `max_rows` covers m.
+pub fn tile_for(m: usize) -> (usize, LinearTile) {
+    let i = LINEAR_TILES
+        .iter()
+        .position(|t| m <= t.max_rows)
+        .unwrap_or(LINEAR_TILES.len() - 1);
+    (i, LINEAR_TILES[i])
+}
+
+/// The plan for `m` rows, `n` outputs, depth `k` of `dtype`: the tiling for m (see
+/// [`tile_for`]), its segments split into blocks unless it is fused or there is one; a fused
+/// tiling whose grid would have fewer than [`LINEAR_SPLIT_BELOW_BLOCKS`] blocks gives way to the
+/// widest split one (more blocks for few outputs). Which plan runs never changes a result.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] for sizes beyond a grid.
+/// [`Error::InvalidArgument`] for sizes beyond a grid; [`Error::Unsupported`] for a dtype
+/// other than f16/bf16.
 pub fn plan(dtype: DType, m: usize, n: usize, k: usize) -> Result<LinearPlan> {
-    let blocks = |tile: usize| {
-        u32::try_from(n.div_ceil(tile).max(1))
-            .map_err(|_| Error::InvalidArgument(format!("{n} outputs exceed the grid limit")))
-    };
-    let segs = segments(k);
-    let z = |split: bool| -> Result<u32> {
-        match split {
-            true => dim("K segments", segs),
-            false => Ok(1),
+    let elem = match dtype {
+        DType::F16 | DType::BF16 => dtype.size_in_bytes(),
+        dtype => {
+            return Err(Error::Unsupported {
+                op: "linear (tiled)",
+                dtype,
+            });
         }
     };
-    if m <= LINEAR_SKINNY_M {
-        let split = segs > 1;
-        let cfg = LaunchConfig::new((blocks(LINEAR_SKINNY_N)?, 1, z(split)?), LINEAR_THREADS);
-        return Ok(LinearPlan {
-            kernel: LinearKernel::Skinny(dtype),
-            cfg,
-            split: split.then_some(segs),
-        });
+    let segs = segments(k);
+    let tiles = |t: &LinearTile| m.div_ceil(t.rows).max(1) * n.div_ceil(t.cols).max(1);
+    let (mut i, mut tile) = tile_for(m);
+    if tile.fused
+        && segs > 1
+        && tiles(&tile) < LINEAR_SPLIT_BELOW_BLOCKS
+        && let Some(j) = LINEAR_TILES.iter().rposition(|t| !t.fused)
+    {
+        (i, tile) = (j, LINEAR_TILES[j]);
     }
-    let (x, y) = (
-        blocks(LINEAR_TILE_N)?,
-        dim("row tiles", m.div_ceil(LINEAR_TILE_M).max(1))?,
+    let split = !tile.fused && segs > 1;
+    let grid = (
+        dim("row tiles", m.div_ceil(tile.rows).max(1))?,
+        dim("output tiles", n.div_ceil(tile.cols).max(1))?,
+        dim("K segments", if split { segs } else { 1 })?,
     );
-    let split = segs > 1 && (x as usize) * (y as usize) < LINEAR_SPLIT_BELOW_BLOCKS;
     Ok(LinearPlan {
-        kernel: LinearKernel::Tiled(dtype),
-        cfg: LaunchConfig::new((x, y, z(split)?), LINEAR_THREADS),
+        kernel: LinearKernel::Tile(i, dtype),
+        cfg: LaunchConfig::new(grid, tile.threads()).shared_mem(tile.shared_bytes(elem)),
         split: split.then_some(segs),
     })
 }
@@ -156,9 +157,10 @@ mod tests {
         assert!(!tiled_fits(DType::F32, 4096, 0, 0));
         assert!(!tiled_fits(DType::F16, 4100, 0, 0));
         assert!(!tiled_fits(DType::F16, 4096, 8, 0));
+        // 65 rows: the 128-row tiling, one block per segment.
         let p = plan(DType::BF16, 65, 129, 4096).unwrap();
-        assert_eq!(p.kernel, LinearKernel::Tiled(DType::BF16));
-        // 4 blocks: below the split threshold, so both K segments run as blocks.
+        let (i, t) = tile_for(65);
+        assert_eq!(p.kernel, LinearKernel::Tile(i, DType::BF16));
         assert_eq!(
             (
                 p.cfg.grid.x,
@@ -167,20 +169,47 @@ mod tests {
                 p.cfg.block.x,
                 p.split
             ),
-            (2, 2, 2, LINEAR_THREADS, Some(2))
+            (1, 2, 2, t.threads(), Some(2))
         );
-        let p = plan(DType::F16, LINEAR_SKINNY_M, 65, LINEAR_KSEG).unwrap();
+        assert_eq!(p.cfg.shared_mem_bytes, t.shared_bytes(2));
+        // One segment: nothing to split.
+        let p = plan(DType::F16, 16, 65, LINEAR_KSEG).unwrap();
         assert_eq!(
-            (p.kernel, p.cfg.grid.x, p.cfg.grid.y, p.split),
-            (LinearKernel::Skinny(DType::F16), 3, 1, None)
+            (p.kernel, p.split),
+            (LinearKernel::Tile(0, DType::F16), None)
         );
         assert_eq!(
             plan(DType::F16, 1, 65, LINEAR_KSEG + 1).unwrap().split,
             Some(2)
         );
-        // Many tiles: segments fused.
+        // Many rows: the fused tiling, no workspace; with few outputs, split again.
         let p = plan(DType::BF16, 4096, 4096, 14336).unwrap();
-        assert_eq!((p.cfg.grid.z, p.split), (1, None));
+        let last = LINEAR_TILES.len() - 1;
+        assert_eq!(
+            (p.kernel, p.cfg.grid.z, p.split),
+            (LinearKernel::Tile(last, DType::BF16), 1, None)
+        );
+        let p = plan(DType::BF16, 512, 1024, 4096).unwrap();
+        assert!(p.kernel != LinearKernel::Tile(last, DType::BF16) && p.split == Some(2));
         assert_eq!(segments(14336), 7);
+        assert!(plan(DType::F32, 1, 1, 8).is_err());
+    }
+
+    #[test]
+    fn the_tilings_are_consistent() {
+        let mut last = 0;
+        for t in LINEAR_TILES {
+            assert!(t.max_rows > last, "tilings by increasing rows");
+            last = t.max_rows;
+            assert!(LINEAR_KSEG.is_multiple_of(t.depth) && t.depth.is_multiple_of(16));
+            assert!(t.rows.is_multiple_of(t.warp_rows) && t.warp_rows.is_multiple_of(16));
+            assert!(t.cols.is_multiple_of(t.warp_cols));
+            assert!(t.warp_cols == 8 || t.warp_cols.is_multiple_of(16));
+            assert!(t.stages >= 2 && t.threads() <= 1024);
+            // Within the 99 KiB of shared memory a block may opt into on sm_86 and sm_89 (the
+            // least of the architectures built for).
+            assert!(t.shared_bytes(2) <= 99 * 1024);
+        }
+        assert_eq!(last, usize::MAX, "the last tiling takes any number of rows");
     }
 }

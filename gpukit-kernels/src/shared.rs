@@ -177,27 +177,9 @@ shared_constants! {
     /// Depth of the K segments of the batch-invariant linear: each output element is the sum
     /// of its segments' sums, in order (whole pipeline stages of both kernels).
     LINEAR_KSEG: usize = 2048;
-    /// Below this many blocks, the tiled batch-invariant linear runs its K segments as
-    /// separate blocks (about two per SM of an H100).
+    /// Below this many blocks, a fused tiling of the batch-invariant linear gives way to the
+    /// widest split one, whose K segments run as separate blocks (about two per SM of an H100).
     LINEAR_SPLIT_BELOW_BLOCKS: usize = 256;
-    /// Rows of x per block of the tiled batch-invariant linear.
-    LINEAR_TILE_M: usize = 64;
-    /// Weight rows (outputs) per block of the tiled batch-invariant linear.
-    LINEAR_TILE_N: usize = 128;
-    /// Reduction depth per pipeline stage of the tiled batch-invariant linear.
-    LINEAR_TILE_K: usize = 32;
-    /// Pipeline stages (shared-memory tiles in flight) of the tiled batch-invariant linear.
-    LINEAR_STAGES: usize = 3;
-    /// Threads per block of the batch-invariant linear kernels (four warps).
-    LINEAR_THREADS: u32 = 128;
-    /// Most rows of x the skinny batch-invariant linear takes (one mma row tile).
-    LINEAR_SKINNY_M: usize = 16;
-    /// Weight rows (outputs) per block of the skinny linear (one 8-wide mma tile per warp).
-    LINEAR_SKINNY_N: usize = 32;
-    /// Reduction depth per pipeline stage of the skinny linear.
-    LINEAR_SKINNY_K: usize = 128;
-    /// Pipeline stages of the skinny linear.
-    LINEAR_SKINNY_STAGES: usize = 3;
     /// Warps per block of the paged attention (a block: one partition of one token's keys,
     /// for up to PAGED_GROUP query heads of one KV head).
     PAGED_WARPS: u32 = 8;
@@ -580,6 +562,75 @@ pub const fn sdpa_merge_bytes(head_dim: usize) -> usize {
     (4 * SDPA_DECODE_ROWS * (head_dim + SDPA_TILE_PAD) + 2 * 4 * SDPA_DECODE_ROWS) * 4
 }
 
+/// One tiling of the batch-invariant linear (`cuda/linear.cu`, kernel `linear_t<i>_<dtype>` for
+/// entry `i` of [`LINEAR_TILES`]). Every tiling sums an output element the same way, so which
+/// one runs changes the speed, never the bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinearTile {
+    /// Rows of x this tiling is chosen up to (the last entry: any).
+    pub max_rows: usize,
+    /// Rows of x per block.
+    pub rows: usize,
+    /// Outputs (weight rows) per block.
+    pub cols: usize,
+    /// Reduction depth of one pipeline stage.
+    pub depth: usize,
+    /// cp.async pipeline stages (x and weight tiles in shared memory at once).
+    pub stages: usize,
+    /// Rows of one warp's tile (a multiple of 16, the mma's).
+    pub warp_rows: usize,
+    /// Outputs of one warp's tile (8, or a multiple of 16).
+    pub warp_cols: usize,
+    /// A block walks every K segment (keeping the finished segments' sum in registers); else
+    /// each block sums one segment and a reduction adds them up.
+    pub fused: bool,
+}
+
+impl LinearTile {
+    /// Threads per block: 32 per warp tile.
+    pub const fn threads(&self) -> u32 {
+        ((self.rows / self.warp_rows) * (self.cols / self.warp_cols) * 32) as u32
+    }
+
+    /// Dynamic shared memory per block for elements of `elem_bytes` bytes: every stage's x and
+    /// weight tiles, rows padded by 8 elements.
+    pub const fn shared_bytes(&self, elem_bytes: usize) -> u32 {
+        (elem_bytes * self.stages * (self.rows + self.cols) * (self.depth + 8)) as u32
+    }
+}
+
+/// The batch-invariant linear's tilings, by rows of x (measured on an H200 with Llama-3.1-8B's
+/// projections): up to 64 rows the weights' bandwidth bounds the product, and narrow row tiles
+/// with deep stages and one block per K segment keep the most bytes in flight; up to 256 rows
+/// 8-warp 128 × 128 tiles, one segment a block (half the accumulator registers of a fused
+/// tile); above that, fused 128 × 128 tiles, which need no workspace. Every tiling's shared
+/// memory fits the 99 KiB a block may have on sm_86 and sm_89.
+pub const LINEAR_TILES: [LinearTile; 5] = {
+    const fn t(
+        max_rows: usize,
+        [rows, cols, depth, stages, warp_rows, warp_cols]: [usize; 6],
+        fused: bool,
+    ) -> LinearTile {
+        LinearTile {
+            max_rows,
+            rows,
+            cols,
+            depth,
+            stages,
+            warp_rows,
+            warp_cols,
+            fused,
+        }
+    }
+    [
+        t(16, [16, 128, 64, 4, 16, 16], false),
+        t(32, [32, 128, 64, 4, 32, 32], false),
+        t(64, [64, 128, 64, 3, 32, 64], false),
+        t(256, [128, 128, 32, 4, 64, 32], false),
+        t(usize::MAX, [128, 128, 32, 4, 64, 32], true),
+    ]
+};
+
 /// Head dims the header checks [`sdpa_merge_bytes`] at (the attention kernels' own).
 const MERGE_CHECKED_HEAD_DIMS: [usize; 5] = [64, 80, 96, 128, 256];
 
@@ -616,6 +667,15 @@ pub fn cuda_header() -> String {
         h.push_str(&s);
         h.push('\n');
     }
+    // X(index, rows, cols, depth, stages, warp_rows, warp_cols, fused) per tiling.
+    h.push_str("#define LINEAR_TILES(X)");
+    for (i, t) in LINEAR_TILES.iter().enumerate() {
+        h.push_str(&format!(
+            " \\\n    X({i}, {}, {}, {}, {}, {}, {}, {})",
+            t.rows, t.cols, t.depth, t.stages, t.warp_rows, t.warp_cols, t.fused
+        ));
+    }
+    h.push_str("\n\n");
     h.push_str("#define SDPA_MERGE_BYTES(D) ");
     h.push_str("((4 * SDPA_DECODE_ROWS * ((D) + 8) + 2 * 4 * SDPA_DECODE_ROWS) * 4)\n");
     for d in MERGE_CHECKED_HEAD_DIMS {

@@ -520,10 +520,11 @@ fn dot_fixed(a: &[f32], b: &[f32]) -> f32 {
 /// `w` is `[n, k]` in x's float dtype, or block-quantized (GGUF); `bias` `[n]` in x's dtype.
 /// On the CPU each sum runs in an order fixed by k (eight strided running sums combined
 /// pairwise, f32). On CUDA, f16/bf16 weights with k a multiple of 8 go through the tensor-core
-/// kernels of `gpukit_kernels::linear` (a skinny tiling up to 16 rows, a 64 × 128 one above;
-/// both sum each element in segments of k fixed by k alone, each one 16-deep chunk at a time in
-/// order, the segments' sums in order, whether one block walks them or each runs in its own
-/// block with an f32 workspace of segments · m · n values); other dense weights
+/// kernels of `gpukit_kernels::linear` (tilings chosen by m from
+/// `gpukit_kernels::shared::LINEAR_TILES`; each sums every element in segments of k fixed by k
+/// alone, each one 16-deep chunk at a time in order, the segments' sums in order, whether one
+/// block walks them or each runs in its own block with an f32 workspace of segments · m · n
+/// values); other dense weights
 /// through the multi-row GEMV kernel [`GEMV_MAX_M`] rows at a time (its reduction order is fixed
 /// by n and k; every [`GEMV_MAX_M`] rows read the weights again); quantized ones through the
 /// quantized GEMV one row at a time. Which path a call takes depends on the dtype, k and the

@@ -287,37 +287,40 @@ op_test!(linear_batch_invariant, |dev: &Device| {
             }
         }
     }
-    // K segments (k = 2056: two of them, the second 8 deep) on CUDA, run three ways: fused in
-    // the tiled kernel (1024 rows × 2048 outputs: 256 tiles), split over blocks in the tiled
-    // kernel (100 rows: 32 tiles) and in the skinny one (a row alone). The same bits each way.
+    // K segments (k = 2056: two of them, the second 8 deep) on CUDA, through every tiling of
+    // the kernels: a row alone, 30, 50 and 100 rows (one tiling each, one block per segment),
+    // 300 rows (too few blocks for the fused tiling: split) and 1024 (fused: 256 tiles). The
+    // same bits each way.
     if let Device::Cuda(_) = dev {
-        let (m, k, n) = (1024usize, 2056usize, 2048usize);
+        let (m, k, n) = (1024usize, 2056usize, 4096usize);
+        let batches = [1024usize, 300, 100, 50, 30];
+        let rows = [0usize, 17, 29];
         for dt in [DType::F16, DType::BF16] {
             let what = format!("{dt} [{m}, {k}] · [{n}, {k}]ᵀ in K segments");
             let (x, xv) = input(&[m, k], dt, -1.0, 1.0, s + 5, dev);
             let (w, wv) = input(&[n, k], dt, -1.0, 1.0, s + 6, dev);
             let (b, bv) = input(&[n], dt, -1.0, 1.0, s + 7, dev);
-            let big = poisoned(&[m, n], dt, dev);
-            ops::linear_batch_invariant_into(&x, &w, Some(&b), &big).unwrap();
-            let mid = poisoned(&[100, n], dt, dev);
-            let x_mid = x.narrow(0, 0, 100).unwrap();
-            ops::linear_batch_invariant_into(&x_mid, &w, Some(&b), &mid).unwrap();
-            let (big, mid) = (bits_of(&big), bits_of(&mid));
-            for r in [0, 37, 99] {
+            let outs: Vec<Vec<u64>> = batches
+                .iter()
+                .map(|&rows| {
+                    let out = poisoned(&[rows, n], dt, dev);
+                    let xb = x.narrow(0, 0, rows).unwrap();
+                    ops::linear_batch_invariant_into(&xb, &w, Some(&b), &out).unwrap();
+                    bits_of(&out)
+                })
+                .collect();
+            for r in rows {
                 let one = poisoned(&[1, n], dt, dev);
                 let xr = x.narrow(0, r, 1).unwrap().contiguous().unwrap();
                 ops::linear_batch_invariant_into(&xr, &w, Some(&b), &one).unwrap();
                 let one_bits = bits_of(&one);
-                assert_eq!(
-                    one_bits,
-                    big[r * n..(r + 1) * n],
-                    "{what}: row {r} alone vs 1024"
-                );
-                assert_eq!(
-                    one_bits,
-                    mid[r * n..(r + 1) * n],
-                    "{what}: row {r} alone vs 100"
-                );
+                for (batch, bits) in batches.iter().zip(&outs) {
+                    assert_eq!(
+                        one_bits,
+                        bits[r * n..(r + 1) * n],
+                        "{what}: row {r} alone vs in {batch} rows"
+                    );
+                }
                 let want: Vec<f64> = (0..n)
                     .map(|j| (0..k).map(|c| xv[r * k + c] * wv[j * k + c]).sum::<f64>() + bv[j])
                     .collect();
