@@ -10,7 +10,9 @@ use gpukit_driver::LaunchConfig;
 
 use crate::grid::dim;
 use crate::kernel::{KernelFamily, float_name};
-use crate::shared::{LINEAR_KSEG, LINEAR_SPLIT_BELOW_BLOCKS, LINEAR_TILES, LinearTile};
+use crate::shared::{
+    LINEAR_KSEG, LINEAR_NARROW_BELOW_BLOCKS, LINEAR_SPLIT_BELOW_BLOCKS, LINEAR_TILES, LinearTile,
+};
 use crate::{DType, Error, Result};
 
 /// The batch-invariant linear kernels.
@@ -90,19 +92,24 @@ pub fn segments(k: usize) -> usize {
     k.div_ceil(LINEAR_KSEG).max(1)
 }
 
-/// The tiling for `m` rows: the first of [`LINEAR_TILES`] whose `max_rows` covers m.
+/// The row tiling for `m` rows: the first of [`LINEAR_TILES`] (not narrow) whose `max_rows`
+/// covers m.
 pub fn tile_for(m: usize) -> (usize, LinearTile) {
+    let rows = |t: &LinearTile| !t.narrow;
     let i = LINEAR_TILES
         .iter()
-        .position(|t| m <= t.max_rows)
-        .unwrap_or(LINEAR_TILES.len() - 1);
+        .position(|t| rows(t) && m <= t.max_rows)
+        .or_else(|| LINEAR_TILES.iter().rposition(rows))
+        .unwrap_or(0);
     (i, LINEAR_TILES[i])
 }
 
 /// The plan for `m` rows, `n` outputs, depth `k` of `dtype`: the tiling for m (see
-/// [`tile_for`]), its segments split into blocks unless it is fused or there is one; a fused
-/// tiling whose grid would have fewer than [`LINEAR_SPLIT_BELOW_BLOCKS`] blocks gives way to the
-/// widest split one (more blocks for few outputs). Which plan runs never changes a result.
+/// [`tile_for`]), its segments split into blocks unless it is fused or there is one. Where the
+/// grid would be small (few outputs) a tiling with more blocks runs instead: a fused one below
+/// [`LINEAR_SPLIT_BELOW_BLOCKS`] blocks gives way to the widest split one, a row tiling below
+/// [`LINEAR_NARROW_BELOW_BLOCKS`] to a narrow one that covers m. Which plan runs never changes
+/// a result.
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for sizes beyond a grid; [`Error::Unsupported`] for a dtype
@@ -118,12 +125,22 @@ pub fn plan(dtype: DType, m: usize, n: usize, k: usize) -> Result<LinearPlan> {
         }
     };
     let segs = segments(k);
-    let tiles = |t: &LinearTile| m.div_ceil(t.rows).max(1) * n.div_ceil(t.cols).max(1);
+    let blocks = |t: &LinearTile| {
+        let z = if t.fused { 1 } else { segs };
+        m.div_ceil(t.rows).max(1) * n.div_ceil(t.cols).max(1) * z
+    };
     let (mut i, mut tile) = tile_for(m);
     if tile.fused
         && segs > 1
-        && tiles(&tile) < LINEAR_SPLIT_BELOW_BLOCKS
-        && let Some(j) = LINEAR_TILES.iter().rposition(|t| !t.fused)
+        && blocks(&tile) < LINEAR_SPLIT_BELOW_BLOCKS
+        && let Some(j) = LINEAR_TILES.iter().rposition(|t| !t.fused && !t.narrow)
+    {
+        (i, tile) = (j, LINEAR_TILES[j]);
+    }
+    if blocks(&tile) < LINEAR_NARROW_BELOW_BLOCKS
+        && let Some(j) = LINEAR_TILES
+            .iter()
+            .position(|t| t.narrow && m <= t.max_rows)
     {
         (i, tile) = (j, LINEAR_TILES[j]);
     }
@@ -172,11 +189,12 @@ mod tests {
             (1, 2, 2, t.threads(), Some(2))
         );
         assert_eq!(p.cfg.shared_mem_bytes, t.shared_bytes(2));
-        // One segment: nothing to split.
+        // One segment: nothing to split (and few outputs: the narrow tiling).
+        let narrow = LINEAR_TILES.iter().position(|t| t.narrow).unwrap();
         let p = plan(DType::F16, 16, 65, LINEAR_KSEG).unwrap();
         assert_eq!(
             (p.kernel, p.split),
-            (LinearKernel::Tile(0, DType::F16), None)
+            (LinearKernel::Tile(narrow, DType::F16), None)
         );
         assert_eq!(
             plan(DType::F16, 1, 65, LINEAR_KSEG + 1).unwrap().split,
@@ -184,23 +202,33 @@ mod tests {
         );
         // Many rows: the fused tiling, no workspace; with few outputs, split again.
         let p = plan(DType::BF16, 4096, 4096, 14336).unwrap();
-        let last = LINEAR_TILES.len() - 1;
+        let fused = LINEAR_TILES.iter().position(|t| t.fused).unwrap();
         assert_eq!(
             (p.kernel, p.cfg.grid.z, p.split),
-            (LinearKernel::Tile(last, DType::BF16), 1, None)
+            (LinearKernel::Tile(fused, DType::BF16), 1, None)
         );
         let p = plan(DType::BF16, 512, 1024, 4096).unwrap();
-        assert!(p.kernel != LinearKernel::Tile(last, DType::BF16) && p.split == Some(2));
+        assert!(p.kernel != LinearKernel::Tile(fused, DType::BF16) && p.split == Some(2));
         assert_eq!(segments(14336), 7);
         assert!(plan(DType::F32, 1, 1, 8).is_err());
+        // One row of a projection with few outputs: the narrow tiling (64 blocks, not 16).
+        let p = plan(DType::BF16, 1, 1024, 4096).unwrap();
+        assert_eq!(p.kernel, LinearKernel::Tile(narrow, DType::BF16));
+        assert_eq!((p.cfg.grid.y, p.cfg.grid.z, p.split), (32, 2, Some(2)));
+        assert_eq!(
+            plan(DType::BF16, 1, 14336, 4096).unwrap().kernel,
+            LinearKernel::Tile(0, DType::BF16)
+        );
     }
 
     #[test]
     fn the_tilings_are_consistent() {
         let mut last = 0;
         for t in LINEAR_TILES {
-            assert!(t.max_rows > last, "tilings by increasing rows");
-            last = t.max_rows;
+            if !t.narrow {
+                assert!(t.max_rows > last, "row tilings by increasing rows");
+                last = t.max_rows;
+            }
             assert!(LINEAR_KSEG.is_multiple_of(t.depth) && t.depth.is_multiple_of(16));
             assert!(t.rows.is_multiple_of(t.warp_rows) && t.warp_rows.is_multiple_of(16));
             assert!(t.cols.is_multiple_of(t.warp_cols));

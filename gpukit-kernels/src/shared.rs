@@ -177,6 +177,9 @@ shared_constants! {
     /// Depth of the K segments of the batch-invariant linear: each output element is the sum
     /// of its segments' sums, in order (whole pipeline stages of both kernels).
     LINEAR_KSEG: usize = 2048;
+    /// Below this many blocks, a row tiling of the batch-invariant linear for few rows gives
+    /// way to the narrow one (the projections of few outputs, such as keys and values).
+    LINEAR_NARROW_BELOW_BLOCKS: usize = 128;
     /// Below this many blocks, a fused tiling of the batch-invariant linear gives way to the
     /// widest split one, whose K segments run as separate blocks (about two per SM of an H100).
     LINEAR_SPLIT_BELOW_BLOCKS: usize = 256;
@@ -584,6 +587,9 @@ pub struct LinearTile {
     /// A block walks every K segment (keeping the finished segments' sum in registers); else
     /// each block sums one segment and a reduction adds them up.
     pub fused: bool,
+    /// Not chosen by rows: taken instead of the row tiling for up to `max_rows` rows when that
+    /// one would launch fewer than `LINEAR_NARROW_BELOW_BLOCKS` blocks.
+    pub narrow: bool,
 }
 
 impl LinearTile {
@@ -603,9 +609,10 @@ impl LinearTile {
 /// projections): up to 64 rows the weights' bandwidth bounds the product, and narrow row tiles
 /// with deep stages and one block per K segment keep the most bytes in flight; up to 256 rows
 /// 8-warp 128 × 128 tiles, one segment a block (half the accumulator registers of a fused
-/// tile); above that, fused 128 × 128 tiles, which need no workspace. Every tiling's shared
-/// memory fits the 99 KiB a block may have on sm_86 and sm_89.
-pub const LINEAR_TILES: [LinearTile; 5] = {
+/// tile); above that, fused 128 × 128 tiles, which need no workspace. A narrow tiling of 32
+/// outputs a block serves few rows of projections with few outputs. Every tiling's shared memory
+/// fits the 99 KiB a block may have on sm_86 and sm_89.
+pub const LINEAR_TILES: [LinearTile; 6] = {
     const fn t(
         max_rows: usize,
         [rows, cols, depth, stages, warp_rows, warp_cols]: [usize; 6],
@@ -620,6 +627,7 @@ pub const LINEAR_TILES: [LinearTile; 5] = {
             warp_rows,
             warp_cols,
             fused,
+            narrow: false,
         }
     }
     [
@@ -628,6 +636,10 @@ pub const LINEAR_TILES: [LinearTile; 5] = {
         t(64, [64, 128, 64, 3, 32, 64], false),
         t(256, [128, 128, 32, 4, 64, 32], false),
         t(usize::MAX, [128, 128, 32, 4, 64, 32], true),
+        LinearTile {
+            narrow: true,
+            ..t(16, [16, 32, 128, 3, 16, 8], false)
+        },
     ]
 };
 
