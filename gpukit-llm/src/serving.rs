@@ -8,7 +8,9 @@
 //! from a [`BlockPool`] with prefix caching, so a repeated system prompt is computed once. When
 //! blocks run out, the newest sequences are preempted: their blocks are released (full ones stay
 //! in the prefix cache) and they are recomputed later — a running request never fails for lack
-//! of memory.
+//! of memory. On CUDA a step of decode tokens only runs as a [`PagedStep`], replayed as a CUDA
+//! graph of its size class (the same logits, one launch instead of several hundred); should its
+//! buffers not fit in memory, the engine says so once and goes on with eager steps.
 //!
 //! Every op of the step is batch invariant, and a request's sampling depends only on its own
 //! parameters, seed and step count, so a request's output is bit for bit the same whether it
@@ -24,10 +26,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use gpukit_ops::sampling::{SamplingParams, sample_tokens_into, sampler_workspace_len};
-use gpukit_ops::{DType, Tensor, ops};
+use gpukit_ops::{DType, Device, Tensor, ops};
 use gpukit_sched::SharedPacer;
 
-use crate::batch::{PagedKvCache, StepBatch};
+use crate::batch::{PagedKvCache, PagedStep, StepBatch};
 use crate::engine::{Engine, StopReason, TextOutput, penalty_window};
 use crate::paged::{BlockPool, BlockTable};
 use crate::profile::{Part, StepProfile, StepProfiler};
@@ -346,6 +348,8 @@ pub struct BatchEngine {
     steps: u64,
     profiler: Option<StepProfiler>,
     pacing: Option<Pacing>,
+    /// Decode steps as CUDA graphs (CUDA only; `None` once its buffers could not be had).
+    step: Option<PagedStep>,
 }
 
 impl std::fmt::Debug for BatchEngine {
@@ -375,6 +379,10 @@ impl BatchEngine {
         opts.check(&engine)?;
         let cache = PagedKvCache::new(engine.model(), opts.kv_blocks, opts.block_size)?;
         let pool = BlockPool::new(opts.kv_blocks, opts.block_size)?;
+        let step = match engine.model().device() {
+            Device::Cuda(_) => Some(PagedStep::new()),
+            Device::Cpu => None,
+        };
         let metrics = Metrics {
             kv_blocks_total: opts.kv_blocks,
             ttft: Histogram::new(&TTFT_BOUNDS),
@@ -395,6 +403,7 @@ impl BatchEngine {
             steps: 0,
             profiler: None,
             pacing: None,
+            step,
         })
     }
 
@@ -661,12 +670,26 @@ impl BatchEngine {
             false => None,
         };
         let t = Instant::now();
-        let logits = match prof.as_mut() {
-            Some(p) => {
+        let logits = match (prof.as_mut(), self.step.as_mut()) {
+            (Some(p), _) => {
                 p.start()?;
                 model.forward_paged_profiled(&self.cache, batch, p)?
             }
-            None => model.forward_paged(&self.cache, batch)?,
+            (None, Some(step)) if PagedStep::takes(batch) => {
+                match model.forward_paged_step(&self.cache, batch, step) {
+                    Ok(logits) => logits,
+                    Err(Error::Ops(gpukit_ops::Error::Mem(e))) => {
+                        eprintln!(
+                            "gpukit serve: decode steps run eagerly from now on: their graph \
+                             buffers do not fit ({e})"
+                        );
+                        self.step = None;
+                        model.forward_paged(&self.cache, batch)?
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            (None, _) => model.forward_paged(&self.cache, batch)?,
         };
         self.last_enqueue = t.elapsed().as_secs_f64();
         let drawn = self.sample(&logits, samples, prof.as_mut())?;

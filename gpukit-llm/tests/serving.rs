@@ -10,7 +10,7 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
-use gpukit_llm::batch::{PagedKvCache, StepBatch};
+use gpukit_llm::batch::{PagedKvCache, PagedStep, StepBatch};
 use gpukit_llm::engine::{ComputeDevice, Engine, StopReason};
 use gpukit_llm::model::LoadOptions;
 use gpukit_llm::profile::Part;
@@ -278,6 +278,96 @@ fn paged_forward_matches_the_forward_pass_on_the_cpu() {
 fn gpu_paged_forward_matches_the_forward_pass_on_cuda() {
     let dev = ComputeDevice::open("cuda").unwrap();
     paged_matches_forward(dev.device());
+}
+
+/// Decode batches through a [`PagedStep`] (eagerly, then captured, then replayed with other
+/// inputs of the same size class; on the CPU eagerly each time) give bit for bit the logits of
+/// the eager paged forward pass, and a batch the step does not take is refused.
+fn step_matches_forward_paged(device: &Device) {
+    let (_dir, engine) = load(device);
+    let model = engine.model();
+    let bs = 8;
+    let cache = PagedKvCache::new(model, 24, bs).unwrap();
+    // Four sequences of different lengths, prompts written through the eager pass.
+    let lens = [5usize, 19, 9, 30];
+    let tables: Vec<Vec<u32>> = vec![vec![3], vec![10, 1, 4], vec![7, 2], vec![20, 11, 0, 5]];
+    let prompts: Vec<Vec<u32>> = lens
+        .iter()
+        .zip(0u32..)
+        .map(|(&n, s)| prompt(n, s))
+        .collect();
+    for (i, p) in prompts.iter().enumerate() {
+        let t = &tables[i];
+        let batch = StepBatch {
+            ids: p[..p.len() - 1].to_vec(),
+            seq: vec![0; p.len() - 1],
+            pos: (0..p.len() as u32 - 1).collect(),
+            slots: (0..p.len() - 1)
+                .map(|q| t[q / bs] * bs as u32 + (q % bs) as u32)
+                .collect(),
+            block_tables: vec![t.clone()],
+            logits_rows: vec![],
+        };
+        model.forward_paged(&cache, &batch).unwrap();
+    }
+    // A decode batch of the sequences `which`: each one's last prompt token.
+    let decode = |which: &[usize]| {
+        let mut b = StepBatch::default();
+        for (row, &i) in which.iter().enumerate() {
+            let q = lens[i] - 1;
+            b.ids.push(prompts[i][q]);
+            b.seq.push(row as u32);
+            b.pos.push(q as u32);
+            b.slots
+                .push(tables[i][q / bs] * bs as u32 + (q % bs) as u32);
+            b.block_tables.push(tables[i].clone());
+            b.logits_rows.push(row as u32);
+        }
+        b
+    };
+    let bits = |t: &gpukit_ops::Tensor| -> Vec<u64> {
+        t.to_vec_f64()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect()
+    };
+    let mut step = PagedStep::new();
+    // Three rows and four share a class (rows padded to 4): warm, capture, replay.
+    for which in [&[0usize, 1, 2][..], &[3, 1, 0, 2], &[2, 0, 1], &[1]] {
+        let b = decode(which);
+        let want = bits(&model.forward_paged(&cache, &b).unwrap());
+        let got = bits(&model.forward_paged_step(&cache, &b, &mut step).unwrap());
+        assert_eq!(
+            got, want,
+            "{which:?}: the step's logits differ from the eager pass"
+        );
+    }
+    let captured = if matches!(device, Device::Cuda(_)) {
+        1
+    } else {
+        0
+    };
+    assert_eq!(step.graphs(), captured, "graphs of the class of 4 rows");
+    // A prompt chunk is not a decode batch.
+    let mut chunk = decode(&[0, 1]);
+    chunk.seq[1] = 0;
+    chunk.block_tables.truncate(1);
+    chunk.logits_rows = vec![1];
+    assert!(!PagedStep::takes(&chunk));
+    assert!(model.forward_paged_step(&cache, &chunk, &mut step).is_err());
+}
+
+#[test]
+fn decode_steps_match_the_eager_paged_pass_on_the_cpu() {
+    step_matches_forward_paged(&Device::Cpu);
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn gpu_decode_steps_replay_as_graphs_and_match_the_eager_paged_pass_on_cuda() {
+    let dev = ComputeDevice::open("cuda").unwrap();
+    step_matches_forward_paged(dev.device());
 }
 
 /// Requests the engine cannot serve are refused through their sinks, and the engine goes on.

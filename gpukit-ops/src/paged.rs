@@ -189,6 +189,52 @@ pub fn paged_attention_into(
     sliding_window: Option<usize>,
     out: &Tensor,
 ) -> Result<()> {
+    paged_attention_with_workspace_into(
+        q,
+        k_cache,
+        v_cache,
+        batch,
+        scale,
+        sliding_window,
+        None,
+        out,
+    )
+}
+
+/// f32 values of the workspace [`paged_attention_with_workspace_into`] takes for `tokens`
+/// tokens of `heads` query heads of `head_dim`, with block tables `max_blocks` wide of
+/// `block_size` positions (0: none needed, one partition).
+pub fn paged_attention_workspace_len(
+    tokens: usize,
+    heads: usize,
+    head_dim: usize,
+    max_blocks: usize,
+    block_size: usize,
+) -> usize {
+    match kernels::partitions(max_blocks.saturating_mul(block_size)) {
+        1 => 0,
+        parts => tokens * heads * parts * (head_dim + 2),
+    }
+}
+
+/// [`paged_attention_into`] with the partitions' workspace given (f32, contiguous, at least
+/// [`paged_attention_workspace_len`] values; `None`: allocated when needed), so that nothing is
+/// allocated: what a CUDA graph of the step needs, which replays with the same addresses.
+///
+/// # Errors
+/// As [`paged_attention_into`]; [`Error::Shape`] / [`Error::DType`] for a workspace too small or
+/// not f32.
+#[allow(clippy::too_many_arguments)]
+pub fn paged_attention_with_workspace_into(
+    q: &Tensor,
+    k_cache: &Tensor,
+    v_cache: &Tensor,
+    batch: &PagedBatch<'_>,
+    scale: f32,
+    sliding_window: Option<usize>,
+    workspace: Option<&Tensor>,
+    out: &Tensor,
+) -> Result<()> {
     const OP: &str = "paged_attention";
     let PagedBatch {
         block_tables,
@@ -336,13 +382,22 @@ pub fn paged_attention_into(
             }
             let max_parts = kernels::partitions(max_blocks.saturating_mul(block_size));
             // Each partition's state of tokens with several: (output, max, sum) per query head.
-            let partial = match max_parts > 1 {
-                true => Some(Tensor::empty(
-                    &[tokens * heads * max_parts * (head_dim + 2)],
-                    DType::F32,
-                    &dev,
-                )?),
-                false => None,
+            let need =
+                paged_attention_workspace_len(tokens, heads, head_dim, max_blocks, block_size);
+            let partial = match (need, workspace) {
+                (0, _) => None,
+                (_, Some(w)) => {
+                    Error::expect_dtype(OP, w.dtype(), DType::F32)?;
+                    need_contiguous(OP, w, "the workspace")?;
+                    if w.numel() < need {
+                        return Err(Error::shape(
+                            OP,
+                            format!("a workspace of {} f32 values, {need} needed", w.numel()),
+                        ));
+                    }
+                    Some(w.clone())
+                }
+                (_, None) => Some(Tensor::empty(&[need], DType::F32, &dev)?),
             };
             let partial_ptr = partial.as_ref().map(dptr).transpose()?.unwrap_or_default();
             let args = KernelArgs::new()

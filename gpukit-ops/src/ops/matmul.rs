@@ -539,6 +539,35 @@ pub fn linear_batch_invariant_into(
     bias: Option<&Tensor>,
     out: &Tensor,
 ) -> Result<()> {
+    linear_batch_invariant_with_workspace_into(x, w, bias, None, out)
+}
+
+/// f32 values of the workspace [`linear_batch_invariant_with_workspace_into`] takes for `m` rows,
+/// `n` outputs and depth `k` of `dtype` on CUDA (0: none needed; the tiled kernels' plans that
+/// run K segments as separate blocks need `segments · m · n`).
+pub fn linear_batch_invariant_workspace_len(dtype: DType, m: usize, n: usize, k: usize) -> usize {
+    let tiled = matches!(dtype, DType::F16 | DType::BF16) && k.is_multiple_of(8);
+    match tiled.then(|| linear_plan(dtype, m, n, k)) {
+        Some(Ok(plan)) => plan.split.map_or(0, |segs| segs * m * n),
+        _ => 0,
+    }
+}
+
+/// [`linear_batch_invariant_into`] with the split plans' workspace given (f32, contiguous, at
+/// least [`linear_batch_invariant_workspace_len`] values; `None`: allocated when needed), so
+/// that nothing is allocated: what a CUDA graph of a step needs, which replays with the same
+/// addresses. The same sums either way.
+///
+/// # Errors
+/// As [`linear_batch_invariant_into`]; [`Error::Shape`] / [`Error::DType`] for a workspace too
+/// small or not f32.
+pub fn linear_batch_invariant_with_workspace_into(
+    x: &Tensor,
+    w: &Tensor,
+    bias: Option<&Tensor>,
+    workspace: Option<&Tensor>,
+    out: &Tensor,
+) -> Result<()> {
     const OP: &str = "linear_batch_invariant";
     if w.dtype().is_quantized() {
         return quantized_rows(x, w, bias, out);
@@ -603,10 +632,27 @@ pub fn linear_batch_invariant_into(
             let bias_ptr = bias.as_ref().map(dptr).transpose()?;
             if tiled_fits(dt, k, xp.0, dptr(&w)?.0) {
                 let plan = linear_plan(dt, m, n, k)?;
-                let partial = plan
-                    .split
-                    .map(|segs| Tensor::empty(&[segs * m * n], DType::F32, &x.device()))
-                    .transpose()?;
+                let partial = match (plan.split, workspace) {
+                    (None, _) => None,
+                    (Some(segs), Some(ws)) => {
+                        Error::expect_dtype(OP, ws.dtype(), DType::F32)?;
+                        need_contiguous(OP, ws, "the workspace")?;
+                        if ws.numel() < segs * m * n {
+                            return Err(Error::shape(
+                                OP,
+                                format!(
+                                    "a workspace of {} f32 values, {} needed",
+                                    ws.numel(),
+                                    segs * m * n
+                                ),
+                            ));
+                        }
+                        Some(ws.clone())
+                    }
+                    (Some(segs), None) => {
+                        Some(Tensor::empty(&[segs * m * n], DType::F32, &x.device())?)
+                    }
+                };
                 let null = gpukit_driver::DevicePtr(0);
                 let partial_ptr = partial.as_ref().map(dptr).transpose()?.unwrap_or(null);
                 let args = KernelArgs::new()

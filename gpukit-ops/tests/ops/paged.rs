@@ -2,7 +2,10 @@
 //! linear: against f64 references, and bitwise batch invariance — a token's (a row's) result
 //! alone equals its result inside a larger batch at another index.
 
-use gpukit_ops::paged::{PagedBatch, paged_attention_into, paged_kv_write_into};
+use gpukit_ops::paged::{
+    PagedBatch, paged_attention_into, paged_attention_with_workspace_into,
+    paged_attention_workspace_len, paged_kv_write_into,
+};
 use gpukit_ops::quant::{QuantFormat, random_blocks};
 
 use super::*;
@@ -222,6 +225,38 @@ op_test!(paged_attention_long, |dev: &Device| {
             }
             assert_close(&what, &out.to_vec_f64().unwrap(), &want, tol(dt).max(2e-5));
             let all = bits_of(&out);
+            // The partitions' workspace given (as a CUDA graph of a step does): the same bits;
+            // one too small is refused.
+            let need = paged_attention_workspace_len(n, heads, d, blocks, bs);
+            assert!(need > 0, "{what}: several partitions need a workspace");
+            let ws = Tensor::zeros(&[need], DType::F32, dev).unwrap();
+            let given = poisoned(&[n, heads, d], dt, dev);
+            paged_attention_with_workspace_into(
+                &qt,
+                &k_cache,
+                &v_cache,
+                &batch,
+                scale,
+                window,
+                Some(&ws),
+                &given,
+            )
+            .unwrap();
+            assert_eq!(bits_of(&given), all, "{what}: with a given workspace");
+            if let Device::Cuda(_) = dev {
+                let small = ws.narrow(0, 0, need - 1).unwrap();
+                let r = paged_attention_with_workspace_into(
+                    &qt,
+                    &k_cache,
+                    &v_cache,
+                    &batch,
+                    scale,
+                    window,
+                    Some(&small),
+                    &given,
+                );
+                assert!(r.is_err(), "{what}: a workspace one value short");
+            }
             let row = heads * d;
             for t in [1, 3, n - 1] {
                 let (q1, o1) = (
@@ -309,6 +344,29 @@ op_test!(linear_batch_invariant, |dev: &Device| {
                     bits_of(&out)
                 })
                 .collect();
+            // The split workspace given (as a CUDA graph of a step does): the same bits; one
+            // too small is refused.
+            let need = ops::linear_batch_invariant_workspace_len(dt, 100, n, k);
+            assert_eq!(need, 2 * 100 * n, "{what}: two segments of 100 × {n}");
+            let ws = Tensor::zeros(&[need], DType::F32, dev).unwrap();
+            let given = poisoned(&[100, n], dt, dev);
+            let x100 = x.narrow(0, 0, 100).unwrap();
+            ops::linear_batch_invariant_with_workspace_into(&x100, &w, Some(&b), Some(&ws), &given)
+                .unwrap();
+            assert_eq!(
+                bits_of(&given),
+                outs[2],
+                "{what}: 100 rows with a given workspace"
+            );
+            let small = ws.narrow(0, 0, need - 1).unwrap();
+            let r = ops::linear_batch_invariant_with_workspace_into(
+                &x100,
+                &w,
+                Some(&b),
+                Some(&small),
+                &given,
+            );
+            assert!(r.is_err(), "{what}: a workspace one value short");
             for r in rows {
                 let one = poisoned(&[1, n], dt, dev);
                 let xr = x.narrow(0, r, 1).unwrap().contiguous().unwrap();
