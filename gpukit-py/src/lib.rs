@@ -66,6 +66,7 @@ fn _gpukit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<llm::PyTokenizer>()?;
     m.add_class::<llm::TextStream>()?;
     m.add_class::<tts::PyVoice>()?;
+    m.add_class::<tts::SpeechStream>()?;
     for (name, dtype) in tensor::all_dtypes() {
         m.add(name, tensor::PyDType { dtype })?;
     }

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use gpukit_audio::tts::{self, Scales, Voice};
+use gpukit_audio::tts::{self, Scales, Speech, Voice};
 use gpukit_ops::Device;
 use numpy::PyArray1;
 use pyo3::prelude::*;
@@ -136,36 +136,49 @@ impl PyVoice {
         Ok(out)
     }
 
-    /// Speaks `text`: one float32 numpy array per sentence, in order (a list). Scales default
-    /// to the voice's; sentence i draws its noise from `seed + i`.
+    /// Speaks `text`: one float32 numpy array per sentence, in order (a list, when all are
+    /// done; `stream` hands each out as soon as it is). Scales default to the voice's; sentence
+    /// i draws its noise from `seed + i`.
     ///
     /// Raises `ValueError` for text with nothing to say or when espeak-ng fails.
     #[pyo3(signature = (text, *, noise_scale=None, length_scale=None, noise_w=None, seed=0))]
     fn speak<'py>(
-        &self,
-        py: Python<'py>,
+        slf: &Bound<'py, Self>,
         text: &str,
         noise_scale: Option<f32>,
         length_scale: Option<f32>,
         noise_w: Option<f32>,
         seed: u64,
     ) -> PyResult<Vec<Bound<'py, PyArray1<f32>>>> {
-        let scales = self.scales(noise_scale, length_scale, noise_w);
-        let text = text.to_owned();
-        let sentences = py
-            .detach(|| {
-                let mut out = Vec::new();
-                self.voice.speak(&text, &scales, seed, &mut |s| {
-                    out.push(s.audio);
-                    Ok(())
-                })?;
-                Ok(out)
-            })
-            .map_err(errors::audio)?;
-        Ok(sentences
-            .into_iter()
-            .map(|a| PyArray1::from_vec(py, a))
-            .collect())
+        let mut stream = Self::stream(slf, text, noise_scale, length_scale, noise_w, seed)?;
+        let mut out = Vec::new();
+        while let Some(a) = stream.__next__(slf.py())? {
+            out.push(a);
+        }
+        Ok(out)
+    }
+
+    /// Speaks `text` sentence by sentence: an iterator of float32 numpy arrays, each
+    /// synthesised when asked for, so the first sentence can play while the rest are computed.
+    /// The same audio as `speak`.
+    ///
+    /// Raises `ValueError` for text with nothing to say (at once) or when espeak-ng fails
+    /// (from the iterator).
+    #[pyo3(signature = (text, *, noise_scale=None, length_scale=None, noise_w=None, seed=0))]
+    fn stream(
+        slf: &Bound<'_, Self>,
+        text: &str,
+        noise_scale: Option<f32>,
+        length_scale: Option<f32>,
+        noise_w: Option<f32>,
+        seed: u64,
+    ) -> PyResult<SpeechStream> {
+        let scales = slf.get().scales(noise_scale, length_scale, noise_w);
+        let speech = Speech::new(text, scales, seed).map_err(errors::audio)?;
+        Ok(SpeechStream {
+            voice: slf.clone().unbind(),
+            speech,
+        })
     }
 
     fn __repr__(&self) -> String {
@@ -174,6 +187,30 @@ impl PyVoice {
             self.voice.config.sample_rate,
             self.voice.vits.device().describe()
         )
+    }
+}
+
+/// The audio of a text, sentence by sentence (`Voice.stream`): each `next` synthesises one
+/// sentence (the GIL released meanwhile) and returns its float32 numpy array.
+#[pyclass(name = "SpeechStream", module = "gpukit")]
+pub struct SpeechStream {
+    voice: Py<PyVoice>,
+    speech: Speech,
+}
+
+#[pymethods]
+impl SpeechStream {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyArray1<f32>>>> {
+        let voice = &self.voice.get().voice;
+        let speech = &mut self.speech;
+        let sentence = py
+            .detach(|| speech.next_sentence(voice))
+            .map_err(errors::audio)?;
+        Ok(sentence.map(|s| PyArray1::from_vec(py, s.audio)))
     }
 }
 

