@@ -60,7 +60,8 @@ impl ServeOptions {
     /// Blocks of `block_size` positions that `bytes` of KV cache hold for `engine`'s model.
     pub fn blocks_for_bytes(engine: &Engine, bytes: usize, block_size: usize) -> usize {
         let per_block = PagedKvCache::bytes_per_position(engine.model()) * block_size.max(1);
-        bytes / per_block.max(1)
+        // The cache holds one block more than it hands out (its scratch block).
+        (bytes / per_block.max(1)).saturating_sub(1)
     }
 
     fn check(&self, engine: &Engine) -> Result<()> {
