@@ -110,25 +110,43 @@ pub(crate) fn cpu_gemm_strided(
     (m, k, n): (usize, usize, usize),
     parallelism: gemm::Parallelism,
 ) {
+    assert!(c.len() >= m * n, "cpu_gemm: c too short");
+    // SAFETY: c holds m·n row-major values (checked above) and is exclusively borrowed.
+    unsafe { cpu_gemm_into(a, b, b_strides, c.as_mut_ptr(), n, (m, k, n), parallelism) }
+}
+
+/// [`cpu_gemm_strided`] into `c` with rows `c_rs` apart (`c[i·c_rs + j]`): the rows of a block
+/// of a larger matrix, which parallel callers fill block by block. The product overwrites c
+/// (c's old values are not read).
+///
+/// # Safety
+/// `c` must be valid for writes at `i·c_rs + j` for every i < m, j < n, and nothing else may
+/// read or write those elements during the call.
+pub(crate) unsafe fn cpu_gemm_into(
+    a: &[f32],
+    b: &[f32],
+    b_strides: (usize, usize),
+    c: *mut f32,
+    c_rs: usize,
+    (m, k, n): (usize, usize, usize),
+    parallelism: gemm::Parallelism,
+) {
     let (b_rs, b_cs) = b_strides;
-    assert!(
-        a.len() >= m * k && c.len() >= m * n,
-        "cpu_gemm: a or c too short"
-    );
+    assert!(a.len() >= m * k, "cpu_gemm: a too short");
     assert!(
         k == 0 || n == 0 || b.len() > (k - 1) * b_rs + (n - 1) * b_cs,
         "cpu_gemm: b too short for its strides"
     );
-    // SAFETY: a holds m·k and c m·n row-major values and b reaches its last element (checked
-    // above); `c` is exclusively borrowed.
+    // SAFETY: a holds m·k row-major values and b reaches its last element (checked above); c's
+    // elements are the caller's to write (this function's contract).
     unsafe {
         gemm::gemm(
             m,
             n,
             k,
-            c.as_mut_ptr(),
+            c,
             1,
-            n as isize,
+            c_rs as isize,
             false,
             a.as_ptr(),
             1,

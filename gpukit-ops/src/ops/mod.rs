@@ -13,7 +13,7 @@ mod reduce;
 pub use elementwise::*;
 pub use index::*;
 pub use matmul::*;
-pub(crate) use matmul::{cpu_gemm, cpu_gemm_strided};
+pub(crate) use matmul::{cpu_gemm, cpu_gemm_into};
 pub use norm::*;
 pub use prenorm::*;
 pub use reduce::*;

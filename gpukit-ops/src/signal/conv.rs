@@ -12,7 +12,7 @@ use gpukit_driver::DevicePtr;
 use super::{DType, Error, Result, check_out, dptr, same_device, u32_dim, write_host};
 use super::{Device, KernelArgs, SignalKernel, Tensor, grid};
 use super::{f32_only, with_contiguous_out};
-use crate::ops::{cpu_gemm, cpu_gemm_strided, host_f32};
+use crate::ops::{cpu_gemm, cpu_gemm_into, host_f32};
 use rayon::prelude::*;
 
 /// Output channels per thread of `conv1d_ob8_f32`.
@@ -258,23 +258,37 @@ fn launch_or_run(
     }
     match &dev {
         Device::Cpu => {
-            // Contiguous operands are read in place, others copied out once.
+            // Contiguous operands are read in place, others copied out once; a contiguous f32
+            // output is written in place.
             let (x, w) = (x.contiguous()?, w.contiguous()?);
             let (gx, gw) = (x.host("cpu")?, w.host("cpu")?);
             let (xv, wv) = (host_f32(&gx, &x)?, host_f32(&gw, &w)?);
             let bv = bias.map(|b| b.to_vec::<f32>()).transpose()?;
-            let mut y = if transposed {
-                cpu_conv_transpose(xv, wv, p, d, len_out)
-            } else {
-                cpu_conv(xv, wv, p, d, len_out)
+            let run = |y: &mut [f32]| {
+                if transposed {
+                    cpu_conv_transpose(xv, wv, p, d, len_out, y);
+                } else {
+                    cpu_conv(xv, wv, p, d, len_out, y);
+                }
+                if let Some(b) = &bv {
+                    y.par_chunks_mut(len_out).enumerate().for_each(|(i, row)| {
+                        let bo = b[i % d.c_out];
+                        row.iter_mut().for_each(|v| *v += bo);
+                    });
+                }
             };
-            if let Some(b) = &bv {
-                for (i, row) in y.chunks_mut(len_out).enumerate() {
-                    let bo = b[i % d.c_out];
-                    row.iter_mut().for_each(|v| *v += bo);
+            let total = d.batch * d.c_out * len_out;
+            if out.is_contiguous() {
+                let mut g = out.host_mut("cpu")?;
+                if let crate::HostData::F32(dst) = &mut *g {
+                    let off = out.layout().offset();
+                    run(&mut dst[off..off + total]);
+                    return Ok(());
                 }
             }
-            write_host_f32(out, y)
+            let mut y = vec![0.0f32; total];
+            run(&mut y);
+            write_host(out, y.into_iter().map(f64::from))
         }
         Device::Cuda(c) => {
             let x = x.contiguous()?;
@@ -320,59 +334,84 @@ fn launch_or_run(
 /// PIECE` f32) stays in cache, and pieces run in parallel.
 const PIECE: usize = 1024;
 
-/// `conv1d` on the CPU without the bias: per batch, group and piece of `PIECE` output
-/// positions, the im2col block `[c_in/groups · taps, piece]` times the group's weights
-/// `[c_out/groups, c_in/groups · taps]` (the input itself for a 1×1 convolution), pieces in
-/// parallel.
-fn cpu_conv(x: &[f32], w: &[f32], p: &Conv1d, d: &Dims, len_out: usize) -> Vec<f32> {
+/// `conv1d` on the CPU without the bias, into `y` (`[batch, c_out, len_out]`, every element
+/// written): per batch, group and piece of `PIECE` output positions, the im2col block
+/// `[c_in/groups · taps, piece]` (a per-thread buffer) times the group's weights
+/// `[c_out/groups, c_in/groups · taps]` (the input itself for a 1×1 convolution), written
+/// straight into the piece's columns of y; pieces in parallel.
+fn cpu_conv(x: &[f32], w: &[f32], p: &Conv1d, d: &Dims, len_out: usize, y: &mut [f32]) {
     let (cin_g, cout_g, k) = (d.c_in / p.groups, d.c_out / p.groups, d.k);
     let direct = k == 1 && p.stride == 1 && p.padding == 0;
-    let mut y = vec![0.0f32; d.batch * d.c_out * len_out];
+    assert!(
+        y.len() >= d.batch * d.c_out * len_out,
+        "cpu_conv: y too short"
+    );
     let jobs: Vec<(usize, usize, usize)> = (0..d.batch)
         .flat_map(|b| (0..p.groups).map(move |g| (b, g)))
         .flat_map(|(b, g)| (0..len_out).step_by(PIECE).map(move |t0| (b, g, t0)))
         .collect();
+    // The pieces' blocks of y are disjoint: each job writes its own through the pointer.
+    struct Out(*mut f32);
+    // SAFETY: the pointer is only used to write the disjoint blocks below, and y outlives
+    // the parallel loop.
+    unsafe impl Sync for Out {}
+    let out = Out(y.as_mut_ptr());
+    let out = &out;
+    thread_local! {
+        static COLS: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
     // The pieces run in parallel, each product on its own thread.
     let serial = gemm::Parallelism::None;
-    let pieces: Vec<Vec<f32>> = jobs
-        .par_iter()
-        .map(|&(b, g, t0)| {
-            let n = PIECE.min(len_out - t0);
-            let xg = &x[(b * d.c_in + g * cin_g) * d.len_in..][..cin_g * d.len_in];
-            let a = &w[g * cout_g * cin_g * k..][..cout_g * cin_g * k];
-            let mut out = vec![0.0f32; cout_g * n];
-            if direct {
-                // The input rows are the columns: rhs [cin_g, n] with row stride len_in.
-                cpu_gemm_strided(
+    jobs.par_iter().for_each(|&(b, g, t0)| {
+        let n = PIECE.min(len_out - t0);
+        let xg = &x[(b * d.c_in + g * cin_g) * d.len_in..][..cin_g * d.len_in];
+        let a = &w[g * cout_g * cin_g * k..][..cout_g * cin_g * k];
+        let base = (b * d.c_out + g * cout_g) * len_out + t0;
+        // SAFETY: rows base + o·len_out .. + n (o < cout_g) lie inside y (batch b, the group's
+        // channels, positions t0..t0 + n < len_out), and no other job's (b, g, t0) reaches
+        // them.
+        let dst = unsafe { out.0.add(base) };
+        if direct {
+            // The input rows are the columns: rhs [cin_g, n] with row stride len_in.
+            let rhs = &xg[t0..];
+            // SAFETY: as above.
+            unsafe {
+                cpu_gemm_into(
                     a,
-                    &xg[t0..],
+                    rhs,
                     (d.len_in, 1),
-                    &mut out,
+                    dst,
+                    len_out,
                     (cout_g, cin_g, n),
                     serial,
-                );
-            } else {
-                let mut cols = vec![0.0f32; cin_g * k * n];
-                for c in 0..cin_g {
-                    let row = &xg[c * d.len_in..][..d.len_in];
-                    for kk in 0..k {
-                        let dst = &mut cols[(c * k + kk) * n..][..n];
-                        im2col_row(row, dst, t0 * p.stride + kk * p.dilation, p);
-                    }
-                }
-                cpu_gemm_strided(a, &cols, (n, 1), &mut out, (cout_g, cin_g * k, n), serial);
-            }
-            out
-        })
-        .collect();
-    for (&(b, g, t0), out) in jobs.iter().zip(&pieces) {
-        let n = out.len() / cout_g;
-        for (o, row) in out.chunks_exact(n).enumerate() {
-            let at = (b * d.c_out + g * cout_g + o) * len_out + t0;
-            y[at..at + n].copy_from_slice(row);
+                )
+            };
+            return;
         }
-    }
-    y
+        COLS.with_borrow_mut(|cols| {
+            // Every element is written below, so a grown buffer needs no clearing.
+            cols.resize(cols.len().max(cin_g * k * n), 0.0);
+            for c in 0..cin_g {
+                let row = &xg[c * d.len_in..][..d.len_in];
+                for kk in 0..k {
+                    let dst = &mut cols[(c * k + kk) * n..][..n];
+                    im2col_row(row, dst, t0 * p.stride + kk * p.dilation, p);
+                }
+            }
+            // SAFETY: as above.
+            unsafe {
+                cpu_gemm_into(
+                    a,
+                    cols,
+                    (n, 1),
+                    dst,
+                    len_out,
+                    (cout_g, cin_g * k, n),
+                    serial,
+                )
+            };
+        });
+    });
 }
 
 /// One im2col row: `dst[t]` = `row[t·stride + shift − padding]`, zero outside the row.
@@ -395,26 +434,13 @@ fn im2col_row(row: &[f32], dst: &mut [f32], shift: usize, p: &Conv1d) {
     }
 }
 
-/// Writes f32 results (row-major) into a host output: straight into a contiguous f32 output,
-/// else element by element.
-fn write_host_f32(out: &Tensor, y: Vec<f32>) -> Result<()> {
-    if out.is_contiguous() {
-        let mut d = out.host_mut("cpu")?;
-        if let crate::HostData::F32(dst) = &mut *d {
-            let off = out.layout().offset();
-            dst[off..off + y.len()].copy_from_slice(&y);
-            return Ok(());
-        }
-    }
-    write_host(out, y.into_iter().map(f64::from))
-}
-
-/// `conv_transpose1d` on the CPU without the bias: per batch and group, the group's weights
-/// transposed `[c_out/groups · taps, c_in/groups]` times its input `[c_in/groups, len]`, then
-/// each column's taps added at their output positions (col2im).
-fn cpu_conv_transpose(x: &[f32], w: &[f32], p: &Conv1d, d: &Dims, len_out: usize) -> Vec<f32> {
+/// `conv_transpose1d` on the CPU without the bias, into `y` (`[batch, c_out, len_out]`,
+/// cleared first): per batch and group, the group's weights transposed `[c_out/groups · taps,
+/// c_in/groups]` times its input `[c_in/groups, len]`, then each column's taps added at their
+/// output positions (col2im).
+fn cpu_conv_transpose(x: &[f32], w: &[f32], p: &Conv1d, d: &Dims, len_out: usize, y: &mut [f32]) {
     let (cin_g, cout_g, k) = (d.c_in / p.groups, d.c_out / p.groups, d.k);
-    let mut y = vec![0.0f32; d.batch * d.c_out * len_out];
+    y.fill(0.0);
     let mut cols = vec![0.0f32; cout_g * k * d.len_in];
     let mut wt = vec![0.0f32; cout_g * k * cin_g];
     for g in 0..p.groups {
@@ -442,5 +468,4 @@ fn cpu_conv_transpose(x: &[f32], w: &[f32], p: &Conv1d, d: &Dims, len_out: usize
             }
         }
     }
-    y
 }
