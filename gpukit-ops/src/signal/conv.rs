@@ -417,11 +417,12 @@ fn cpu_conv(x: &[f32], w: &[f32], p: &Conv1d, d: &Dims, len_out: usize, y: &mut 
 /// One im2col row: `dst[t]` = `row[t·stride + shift − padding]`, zero outside the row.
 fn im2col_row(row: &[f32], dst: &mut [f32], shift: usize, p: &Conv1d) {
     let pos = |t: usize| (t * p.stride + shift) as isize - p.padding as isize;
-    // Outputs whose input lies inside the row: t in [lo, hi).
-    let lo = (0..dst.len()).find(|&t| pos(t) >= 0).unwrap_or(dst.len());
-    let hi = (lo..dst.len())
-        .find(|&t| pos(t) >= row.len() as isize)
-        .unwrap_or(dst.len());
+    // Outputs whose input lies inside the row: t in [lo, hi), the first t with
+    // t·stride + shift ≥ padding and the first with t·stride + shift ≥ padding + len.
+    let first_at = |bound: usize| bound.saturating_sub(shift).div_ceil(p.stride);
+    let n = dst.len();
+    let lo = first_at(p.padding).min(n);
+    let hi = first_at(p.padding + row.len()).clamp(lo, n);
     dst[..lo].fill(0.0);
     dst[hi..].fill(0.0);
     if p.stride == 1 && lo < hi {
