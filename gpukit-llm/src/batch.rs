@@ -449,6 +449,7 @@ enum Slot {
 }
 
 impl Slot {
+    /// Every slot, in declaration order (so `ALL[s as usize] == s`).
     const ALL: [Slot; 14] = [
         Slot::X0,
         Slot::X1,
@@ -484,7 +485,7 @@ struct StepBuffers {
     width: usize,
     /// i32: ids, positions, slots, sequences (a row each) and the block tables.
     inputs: Tensor,
-    /// One flat buffer per [`Slot`], in [`Slot::ALL`]'s order.
+    /// One flat buffer per [`Slot`], indexed by the slot (in [`Slot::ALL`]'s order).
     slots: Vec<Tensor>,
     /// The batch-invariant linear's split workspace (f32), where its plans need one.
     linear_ws: Option<Tensor>,
@@ -542,8 +543,7 @@ impl StepBuffers {
 
     /// The first `rows` rows of `slot`'s buffer, `[rows, width]`.
     fn view(&self, slot: Slot, rows: usize, width: usize) -> gpukit_ops::Result<Tensor> {
-        let i = Slot::ALL.iter().position(|&s| s == slot).unwrap_or(0);
-        self.slots[i]
+        self.slots[slot as usize]
             .narrow(0, 0, rows * width)?
             .reshape(&[rows, width])
     }

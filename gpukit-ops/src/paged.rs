@@ -18,7 +18,9 @@ use gpukit_kernels::shared::PAGED_MAX_HEAD_DIM;
 use gpukit_kernels::{DType, grid};
 use rayon::prelude::*;
 
-use crate::ops::{check_out, dptr, float_only, need_contiguous, same_device, u32_dim};
+use crate::ops::{
+    check_out, dptr, float_only, need_contiguous, same_device, u32_dim, workspace_or_new,
+};
 use crate::{Device, Error, Result, Tensor};
 
 /// Where each token of a batch belongs: its sequence's block table and its position.
@@ -384,21 +386,7 @@ pub fn paged_attention_with_workspace_into(
             // Each partition's state of tokens with several: (output, max, sum) per query head.
             let need =
                 paged_attention_workspace_len(tokens, heads, head_dim, max_blocks, block_size);
-            let partial = match (need, workspace) {
-                (0, _) => None,
-                (_, Some(w)) => {
-                    Error::expect_dtype(OP, w.dtype(), DType::F32)?;
-                    need_contiguous(OP, w, "the workspace")?;
-                    if w.numel() < need {
-                        return Err(Error::shape(
-                            OP,
-                            format!("a workspace of {} f32 values, {need} needed", w.numel()),
-                        ));
-                    }
-                    Some(w.clone())
-                }
-                (_, None) => Some(Tensor::empty(&[need], DType::F32, &dev)?),
-            };
+            let partial = workspace_or_new(OP, workspace, need, &dev)?;
             let partial_ptr = partial.as_ref().map(dptr).transpose()?.unwrap_or_default();
             let args = KernelArgs::new()
                 .arg(dptr(out)?)

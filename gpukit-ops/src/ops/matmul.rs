@@ -15,7 +15,8 @@ use gpukit_kernels::{BLayout, DType, Epilogue, F32Precision, GemmShape};
 use rayon::prelude::*;
 
 use super::{
-    check_out, dptr, float_only, need_contiguous, new_output, same_device, u32_dim, write_host,
+    check_out, dptr, float_only, need_contiguous, new_output, same_device, u32_dim,
+    workspace_or_new, write_host,
 };
 use crate::device::Device;
 use crate::tensor::Tensor;
@@ -650,27 +651,8 @@ pub fn linear_batch_invariant_with_workspace_into(
             let bias_ptr = bias.as_ref().map(dptr).transpose()?;
             if tiled_fits(dt, k, xp.0, dptr(&w)?.0) {
                 let plan = linear_plan(dt, m, n, k)?;
-                let partial = match (plan.split, workspace) {
-                    (None, _) => None,
-                    (Some(segs), Some(ws)) => {
-                        Error::expect_dtype(OP, ws.dtype(), DType::F32)?;
-                        need_contiguous(OP, ws, "the workspace")?;
-                        if ws.numel() < segs * m * n {
-                            return Err(Error::shape(
-                                OP,
-                                format!(
-                                    "a workspace of {} f32 values, {} needed",
-                                    ws.numel(),
-                                    segs * m * n
-                                ),
-                            ));
-                        }
-                        Some(ws.clone())
-                    }
-                    (Some(segs), None) => {
-                        Some(Tensor::empty(&[segs * m * n], DType::F32, &x.device())?)
-                    }
-                };
+                let need = plan.split.map_or(0, |segs| segs * m * n);
+                let partial = workspace_or_new(OP, workspace, need, &x.device())?;
                 let null = gpukit_driver::DevicePtr(0);
                 let partial_ptr = partial.as_ref().map(dptr).transpose()?.unwrap_or(null);
                 let args = KernelArgs::new()

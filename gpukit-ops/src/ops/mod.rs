@@ -130,6 +130,31 @@ pub(crate) fn new_output(
     Tensor::empty(shape, like.dtype(), device)
 }
 
+/// A kernel's f32 workspace of at least `need` values: the caller's (checked: f32, contiguous,
+/// long enough), or a new one on `dev` when none is given; `None` when nothing is needed.
+pub(crate) fn workspace_or_new(
+    op: &'static str,
+    given: Option<&Tensor>,
+    need: usize,
+    dev: &Device,
+) -> Result<Option<Tensor>> {
+    match (need, given) {
+        (0, _) => Ok(None),
+        (_, Some(w)) => {
+            Error::expect_dtype(op, w.dtype(), DType::F32)?;
+            need_contiguous(op, w, "the workspace")?;
+            if w.numel() < need {
+                return Err(Error::shape(
+                    op,
+                    format!("a workspace of {} f32 values, {need} needed", w.numel()),
+                ));
+            }
+            Ok(Some(w.clone()))
+        }
+        (_, None) => Ok(Some(Tensor::empty(&[need], DType::F32, dev)?)),
+    }
+}
+
 /// Checks that a tensor is contiguous (ops that need it say so).
 pub(crate) fn need_contiguous(op: &'static str, t: &Tensor, what: &str) -> Result<()> {
     if t.is_contiguous() {
