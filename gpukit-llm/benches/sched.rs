@@ -2,35 +2,44 @@
 //! throughput tenant on one GPU.
 //!
 //! The guaranteed tenant decodes Llama-3.2-1B at batch 1 (one CUDA graph replay per token, each
-//! id read back); the best-effort tenant prefills Llama-3.1-8B with 4,096-token prompts back to
-//! back, in chunks of `$GPUKIT_SCHED_CHUNK` (default 512) tokens. Both are random-weight bf16
-//! models at real shapes from `bench/decode_models.py` in `$GPUKIT_DECODE_MODELS`. Setups, in
-//! one run:
+//! id read back). The best-effort tenant runs Llama-3.1-8B, one of two loads (both by default,
+//! `$GPUKIT_SCHED_LOADS=prefill,decode`):
+//! - **prefill**: 4,096-token prompts back to back, in chunks of `$GPUKIT_SCHED_CHUNK` (default
+//!   512) tokens;
+//! - **decode**: batched decode of 64 sequences through the serving engine
+//!   ([`BatchEngine`], CUDA-graph steps), each after a 128-token prompt.
+//!
+//! Both are random-weight bf16 models at real shapes from `bench/decode_models.py` in
+//! `$GPUKIT_DECODE_MODELS`. Setups, for each load, in one run:
 //! - **alone**: each tenant by itself;
 //! - **shared**: both on lanes of the default tenant at the same priority (no isolation);
 //! - **priorities**: a scheduler without partitions (guaranteed lanes most urgent);
 //! - **partitions**: the scheduler with green-context partitions, the guaranteed share swept
 //!   over `$GPUKIT_SCHED_SHARES` (default `0.25,0.5,0.75`), with and without pacing (the
-//!   best-effort tenant asks the [`Pacer`] before each chunk; the objective is 1.1× the solo
-//!   p50 step);
+//!   best-effort tenant asks the [`Pacer`] before each chunk or step; the objective is 1.1× the
+//!   solo p50 step);
 //! - **processes**: the two tenants in two processes, time-sliced by the driver.
 //!
 //! For each: the guaranteed tenant's time per output token (p50, p99, max over
-//! `$GPUKIT_SCHED_TOKENS`, default 1,000) and the best-effort tenant's prefill tokens/s.
-//! `$GPUKIT_SCHED_ONLY=<substring>` keeps, besides the two solo baselines, the setups whose
-//! name contains it. Writes `bench-sched.json` to `$GPUKIT_BENCH_OUT` (default `target/bench`);
+//! `$GPUKIT_SCHED_TOKENS`, default 1,000) and the best-effort tenant's tokens/s (prompt tokens
+//! prefilled, or output tokens decoded). `$GPUKIT_SCHED_ONLY=<substring>` keeps, besides the
+//! solo baselines, the setups whose name contains it. Writes `bench-sched.json` to `$GPUKIT_BENCH_OUT` (default `target/bench`);
 //! `bench/peer_sched.py` prints the table and draws the plot.
 
 mod common;
 
 use common::{GreedyPick, prompt_ids, sync, write_report};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use gpukit_llm::decode::{DecodeOptions, Replay};
+use gpukit_llm::engine::Engine;
 use gpukit_llm::model::{LoadOptions, Model};
+use gpukit_llm::serving::{BatchEngine, Command, Event, Pacing, Request, ServeOptions};
 use gpukit_ops::Device;
+use gpukit_ops::sampling::SamplingParams;
 use gpukit_sched::{
     LanePriority, Pacer, QosClass, Runtime, SchedulerOptions, SharedPacer, Tenant, TenantSpec,
 };
@@ -39,6 +48,10 @@ use serde_json::{Value, json};
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
 const PROMPT: usize = 4096;
+/// Sequences of the best-effort batched decode, and each one's prompt and context.
+const BATCH: usize = 64;
+const BATCH_PROMPT: usize = 128;
+const BATCH_CONTEXT: usize = 1024;
 const GIB: usize = 1 << 30;
 
 fn env_usize(name: &str, default: usize) -> Res<usize> {
@@ -48,7 +61,7 @@ fn env_usize(name: &str, default: usize) -> Res<usize> {
     }
 }
 
-fn load(dir: &Path, dev: &Device) -> Res<Model> {
+fn load_model(dir: &Path, dev: &Device) -> Res<Model> {
     let m = Model::from_hf_dir(dir, dev, LoadOptions::default(), &mut |_, _| {})?;
     sync(dev)?;
     Ok(m)
@@ -93,11 +106,12 @@ fn decode(
     Ok(times)
 }
 
-/// What the best-effort prefill did.
-struct Prefilled {
+/// What the best-effort tenant did.
+struct Worked {
+    /// Prompt tokens prefilled, or output tokens decoded.
     tokens: usize,
     seconds: f64,
-    /// Chunks the pacer held back.
+    /// Times the pacer held a chunk or a step back.
     held: usize,
     /// When each chunk and each prompt ended (since `start`).
     chunk_ends: Vec<Duration>,
@@ -111,7 +125,7 @@ fn prefill_loop(
     stop: &AtomicBool,
     pacer: Option<&SharedPacer>,
     start: Instant,
-) -> Res<Prefilled> {
+) -> Res<Worked> {
     let prompt = prompt_ids(PROMPT, model.spec().vocab, 5);
     let t = Instant::now();
     let (mut done, mut held) = (0, 0);
@@ -136,13 +150,197 @@ fn prefill_loop(
         done += PROMPT;
         prompt_ends.push(start.elapsed());
     }
-    Ok(Prefilled {
+    Ok(Worked {
         tokens: done,
         seconds: t.elapsed().as_secs_f64(),
         held,
         chunk_ends,
         prompt_ends,
     })
+}
+
+/// The best-effort batched decode: a serving engine with [`BATCH`] sequences decoding, and
+/// the count of tokens they have produced.
+struct BatchDecode {
+    engine: BatchEngine,
+    produced: Arc<AtomicUsize>,
+    /// The first failure a sequence reported.
+    failed: Arc<Mutex<Option<String>>>,
+    cancel: Vec<Arc<AtomicBool>>,
+}
+
+impl BatchDecode {
+    /// Loads the model on `dev` and brings [`BATCH`] greedy sequences past their prompts and
+    /// first decode steps (the steps' graphs captured), so that what follows is decode only.
+    fn new(dir: &Path, dev: &Device) -> Res<BatchDecode> {
+        let engine = Arc::new(Engine::load(
+            dir,
+            dev,
+            LoadOptions::default(),
+            &mut |_, _| {},
+        )?);
+        let vocab = engine.model().spec().vocab;
+        let block_size = 16;
+        let opts = ServeOptions {
+            max_batch: BATCH,
+            max_seq_len: BATCH_CONTEXT,
+            kv_blocks: BATCH * BATCH_CONTEXT / block_size,
+            block_size,
+            max_step_tokens: 4096,
+            max_waiting: BATCH,
+            profile_every: 0,
+        };
+        let mut engine = BatchEngine::new(engine, opts)?;
+        let produced = Arc::new(AtomicUsize::new(0));
+        let failed = Arc::new(Mutex::new(None));
+        let mut cancel = Vec::with_capacity(BATCH);
+        for i in 0..BATCH {
+            let (count, flag) = (produced.clone(), Arc::new(AtomicBool::new(false)));
+            let failure = failed.clone();
+            cancel.push(flag.clone());
+            engine.submit(Request {
+                prompt: prompt_ids(BATCH_PROMPT, vocab, 100 + i as u64),
+                max_new_tokens: BATCH_CONTEXT - BATCH_PROMPT,
+                sampling: SamplingParams::default(),
+                repetition_window: 0,
+                stop: Vec::new(),
+                logprobs: false,
+                ignore_eos: true,
+                cancel: flag,
+                sink: Box::new(move |e| {
+                    match e {
+                        Event::Text { tokens, .. } => {
+                            count.fetch_add(tokens.len(), Ordering::Relaxed);
+                        }
+                        Event::Failed(e) => {
+                            let mut f = failure.lock().unwrap_or_else(|p| p.into_inner());
+                            f.get_or_insert(e.to_string());
+                        }
+                        Event::Done(_) => {}
+                    }
+                    true
+                }),
+            });
+        }
+        while produced.load(Ordering::Relaxed) < 4 * BATCH {
+            engine.step()?;
+            BatchDecode::check(&failed)?;
+        }
+        sync(dev)?;
+        Ok(BatchDecode {
+            engine,
+            produced,
+            failed,
+            cancel,
+        })
+    }
+
+    /// The first failure of a sequence, as an error.
+    fn check(failed: &Mutex<Option<String>>) -> Res<()> {
+        match &*failed.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(e) => Err(format!("a sequence of the batch failed: {e}").into()),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs the engine on its own thread ([`BatchEngine::run`], asking `pacer` before each step
+    /// when there is one) until `stop`; then cancels the sequences.
+    fn run(self, stop: &AtomicBool, pacer: Option<&SharedPacer>) -> Res<Worked> {
+        let engine = match pacer {
+            Some(p) => self.engine.with_pacing(Pacing::Follows(p.clone())),
+            None => self.engine,
+        };
+        let metrics = engine.metrics();
+        let (tx, rx) = mpsc::channel::<Command>();
+        let t = Instant::now();
+        let before = self.produced.load(Ordering::Relaxed);
+        let thread = std::thread::spawn(move || engine.run(rx));
+        while !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let tokens = self.produced.load(Ordering::Relaxed) - before;
+        let seconds = t.elapsed().as_secs_f64();
+        for c in &self.cancel {
+            c.store(true, Ordering::Relaxed);
+        }
+        drop(tx);
+        thread.join().map_err(|_| "the engine thread panicked")?;
+        BatchDecode::check(&self.failed)?;
+        let held = metrics
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .paced_total;
+        Ok(Worked {
+            tokens,
+            seconds,
+            held: held as usize,
+            chunk_ends: Vec::new(),
+            prompt_ends: Vec::new(),
+        })
+    }
+}
+
+/// What the best-effort tenant runs: a model to prefill with, or a decoding batch.
+enum Work {
+    Prefill(Model),
+    Decode(BatchDecode),
+}
+
+impl Work {
+    fn load(load: Load, models: &Models, dev: &Device) -> Res<Work> {
+        Ok(match load {
+            Load::Prefill => Work::Prefill(load_model(&models.large, dev)?),
+            Load::Decode => Work::Decode(BatchDecode::new(&models.large, dev)?),
+        })
+    }
+
+    /// Warms the prefill's kernels (the batch is warm once made).
+    fn warm(&self, chunk: usize) -> Res<()> {
+        if let Work::Prefill(m) = self {
+            let mut s = m.session(PROMPT)?;
+            drop(m.forward(&mut s, &prompt_ids(chunk, m.spec().vocab, 3))?);
+            sync(m.device())?;
+        }
+        Ok(())
+    }
+
+    /// Works until `stop`.
+    fn run(
+        self,
+        chunk: usize,
+        stop: &AtomicBool,
+        pacer: Option<&SharedPacer>,
+        start: Instant,
+    ) -> Res<Worked> {
+        match self {
+            Work::Prefill(m) => prefill_loop(&m, chunk, stop, pacer, start),
+            Work::Decode(b) => b.run(stop, pacer),
+        }
+    }
+}
+
+/// The best-effort tenant's load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Load {
+    Prefill,
+    Decode,
+}
+
+impl Load {
+    fn name(self) -> &'static str {
+        match self {
+            Load::Prefill => "prefill",
+            Load::Decode => "decode",
+        }
+    }
+
+    fn parse(s: &str) -> Res<Load> {
+        match s.trim() {
+            "prefill" => Ok(Load::Prefill),
+            "decode" => Ok(Load::Decode),
+            other => Err(format!("GPUKIT_SCHED_LOADS: `{other}` is not prefill or decode").into()),
+        }
+    }
 }
 
 /// Step-time quantiles and the stalls: steps over 3× the median, the kind of event that sets
@@ -180,12 +378,29 @@ struct Models {
     large: PathBuf,
 }
 
-/// One setup: the guaranteed decode beside the best-effort prefill (either may be absent).
+/// What the best-effort tenant did, as the report gives it.
+fn worked(load: Load, w: &Worked, g: Option<&[(Duration, Duration)]>) -> Value {
+    let mut out = json!({
+        "load": load.name(),
+        "tokens_per_s": w.tokens as f64 / w.seconds,
+        "held": w.held,
+    });
+    if load == Load::Prefill {
+        out["prompts"] = json!(w.tokens / PROMPT);
+        if let Some(g) = g {
+            out["chunks_during_decode"] = json!(during(&w.chunk_ends, g));
+            out["prompts_during_decode"] = json!(during(&w.prompt_ends, g));
+        }
+    }
+    out
+}
+
+/// One setup: the guaranteed decode beside the best-effort load (either may be absent).
 fn run_together(
     models: &Models,
     place: &Placement,
     with_g: bool,
-    with_be: bool,
+    be: Option<Load>,
     tokens: usize,
     chunk: usize,
     objective: Option<Duration>,
@@ -197,14 +412,13 @@ fn run_together(
     let g_dev = Device::cuda(&g_lane)?;
     let be_dev = Device::cuda(&be_lane)?;
     let small = if with_g {
-        Some(load(&models.small, &g_dev)?)
+        Some(load_model(&models.small, &g_dev)?)
     } else {
         None
     };
-    let large = if with_be {
-        Some(load(&models.large, &be_dev)?)
-    } else {
-        None
+    let work = match be {
+        Some(load) => Some(Work::load(load, models, &be_dev)?),
+        None => None,
     };
     let pacer = match (place.pacing, objective) {
         // Slices long enough for a few chunks (a 512-token chunk of the 8B model takes ~10 ms):
@@ -217,26 +431,24 @@ fn run_together(
         ))),
         _ => None,
     };
-    // Warm-up: kernel modules and GEMM plans of both shapes.
+    // Warm-up: kernel modules, GEMM plans and graphs of both.
     if let Some(m) = &small {
         decode(m, 8, None, Instant::now())?;
     }
-    if let Some(m) = &large {
-        let mut s = m.session(PROMPT)?;
-        drop(m.forward(&mut s, &prompt_ids(chunk, m.spec().vocab, 3))?);
-        sync(m.device())?;
+    if let Some(w) = &work {
+        w.warm(chunk)?;
     }
     let stop = AtomicBool::new(false);
     let start = Instant::now();
-    let (g, be) = std::thread::scope(|scope| -> Res<_> {
-        let be = large.as_ref().map(|m| {
+    let (g, done) = std::thread::scope(|scope| -> Res<_> {
+        let done = work.map(|w| {
             let (stop, pacer) = (&stop, pacer.as_ref());
-            scope.spawn(move || prefill_loop(m, chunk, stop, pacer, start))
+            scope.spawn(move || w.run(chunk, stop, pacer, start))
         });
         let g = match &small {
             Some(m) => {
                 // Let the best-effort work get going first.
-                if be.is_some() {
+                if done.is_some() {
                     std::thread::sleep(Duration::from_millis(300));
                 }
                 Some(decode(m, tokens, pacer.as_ref(), start))
@@ -247,74 +459,66 @@ fn run_together(
             }
         };
         stop.store(true, Ordering::Relaxed);
-        let be = be.map(|h| h.join().map_err(|_| "the prefill thread panicked"));
-        Ok((g, be))
+        let done = done.map(|h| h.join().map_err(|_| "the best-effort thread panicked"));
+        Ok((g, done))
     })?;
     let mut out = json!({});
     let g = g.transpose()?;
     if let Some(g) = &g {
         out["guaranteed"] = stats(g);
     }
-    if let Some(be) = be {
-        let p = be??;
-        out["best_effort"] = json!({
-            "prefill_tokens_per_s": p.tokens as f64 / p.seconds,
-            "prompts": p.tokens / PROMPT,
-            "chunks_held": p.held,
-        });
-        if let Some(g) = &g {
-            out["best_effort"]["chunks_during_decode"] = json!(during(&p.chunk_ends, g));
-            out["best_effort"]["prompts_during_decode"] = json!(during(&p.prompt_ends, g));
-        }
+    if let (Some(load), Some(done)) = (be, done) {
+        out["best_effort"] = worked(load, &done??, g.as_deref());
     }
     Ok(out)
 }
 
 /// The role of a child process in the time-sliced setup: runs one tenant alone, prints JSON.
-/// The best-effort child prints `prefilling` once its loop runs, and prefills until its
-/// standard input closes.
-fn child(role: &str, models: &Models, tokens: usize, chunk: usize) -> Res<()> {
+/// The best-effort child prints `running` once its load runs, and goes on until its standard
+/// input closes.
+fn child(role: &str, load: Load, models: &Models, tokens: usize, chunk: usize) -> Res<()> {
     let rt = Runtime::with_devices(&[0])?;
     let dev = rt.device(0)?;
     let lane = dev.default_tenant().lane(LanePriority::Normal)?;
     let d = Device::cuda(&lane)?;
     let out = if role == "guaranteed" {
-        let m = load(&models.small, &d)?;
+        let m = load_model(&models.small, &d)?;
         decode(&m, 8, None, Instant::now())?;
         json!({"guaranteed": stats(&decode(&m, tokens, None, Instant::now())?)})
     } else {
-        let m = load(&models.large, &d)?;
+        let work = Work::load(load, models, &d)?;
+        work.warm(chunk)?;
         let stop = AtomicBool::new(false);
-        let p = std::thread::scope(|scope| {
-            let h = scope.spawn(|| prefill_loop(&m, chunk, &stop, None, Instant::now()));
-            println!("prefilling");
+        let w = std::thread::scope(|scope| {
+            let h = scope.spawn(|| work.run(chunk, &stop, None, Instant::now()));
+            println!("running");
             let _ = std::io::Write::flush(&mut std::io::stdout());
             // Until the parent closes our input: the other process has finished.
             let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
             stop.store(true, Ordering::Relaxed);
-            h.join().map_err(|_| "the prefill thread panicked")
+            h.join().map_err(|_| "the best-effort thread panicked")
         })??;
-        json!({"best_effort": {"prefill_tokens_per_s": p.tokens as f64 / p.seconds,
-                               "prompts": p.tokens / PROMPT}})
+        json!({"best_effort": worked(load, &w, None)})
     };
     println!("{out}");
     Ok(())
 }
 
 /// The two tenants in two processes: the guaranteed one starts once the best-effort one is
-/// prefilling, which goes on until the guaranteed one is done.
-fn processes() -> Res<Value> {
+/// running, which goes on until the guaranteed one is done.
+fn processes(load: Load) -> Res<Value> {
     use std::io::BufRead;
     use std::process::{Command, Stdio};
     let exe = std::env::current_exe()?;
     let mut be = Command::new(&exe)
         .env("GPUKIT_SCHED_ROLE", "best-effort")
+        .env("GPUKIT_SCHED_LOADS", load.name())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()?;
     let mut lines = std::io::BufReader::new(be.stdout.take().ok_or("no child stdout")?).lines();
-    if !lines.any(|l| l.is_ok_and(|l| l == "prefilling")) {
-        return Err("the best-effort process ended before prefilling".into());
+    if !lines.any(|l| l.is_ok_and(|l| l == "running")) {
+        return Err("the best-effort process ended before running".into());
     }
     let g = Command::new(&exe)
         .env("GPUKIT_SCHED_ROLE", "guaranteed")
@@ -352,8 +556,14 @@ fn main() -> Res<()> {
     }
     let tokens = env_usize("GPUKIT_SCHED_TOKENS", 1000)?;
     let chunk = env_usize("GPUKIT_SCHED_CHUNK", 512)?;
+    let loads: Vec<Load> = std::env::var("GPUKIT_SCHED_LOADS")
+        .unwrap_or_else(|_| "prefill,decode".into())
+        .split(',')
+        .map(Load::parse)
+        .collect::<Res<_>>()?;
     if let Ok(role) = std::env::var("GPUKIT_SCHED_ROLE") {
-        return child(&role, &models, tokens, chunk);
+        let load = *loads.first().ok_or("GPUKIT_SCHED_LOADS names no load")?;
+        return child(&role, load, &models, tokens, chunk);
     }
     let shares: Vec<f64> = std::env::var("GPUKIT_SCHED_SHARES")
         .unwrap_or_else(|_| "0.25,0.5,0.75".into())
@@ -367,19 +577,23 @@ fn main() -> Res<()> {
         std::env::var("CUDA_DEVICE_MAX_CONNECTIONS").unwrap_or_else(|_| "unset (8)".into())
     );
     let mut rows: Vec<Value> = Vec::new();
-    let record = |rows: &mut Vec<Value>, setup: String, mut r: Value| -> Res<()> {
-        r["setup"] = json!(setup);
-        println!("{r}");
-        rows.push(r);
-        let report = json!({
-            "device": dev.device().properties().name,
-            "tokens": tokens,
-            "chunk": chunk,
-            "prompt": PROMPT,
-            "rows": rows,
-        });
-        write_report("bench-sched.json", &report)
-    };
+    let record =
+        |rows: &mut Vec<Value>, setup: &str, load: Option<Load>, mut r: Value| -> Res<()> {
+            r["setup"] = json!(setup);
+            r["load"] = json!(load.map(Load::name));
+            println!("{r}");
+            rows.push(r);
+            let report = json!({
+                "device": dev.device().properties().name,
+                "tokens": tokens,
+                "chunk": chunk,
+                "prompt": PROMPT,
+                "batch": BATCH,
+                "batch_prompt": BATCH_PROMPT,
+                "rows": rows,
+            });
+            write_report("bench-sched.json", &report)
+        };
     let only = std::env::var("GPUKIT_SCHED_ONLY").ok();
     let keep = |name: &str| only.as_ref().is_none_or(|o| name.contains(o.as_str()));
     let plain = || Placement {
@@ -388,58 +602,60 @@ fn main() -> Res<()> {
         urgent: LanePriority::Normal,
         pacing: false,
     };
-    let solo_g = run_together(&models, &plain(), true, false, tokens, chunk, None)?;
+    let solo_g = run_together(&models, &plain(), true, None, tokens, chunk, None)?;
     let objective =
         Duration::from_secs_f64(solo_g["guaranteed"]["p50_ms"].as_f64().unwrap_or(1.0) * 1.1e-3);
-    record(&mut rows, "alone: guaranteed".into(), solo_g)?;
-    let solo_be = run_together(&models, &plain(), false, true, tokens, chunk, None)?;
-    record(&mut rows, "alone: best-effort".into(), solo_be)?;
-    if keep("shared, same priority") {
-        let shared = run_together(&models, &plain(), true, true, tokens, chunk, None)?;
-        record(&mut rows, "shared, same priority".into(), shared)?;
-    }
-
+    record(&mut rows, "alone: guaranteed", None, solo_g)?;
     let admit = |opts: SchedulerOptions, share: Option<f64>, pacing: bool| -> Res<Placement> {
         let sched = dev.scheduler(opts)?;
         let mut g = TenantSpec::new("decode", QosClass::Guaranteed).memory(8 * GIB);
         g.sm_share = share;
         Ok(Placement {
             guaranteed: sched.admit(&g)?,
-            best_effort: sched.admit(&TenantSpec::new("prefill", QosClass::BestEffort))?,
+            best_effort: sched.admit(&TenantSpec::new("batch", QosClass::BestEffort))?,
             urgent: LanePriority::High,
             pacing,
         })
     };
-    if keep("stream priorities") {
-        let prio = admit(
-            SchedulerOptions {
-                no_partitions: true,
-                ..Default::default()
-            },
-            None,
-            false,
-        )?;
-        let r = run_together(&models, &prio, true, true, tokens, chunk, Some(objective))?;
-        record(&mut rows, "stream priorities".into(), r)?;
-    }
-    for &share in &shares {
-        for pacing in [false, true] {
-            let name = format!(
-                "partitions {share:.2}{}",
-                if pacing { " + pacing" } else { "" }
-            );
-            if !keep(&name) {
-                continue;
-            }
-            let place = admit(SchedulerOptions::default(), Some(share), pacing)?;
-            let r = run_together(&models, &place, true, true, tokens, chunk, Some(objective))?;
-            record(&mut rows, name, r)?;
+    for &load in &loads {
+        let be = Some(load);
+        let solo_be = run_together(&models, &plain(), false, be, tokens, chunk, None)?;
+        record(&mut rows, "alone: best-effort", be, solo_be)?;
+        if keep("shared, same priority") {
+            let shared = run_together(&models, &plain(), true, be, tokens, chunk, None)?;
+            record(&mut rows, "shared, same priority", be, shared)?;
         }
-    }
-    if keep("two processes") {
-        dev.pool().empty_cache()?;
-        let r = processes()?;
-        record(&mut rows, "two processes".into(), r)?;
+        if keep("stream priorities") {
+            let prio = admit(
+                SchedulerOptions {
+                    no_partitions: true,
+                    ..Default::default()
+                },
+                None,
+                false,
+            )?;
+            let r = run_together(&models, &prio, true, be, tokens, chunk, Some(objective))?;
+            record(&mut rows, "stream priorities", be, r)?;
+        }
+        for &share in &shares {
+            for pacing in [false, true] {
+                let name = format!(
+                    "partitions {share:.2}{}",
+                    if pacing { " + pacing" } else { "" }
+                );
+                if !keep(&name) {
+                    continue;
+                }
+                let place = admit(SchedulerOptions::default(), Some(share), pacing)?;
+                let r = run_together(&models, &place, true, be, tokens, chunk, Some(objective))?;
+                record(&mut rows, &name, be, r)?;
+            }
+        }
+        if keep("two processes") {
+            dev.pool().empty_cache()?;
+            let r = processes(load)?;
+            record(&mut rows, "two processes", be, r)?;
+        }
     }
     Ok(())
 }

@@ -429,3 +429,68 @@ fn bad_requests_are_refused_and_the_engine_goes_on() {
         "{err}"
     );
 }
+
+/// Two engines paced through one [`SharedPacer`], as `gpukit serve` runs a guaranteed and a
+/// best-effort model: the guaranteed engine reports its decode steps (all over an objective of
+/// a microsecond), the best-effort one asks before each step. The best-effort engine is held
+/// back — at most the pacer's largest budget of steps per slice — the guaranteed one never is,
+/// and pacing changes no token.
+#[test]
+fn a_paced_engine_waits_for_its_budget_and_its_tokens_do_not_change() {
+    use gpukit_llm::serving::{Command, Pacing};
+    use gpukit_sched::{Pacer, SharedPacer};
+    use std::time::{Duration, Instant};
+
+    let (_dir, engine) = load(&Device::Cpu);
+    let opts = options(64, 64, 16);
+    let alone = serve(&engine, opts.clone(), &[0, 1]).0;
+    let slice = Duration::from_millis(20);
+    let max_budget = 4;
+    let pacer = SharedPacer::new(Pacer::new(Duration::from_micros(1), slice, 1, max_budget));
+    let work = workload();
+    let start = Instant::now();
+    let runs: Vec<_> = [
+        Pacing::Reports(pacer.clone()),
+        Pacing::Follows(pacer.clone()),
+    ]
+    .into_iter()
+    .zip([0usize, 1])
+    .map(|(pacing, i)| {
+        let e = BatchEngine::new(engine.clone(), opts.clone())
+            .unwrap()
+            .with_pacing(pacing);
+        let metrics = e.metrics();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            e.run(rx);
+            start.elapsed()
+        });
+        let (p, n, s) = work[i].clone();
+        let (req, out) = request(p, n, s);
+        // The engine ends once the request is done and the channel is closed.
+        tx.send(Command::Submit(req)).unwrap();
+        (thread, out, metrics)
+    })
+    .collect();
+    let mut ran = Vec::new();
+    for (k, (thread, out, metrics)) in runs.into_iter().enumerate() {
+        let took = thread.join().unwrap();
+        assert_eq!(
+            *out.lock().unwrap(),
+            alone[k],
+            "request {k} changed under pacing"
+        );
+        ran.push((took, metrics.lock().unwrap().clone()));
+    }
+    let (g, be) = (&ran[0].1, &ran[1].1);
+    assert_eq!(g.paced_total, 0, "the guaranteed engine was held back");
+    assert!(be.paced_total > 0, "the best-effort engine was never held");
+    // Its steps (prefill and one per token) fit at most `max_budget` per slice.
+    let steps = work[1].1 as u32;
+    let floor = slice * (steps / max_budget - 1);
+    println!(
+        "best-effort: {steps} steps in {:?} (at least {floor:?}), held {} times",
+        ran[1].0, be.paced_total
+    );
+    assert!(ran[1].0 >= floor, "{:?} < {floor:?}", ran[1].0);
+}

@@ -224,7 +224,7 @@ impl std::fmt::Debug for Tenant {
         let mut d = f.debug_struct("Tenant");
         d.field("name", &self.name).field("pool", &self.pool);
         if let Some(a) = &self.admission {
-            d.field("grant", &a.grant);
+            d.field("grant", &Scheduler::grant_of(&a.scheduler, &a.name));
         }
         d.finish()
     }
@@ -248,18 +248,19 @@ impl Tenant {
 
     /// Its QoS class (`None` for a tenant made without a scheduler).
     pub fn class(&self) -> Option<QosClass> {
-        self.admission.as_ref().map(|a| a.grant.class)
+        self.admission.as_ref().map(|a| a.class)
     }
 
-    /// What the scheduler granted it (`None` without a scheduler).
-    pub fn grant(&self) -> Option<&Grant> {
-        self.admission.as_ref().map(|a| &a.grant)
+    /// What the scheduler granted it, as it stands now (`None` without a scheduler).
+    pub fn grant(&self) -> Option<Grant> {
+        let a = self.admission.as_ref()?;
+        Scheduler::grant_of(&a.scheduler, &a.name)
     }
 
     /// The SM partition its lanes run on (`None` without partitions).
     pub fn partition(&self) -> Option<SmPartition> {
         let a = self.admission.as_ref()?;
-        Scheduler::partition_of(&a.scheduler, &a.grant)
+        Scheduler::partition_of(&a.scheduler, &a.name)
     }
 
     /// A new lane (a new stream) of this tenant. For a scheduled tenant the stream belongs to
@@ -276,7 +277,7 @@ impl Tenant {
             }
             Some(a) => {
                 let range = self.device.device().stream_priority_range()?;
-                let value = a.grant.class.stream_priority(
+                let value = a.class.stream_priority(
                     range.highest,
                     range.lowest,
                     priority == LanePriority::High,
@@ -285,7 +286,7 @@ impl Tenant {
                     Some(p) => p.new_stream(value)?,
                     None => self.device.device().new_stream_with_priority(value)?,
                 };
-                match a.grant.class.launch_window() {
+                match a.class.launch_window() {
                     Some((every, depth)) => stream.with_launch_window(every, depth),
                     None => stream,
                 }

@@ -375,20 +375,9 @@ impl Ledger {
         if spec.class == QosClass::Guaranteed
             && let Some(share) = spec.sm_share
         {
-            if !(share > 0.0 && share <= 1.0) {
-                reasons.push(Shortage::Invalid(format!(
-                    "an SM share must be in (0, 1], not {share}"
-                )));
-            } else {
-                let sms = self.capacity.partition_sms(share);
-                let available = self.sms_available();
-                if sms > available {
-                    reasons.push(Shortage::Sms {
-                        requested: sms,
-                        available,
-                    });
-                }
-                partition_sms = Some(sms);
+            match self.partition_for(share, self.sms_available()) {
+                Ok(sms) => partition_sms = Some(sms),
+                Err(r) => reasons.push(r),
             }
         }
         if !reasons.is_empty() {
@@ -416,6 +405,71 @@ impl Ledger {
     /// Records an admitted grant (as returned by [`Ledger::admit`] on this ledger).
     pub fn commit(&mut self, grant: Grant) {
         self.grants.push(grant);
+    }
+
+    /// The partition size of `share` of the SMs, or why it cannot be had when `available`
+    /// SMs may still be reserved.
+    fn partition_for(&self, share: f64, available: u32) -> Result<u32, Shortage> {
+        if !(share > 0.0 && share <= 1.0) {
+            return Err(Shortage::Invalid(format!(
+                "an SM share must be in (0, 1], not {share}"
+            )));
+        }
+        let sms = self.capacity.partition_sms(share);
+        if sms > available {
+            return Err(Shortage::Sms {
+                requested: sms,
+                available,
+            });
+        }
+        Ok(sms)
+    }
+
+    /// Decides whether the admitted guaranteed tenant `name` can have a partition of `share`
+    /// of the SMs instead of its current one, and returns its grant with the new size. Pure:
+    /// the ledger changes only through [`Ledger::replace`].
+    ///
+    /// # Errors
+    /// A [`Refusal`]: no such tenant, not a guaranteed one, a share outside (0, 1], or more
+    /// SMs than are free besides its own partition.
+    pub fn resize(&self, name: &str, share: f64) -> Result<Grant, Refusal> {
+        let refuse = |class, reason| Refusal {
+            name: name.to_string(),
+            class,
+            reasons: vec![reason],
+        };
+        let Some(grant) = self.grants.iter().find(|g| g.name == name) else {
+            return Err(refuse(
+                QosClass::Guaranteed,
+                Shortage::Invalid("no tenant of that name is admitted".into()),
+            ));
+        };
+        if grant.class != QosClass::Guaranteed {
+            return Err(refuse(
+                grant.class,
+                Shortage::Invalid(
+                    "only guaranteed tenants reserve an SM partition; the others share the \
+                     unreserved SMs"
+                        .into(),
+                ),
+            ));
+        }
+        let available = self.sms_available() + grant.partition_sms.unwrap_or(0);
+        let sms = self
+            .partition_for(share, available)
+            .map_err(|r| refuse(grant.class, r))?;
+        Ok(Grant {
+            partition_sms: Some(sms),
+            ..grant.clone()
+        })
+    }
+
+    /// Replaces the grant of the same name (as returned by [`Ledger::resize`] on this
+    /// ledger); a grant of a name not admitted is ignored.
+    pub fn replace(&mut self, grant: Grant) {
+        if let Some(g) = self.grants.iter_mut().find(|g| g.name == grant.name) {
+            *g = grant;
+        }
     }
 
     /// Removes a tenant's grant (it left); returns it.

@@ -15,9 +15,12 @@
 //! - **Urgency** — lanes take the stream priority of their tenant's class
 //!   ([`QosClass::stream_priority`]).
 //!
-//! The partition layout is cut when a guaranteed tenant with an SM share is admitted, and only
-//! while no lane of the partitions it replaces is alive: admit guaranteed tenants before
-//! making the other tenants' lanes (the refusal says so otherwise).
+//! The partition layout is cut when a guaranteed tenant with an SM share is admitted or
+//! resized ([`Scheduler::resize`]), and only while no lane of the partitions it replaces is
+//! alive: admit guaranteed tenants before making the other tenants' lanes (the refusal says so
+//! otherwise). When a guaranteed tenant with a partition leaves, its SMs go back to the shared
+//! partition at once if no lane is alive, or else as soon as none is and a lane or a partition
+//! is asked for.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -90,6 +93,26 @@ struct State {
     partitions: HashMap<String, SmPartition>,
     /// The SMs no guaranteed tenant holds (with partitions on).
     shared: Option<SmPartition>,
+    /// A guaranteed partition was given up while lanes lived: the layout still keeps its SMs
+    /// out of the shared partition until the next re-split.
+    stale: bool,
+}
+
+impl State {
+    /// Partitions that a lane (or another handle) still holds, by name.
+    fn busy(&self) -> Vec<String> {
+        self.partitions
+            .iter()
+            .filter(|(_, p)| p.is_shared())
+            .map(|(n, _)| format!("`{n}`"))
+            .chain(
+                self.shared
+                    .as_ref()
+                    .filter(|p| p.is_shared())
+                    .map(|_| "the shared partition".to_string()),
+            )
+            .collect()
+    }
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -104,18 +127,24 @@ impl std::fmt::Debug for Scheduler {
     }
 }
 
-/// What a scheduled tenant carries: its grant, and the scheduler that frees it when the last
-/// clone of the tenant goes.
+/// What a scheduled tenant carries: its name and class (its grant lives in the ledger, where
+/// a resize changes it), and the scheduler that frees it when the last clone of the tenant goes.
 pub(crate) struct Admission {
-    pub(crate) grant: Grant,
+    pub(crate) name: String,
+    pub(crate) class: QosClass,
     pub(crate) scheduler: Arc<SchedulerInner>,
 }
 
 impl Drop for Admission {
     fn drop(&mut self) {
         let mut st = lock(&self.scheduler.state);
-        st.ledger.release(&self.grant.name);
-        st.partitions.remove(&self.grant.name);
+        let left = st.ledger.release(&self.name);
+        if st.partitions.remove(&self.name).is_some()
+            || left.is_some_and(|g| g.partition_sms.is_some())
+        {
+            st.stale = true;
+            self.scheduler.resplit_if_idle(&mut st);
+        }
         let unreserved = st.ledger.memory_unreserved();
         drop(st);
         // The pool has its own limit (made with `sub_pool`): this cannot fail.
@@ -178,6 +207,7 @@ impl Scheduler {
                     ledger: Ledger::new(capacity),
                     partitions: HashMap::new(),
                     shared,
+                    stale: false,
                 }),
             }),
         })
@@ -231,81 +261,113 @@ impl Scheduler {
         .with_eviction_rank(grant.class.eviction_rank());
         if grant.partition_sms.is_some() && matches!(self.inner.isolation, Isolation::Partitions(_))
         {
-            self.cut_partition(&mut st, &grant)?;
+            let mut layout = st.ledger.clone();
+            layout.commit(grant.clone());
+            self.inner
+                .resplit(&mut st, &layout, &grant.name, grant.class)?;
         }
-        st.ledger.commit(grant.clone());
+        let (name, class) = (grant.name.clone(), grant.class);
+        st.ledger.commit(grant);
         let unreserved = st.ledger.memory_unreserved();
         drop(st);
         self.inner.unreserved.set_limit(unreserved)?;
         Ok(Tenant {
-            name: grant.name.clone(),
+            name: name.clone(),
             device: self.inner.device.clone(),
             pool,
             admission: Some(Arc::new(Admission {
-                grant,
+                name,
+                class,
                 scheduler: self.inner.clone(),
             })),
         })
     }
 
-    /// Re-splits the SMs: every admitted guaranteed tenant's partition (its new one first) and
-    /// the shared rest, all from one split so they are disjoint. Refused while a lane of a
-    /// partition being replaced is alive.
-    fn cut_partition(&self, st: &mut State, grant: &Grant) -> Result<()> {
-        let busy: Vec<String> = st
-            .partitions
-            .iter()
-            .filter(|(_, p)| p.is_shared())
-            .map(|(n, _)| format!("`{n}`"))
-            .chain(
-                st.shared
-                    .as_ref()
-                    .filter(|p| p.is_shared())
-                    .map(|_| "the shared partition".to_string()),
-            )
-            .collect();
+    /// Gives a guaranteed tenant's partition `share` of the SMs ([`Ledger::resize`]) and
+    /// re-splits the SMs, between work: refused while a lane of any partition is alive. With
+    /// stream priorities only, the grant changes and nothing else does.
+    ///
+    /// # Errors
+    /// [`Error::Refused`] for a tenant this scheduler does not hold, a share that does not fit
+    /// or live lanes (saying what is short); driver errors cutting partitions (the old layout
+    /// and grant stay).
+    pub fn resize(&self, tenant: &Tenant, share: f64) -> Result<()> {
+        let name = tenant.name();
+        let mut st = self.state();
+        let grant = st.ledger.resize(name, share).map_err(Error::Refused)?;
+        let mut layout = st.ledger.clone();
+        layout.replace(grant.clone());
+        if matches!(self.inner.isolation, Isolation::Partitions(_)) {
+            self.inner.resplit(&mut st, &layout, name, grant.class)?;
+        }
+        st.ledger = layout;
+        Ok(())
+    }
+
+    /// The partition a tenant's lanes run on (`None` without partitions). SMs a departed
+    /// tenant left are handed back first when nothing runs on the old layout.
+    pub(crate) fn partition_of(inner: &SchedulerInner, name: &str) -> Option<SmPartition> {
+        let mut st = lock(&inner.state);
+        inner.resplit_if_idle(&mut st);
+        st.partitions.get(name).or(st.shared.as_ref()).cloned()
+    }
+
+    /// A tenant's grant as the ledger holds it now.
+    pub(crate) fn grant_of(inner: &SchedulerInner, name: &str) -> Option<Grant> {
+        let st = lock(&inner.state);
+        st.ledger.grants().iter().find(|g| g.name == name).cloned()
+    }
+}
+
+impl SchedulerInner {
+    /// Re-splits the SMs for the guaranteed partitions of `layout`, all from one split so they
+    /// are disjoint, the rest going to the shared partition. Refused (for `who`) while a lane
+    /// of the current layout is alive; on a driver error the old layout stays.
+    fn resplit(&self, st: &mut State, layout: &Ledger, who: &str, class: QosClass) -> Result<()> {
+        let busy = st.busy();
         if !busy.is_empty() {
             return Err(Error::Refused(Refusal {
-                name: grant.name.clone(),
-                class: grant.class,
+                name: who.to_string(),
+                class,
                 reasons: vec![Shortage::Invalid(format!(
                     "its SM partition would re-split SMs that live lanes of {} run on: admit \
-                     guaranteed tenants before making other tenants' lanes",
+                     or resize guaranteed tenants before making other tenants' lanes",
                     busy.join(", ")
                 ))],
             }));
         }
-        let (names, counts): (Vec<String>, Vec<u32>) = st
-            .ledger
+        let (names, counts): (Vec<String>, Vec<u32>) = layout
             .grants()
             .iter()
-            .chain(std::iter::once(grant))
             .filter_map(|g| Some((g.name.clone(), g.partition_sms?)))
             .unzip();
-        // Drop the old contexts before cutting new ones.
-        st.partitions.clear();
-        st.shared = None;
-        let mut parts = self
-            .inner
-            .device
-            .device()
-            .partition_sms(&counts)?
-            .into_iter();
+        // The old contexts go once the new ones are cut; on a driver error they stay.
+        let old = (std::mem::take(&mut st.partitions), st.shared.take());
+        let parts = match self.device.device().partition_sms(&counts) {
+            Ok(p) => p,
+            Err(e) => {
+                (st.partitions, st.shared) = old;
+                return Err(e.into());
+            }
+        };
+        let mut parts = parts.into_iter();
         for name in names {
             if let Some(p) = parts.next() {
                 st.partitions.insert(name, p);
             }
         }
         st.shared = parts.next();
+        st.stale = false;
         Ok(())
     }
 
-    /// The partition a tenant's lanes run on (`None` without partitions).
-    pub(crate) fn partition_of(inner: &SchedulerInner, grant: &Grant) -> Option<SmPartition> {
-        let st = lock(&inner.state);
-        st.partitions
-            .get(&grant.name)
-            .or(st.shared.as_ref())
-            .cloned()
+    /// Hands a departed tenant's SMs back (a re-split) when the layout is stale and no lane
+    /// runs on it; otherwise leaves it for later. A driver error leaves the old layout, whose
+    /// partitions are still disjoint and valid.
+    fn resplit_if_idle(&self, st: &mut State) {
+        if st.stale && st.busy().is_empty() {
+            let layout = st.ledger.clone();
+            let _ = self.resplit(st, &layout, "", QosClass::BestEffort);
+        }
     }
 }

@@ -237,13 +237,52 @@ fn gpu_scheduler_enforces_partitions_priorities_and_memory() {
         )
         .unwrap_err()
         .to_string();
-    assert!(late.contains("admit guaranteed tenants before"), "{late}");
+    assert!(late.contains("guaranteed tenants before making"), "{late}");
     assert_eq!(sched.ledger().grants().len(), 3);
 
-    // Leaving returns the reservation.
-    drop((g_all, b_own, b_borrowed, gl, el, bl, g));
+    // Leaving returns the reservation, and the SMs once nothing runs on the old layout.
+    drop((g_all, b_own, b_borrowed, gl, el, bl, g, gp, shared));
     assert_eq!(sched.ledger().grants().len(), 2);
     assert_eq!(sched.unreserved_pool().limit(), Some(896 * MIB));
+    assert_eq!(e.partition().unwrap().sm_count(), sm.sm_count);
+
+    // Resizing between work: the partition and the shared rest follow the new share, its
+    // kernels stay on its SMs, and a live lane stops a re-split.
+    let asr = sched
+        .admit(
+            &TenantSpec::new("asr", QosClass::Guaranteed)
+                .memory(MIB)
+                .sm_share(0.25),
+        )
+        .unwrap();
+    let quarter = asr.partition().unwrap().sm_count();
+    sched.resize(&asr, 0.5).unwrap();
+    let half = asr.partition().unwrap();
+    assert_eq!(
+        half.sm_count(),
+        sm.round_up(sm.sm_count.div_ceil(2)).unwrap()
+    );
+    assert!(half.sm_count() > quarter);
+    assert_eq!(asr.grant().unwrap().partition_sms, Some(half.sm_count()));
+    assert_eq!(
+        e.partition().unwrap().sm_count(),
+        sm.sm_count - half.sm_count()
+    );
+    let al = asr.lane(LanePriority::High).unwrap();
+    let on_asr = sms_used(&k, al.stream(), 8 * half.sm_count(), SPREAD_NS);
+    let on_asr: BTreeSet<u32> = on_asr.into_iter().collect();
+    println!(
+        "[gpu] resized partition of {} SMs: kernels on {}",
+        half.sm_count(),
+        on_asr.len()
+    );
+    assert!(on_asr.len() as u32 <= half.sm_count());
+    let busy = sched.resize(&asr, 0.25).unwrap_err().to_string();
+    assert!(busy.contains("live lanes of `asr`"), "{busy}");
+    assert_eq!(asr.grant().unwrap().partition_sms, Some(half.sm_count()));
+    drop((al, half));
+    sched.resize(&asr, 0.25).unwrap();
+    assert_eq!(asr.partition().unwrap().sm_count(), quarter);
     dev.device().take_deferred_error().unwrap();
 }
 

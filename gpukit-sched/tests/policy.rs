@@ -168,6 +168,7 @@ enum Op {
         share: Option<f64>,
     },
     Release(usize),
+    Resize(usize, f64),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -190,7 +191,51 @@ fn op() -> impl Strategy<Value = Op> {
                 share
             }),
         1 => any::<usize>().prop_map(Op::Release),
+        1 => (any::<usize>(), 0.0f64..1.2).prop_map(|(k, s)| Op::Resize(k, s)),
     ]
+}
+
+/// A guaranteed partition grows into the free SMs and its own, shrinks, and nothing else
+/// resizes.
+#[test]
+fn resizing_a_partition_counts_its_own_sms_as_free() {
+    let mut ledger = Ledger::new(h200(80 * GIB));
+    let spec = |name: &str, share| {
+        TenantSpec::new(name, QosClass::Guaranteed)
+            .memory(GIB)
+            .sm_share(share)
+    };
+    ledger.commit(ledger.admit(&spec("decode", 0.25)).unwrap());
+    ledger.commit(ledger.admit(&spec("asr", 0.25)).unwrap());
+    ledger.commit(
+        ledger
+            .admit(&TenantSpec::new("batch", QosClass::BestEffort))
+            .unwrap(),
+    );
+    // 2 × 40 reserved; 132 − 80 − 8 = 44 free.
+    assert_eq!(ledger.sms_available(), 44);
+    // 0.6 of 132 is 80 SMs: its own 40 and 40 of the 44 free.
+    let grown = ledger.resize("decode", 0.6).unwrap();
+    assert_eq!(grown.partition_sms, Some(80));
+    ledger.replace(grown);
+    assert_eq!(ledger.sms_available(), 4);
+    let refusal = ledger.resize("decode", 0.7).unwrap_err();
+    assert_eq!(
+        refusal.reasons,
+        vec![Shortage::Sms {
+            requested: 96,
+            available: 84
+        }]
+    );
+    ledger.replace(ledger.resize("decode", 0.1).unwrap());
+    assert_eq!(ledger.sms_available(), 68);
+    for (name, share) in [("batch", 0.1), ("nobody", 0.1), ("asr", 0.0)] {
+        let r = ledger.resize(name, share).unwrap_err();
+        assert!(
+            matches!(r.reasons[..], [Shortage::Invalid(_)]),
+            "{name}: {r}"
+        );
+    }
 }
 
 proptest! {
@@ -236,6 +281,26 @@ proptest! {
                     if !ledger.grants().is_empty() {
                         let name = ledger.grants()[k % ledger.grants().len()].name.clone();
                         prop_assert!(ledger.release(&name).is_some());
+                    }
+                }
+                Op::Resize(k, share) => {
+                    if !ledger.grants().is_empty() {
+                        let g = ledger.grants()[k % ledger.grants().len()].clone();
+                        let sms = cap.partition_sms(share);
+                        let free = ledger.sms_available() + g.partition_sms.unwrap_or(0);
+                        let fits = g.class == QosClass::Guaranteed
+                            && share > 0.0
+                            && share <= 1.0
+                            && sms <= free;
+                        match ledger.resize(&g.name, share) {
+                            Ok(new) => {
+                                prop_assert!(fits);
+                                prop_assert_eq!(new.partition_sms, Some(sms));
+                                prop_assert_eq!(new.memory_reserved, g.memory_reserved);
+                                ledger.replace(new);
+                            }
+                            Err(r) => prop_assert!(!fits, "refused a resize that fits: {}", r),
+                        }
                     }
                 }
             }

@@ -881,7 +881,7 @@ pub fn serve(args: &ServeArgs, matches: Option<&ArgMatches>) -> Result<()> {
             metrics,
             engine_alive: alive,
             opts,
-            qos: m.entry.qos.or(grant.map(|g| g.class)),
+            qos: m.entry.qos.or(grant.as_ref().map(|g| g.class)),
             partition_sms: grant.and_then(|g| g.partition_sms),
         });
         devices.push(m.device);
