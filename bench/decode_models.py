@@ -3,13 +3,15 @@
 
 Random bf16 weights at the real shapes of Llama-3.2-1B, Qwen2.5-0.5B, Qwen3-0.6B (the configs
 of the HF-parity fixtures, gpukit-llm/tests/hf_parity/make_models.py) and Llama-3.1-8B, each
-saved as config.json + model.safetensors in OUT_DIR/<name>/ with a `.complete` marker; models
-already complete are kept. Weights are drawn on the GPU (normal, std 0.02; norm weights near 1),
+saved as config.json + model.safetensors in OUT_DIR/<name>/ with a `.complete` marker, and a
+word-level tokenizer over the vocabulary (ids decode to `<id>` words) for the benches that go
+through the serving engine; models already complete are kept. Weights are drawn on the GPU (normal, std 0.02; norm weights near 1),
 so even the 8B model takes seconds plus the file write.
 
 usage: python3 bench/decode_models.py OUT_DIR [--models llama3.2-1b,qwen2.5-0.5b,...]
 """
 import argparse
+import json
 import os
 import sys
 import time
@@ -60,19 +62,38 @@ def build(name, out, seed=7):
     return sum(v.numel() for v in sd.values())
 
 
+def write_tokenizer(model_dir):
+    """A word-level tokenizer covering the model's vocabulary: ids decode to `<id>` words."""
+    path = os.path.join(model_dir, "tokenizer.json")
+    if os.path.exists(path):
+        return
+    vocab = json.load(open(os.path.join(model_dir, "config.json")))["vocab_size"]
+    tok = {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+        "normalizer": None, "pre_tokenizer": {"type": "WhitespaceSplit"},
+        "post_processor": None, "decoder": None,
+        "model": {"type": "WordLevel", "vocab": {f"<{i}>": i for i in range(vocab)},
+                  "unk_token": "<0>"},
+    }
+    with open(path, "w") as f:
+        json.dump(tok, f)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--models", default=",".join(MODELS))
     args = ap.parse_args()
     for name in args.models.split(","):
-        if os.path.exists(os.path.join(args.out, name, ".complete")):
+        d = os.path.join(args.out, name)
+        if os.path.exists(os.path.join(d, ".complete")):
             print(f"{name}: already built")
-            continue
-        t = time.time()
-        n = build(name, args.out)
-        print(f"{name}: {n / 1e9:.2f} B parameters, {time.time() - t:.0f} s", flush=True)
-        torch.cuda.empty_cache()
+        else:
+            t = time.time()
+            n = build(name, args.out)
+            print(f"{name}: {n / 1e9:.2f} B parameters, {time.time() - t:.0f} s", flush=True)
+            torch.cuda.empty_cache()
+        write_tokenizer(d)
 
 
 if __name__ == "__main__":

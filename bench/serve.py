@@ -2,8 +2,8 @@
 """`gpukit serve` under load, beside HF transformers' batched `generate` in the same run.
 
 The models are the decode bench's random-weight bf16 models (bench/decode_models.py, in
-$GPUKIT_DECODE_MODELS): Llama-3.2-1B and Llama-3.1-8B. Each gets a word-level tokenizer over its
-whole vocabulary (so any id decodes) written beside its weights.
+$GPUKIT_DECODE_MODELS): Llama-3.2-1B and Llama-3.1-8B, each with the word-level tokenizer over
+its whole vocabulary (so any id decodes) that decode_models.py writes beside its weights.
 
 Workload (seeded, the same every run): prompts of random token ids whose lengths are drawn from
 a log-normal distribution (median 200, sigma 0.6) clipped to [64, 1024] (mean about 250);
@@ -65,23 +65,6 @@ def workload(n, vocab, seed):
     p = lengths(rng, n, 64, 1024)
     o = lengths(rng, n, 64, 512)
     return [([rng.randrange(100, vocab - 100) for _ in range(a)], b) for a, b in zip(p, o)]
-
-
-def write_tokenizer(model_dir):
-    """A word-level tokenizer covering the model's vocabulary: ids decode to `<id>` words."""
-    path = os.path.join(model_dir, "tokenizer.json")
-    if os.path.exists(path):
-        return
-    vocab = json.load(open(os.path.join(model_dir, "config.json")))["vocab_size"]
-    tok = {
-        "version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
-        "normalizer": None, "pre_tokenizer": {"type": "WhitespaceSplit"},
-        "post_processor": None, "decoder": None,
-        "model": {"type": "WordLevel", "vocab": {f"<{i}>": i for i in range(vocab)},
-                  "unk_token": "<0>"},
-    }
-    with open(path, "w") as f:
-        json.dump(tok, f)
 
 
 class Server:
@@ -273,7 +256,9 @@ def main():
     report = {"models": {}}
     for name in args.models.split(","):
         d = os.path.join(MODELS_DIR, name)
-        write_tokenizer(d)
+        if not os.path.exists(os.path.join(d, "tokenizer.json")):
+            sys.exit(f"{d} has no tokenizer.json: python3 bench/decode_models.py {MODELS_DIR} "
+                     f"--models {name}")
         vocab = json.load(open(os.path.join(d, "config.json")))["vocab_size"]
         cli_tps = cli_decode(args.cli, d)
         print(f"{name}: gpukit generate decodes at {cli_tps} tok/s", flush=True)

@@ -247,6 +247,12 @@ impl Stream {
         Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
     }
 
+    /// Whether another handle to this stream exists besides this one (a clone held anywhere).
+    /// A stream only one holder keeps can receive no more work from anyone else.
+    pub fn is_shared(&self) -> bool {
+        Arc::strong_count(&self.inner) > 1
+    }
+
     /// The raw `CUstream`, for libraries that take one (cuBLASLt). The handle stays owned by this
     /// `Stream`: never destroy it, and do not use it after the last clone of the stream is dropped.
     pub fn as_raw(&self) -> sys::CUstream {

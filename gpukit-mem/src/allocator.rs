@@ -582,6 +582,39 @@ impl<B: Backend> Allocator<B> {
         Ok(released)
     }
 
+    /// Lets go of the streams nobody else holds (`held_elsewhere` says which are still held):
+    /// their freed blocks are fenced, waited for and made ready for every stream, and their
+    /// handles dropped, so that a stream (and what it keeps alive, such as an SM partition)
+    /// ends with its last user rather than with the pool. Returns how many were let go.
+    ///
+    /// # Errors
+    /// A backend error recording or waiting for a fence; the streams not yet let go stay.
+    pub fn retire_streams(
+        &mut self,
+        held_elsewhere: impl Fn(&B::Stream) -> bool,
+    ) -> Result<usize, B::Error> {
+        let gone: Vec<u64> = self
+            .streams
+            .iter()
+            .filter(|(_, st)| !held_elsewhere(&st.handle))
+            .map(|(&k, _)| k)
+            .collect();
+        for &key in &gone {
+            self.fence_stream(key)?;
+            while let Some(&fid) = self.streams.get(&key).and_then(|s| s.pending.front()) {
+                if let Some(e) = self.fences.get(&fid) {
+                    self.backend.wait_fence(&e.fence)?;
+                }
+                if let Some(s) = self.streams.get_mut(&key) {
+                    s.pending.pop_front();
+                }
+                self.make_ready(fid);
+            }
+            self.streams.remove(&key);
+        }
+        Ok(gone.len())
+    }
+
     fn register_stream(&mut self, stream: &B::Stream) {
         self.streams
             .entry(B::stream_key(stream))

@@ -82,10 +82,21 @@ impl Backend for Model {
 
 #[derive(Clone, Debug)]
 enum Op {
-    Alloc { bytes: usize, stream: u64 },
-    Free { index: usize },
-    Complete { stream: u64 },
+    Alloc {
+        bytes: usize,
+        stream: u64,
+    },
+    Free {
+        index: usize,
+    },
+    Complete {
+        stream: u64,
+    },
     ReleaseCached,
+    /// Every handle to the stream but the allocator's is gone.
+    Retire {
+        stream: u64,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -98,6 +109,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => any::<usize>().prop_map(|index| Op::Free { index }),
         2 => (0u64..3).prop_map(|stream| Op::Complete { stream }),
         1 => Just(Op::ReleaseCached),
+        1 => (0u64..3).prop_map(|stream| Op::Retire { stream }),
     ]
 }
 
@@ -195,6 +207,12 @@ fn run(ops: Vec<Op>, capacity: usize, limit: usize) -> Result<(), TestCaseError>
             Op::ReleaseCached => {
                 alloc.release_cached().map_err(TestCaseError::fail)?;
             }
+            Op::Retire { stream } => {
+                // Live blocks of the stream hold it (as a buffer holds its stream's handle).
+                let held = |s: &u64| *s != stream || live.iter().any(|l| l.stream == stream);
+                let n = alloc.retire_streams(held).map_err(TestCaseError::fail)?;
+                prop_assert!(n <= 1);
+            }
         }
         alloc.check_invariants().map_err(TestCaseError::fail)?;
         let charged: usize = live.iter().map(|l| l.a.charged).sum();
@@ -238,6 +256,28 @@ fn model(capacity: usize) -> (Model, Allocator<Model>) {
         ..Default::default()
     })));
     (m.clone(), Allocator::new(m))
+}
+
+/// A stream nobody else holds is let go: its freed blocks are waited for and serve any stream,
+/// and the allocator keeps no handle to it.
+#[test]
+fn a_retired_stream_hands_its_blocks_to_every_stream() {
+    let (m, mut a) = model(1 << 30);
+    let big = 12 << 20;
+    let x = a.alloc(big, &1, &[]).unwrap();
+    *m.0.borrow_mut().pos.entry(1).or_insert(0) += 1; // the work using x is in flight
+    a.free(x, &1, &[]);
+    // Stream 1 is still held elsewhere: nothing to let go.
+    assert_eq!(a.retire_streams(|_| true).unwrap(), 0);
+    assert_eq!(a.retire_streams(|s| *s != 1).unwrap(), 1);
+    // Its work was waited for, so stream 2 takes the block without a new segment.
+    let y = a.alloc(big, &2, &[]).unwrap();
+    assert_eq!(y.addr, x.addr);
+    assert_eq!(a.stats().segments, 1);
+    a.free(y, &2, &[]);
+    assert_eq!(a.retire_streams(|_| false).unwrap(), 1);
+    assert_eq!(a.retire_streams(|_| false).unwrap(), 0);
+    a.check_invariants().unwrap();
 }
 
 #[test]

@@ -311,6 +311,17 @@ impl DevicePool {
         Ok(lock(&self.shared.allocator).release_cached()?)
     }
 
+    /// Lets go of the streams only the pool still holds (every other handle dropped), after
+    /// waiting for the work that last used their cached blocks; those blocks stay cached, for
+    /// any stream. The pool otherwise keeps every stream it served alive, and with it the SM
+    /// partition a stream runs on. Returns how many streams were let go.
+    ///
+    /// # Errors
+    /// A driver error recording or waiting for an event.
+    pub fn retire_streams(&self) -> Result<usize> {
+        Ok(lock(&self.shared.allocator).retire_streams(|s| s.is_shared())?)
+    }
+
     /// Refuses a buffer of zero bytes or one ordered on a stream of another device.
     fn check_request(&self, bytes: usize, stream: &Stream) -> Result<()> {
         if bytes == 0 {

@@ -42,6 +42,29 @@ fn gpu_same_stream_reuses_a_freed_block_at_once() {
 /// A kernel on stream A reads a block late (after a 50 ms spin) while the block is freed and the
 /// pool serves an allocation on stream B, whose kernel writes its block at once. If the pool
 /// handed A's block to B, A's sum would be corrupted.
+/// A stream whose every other handle is gone is let go by the pool (it would otherwise live as
+/// long as the pool), and what it freed serves the next stream without a new segment.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn gpu_the_pool_lets_go_of_streams_nobody_holds() {
+    let dev = device();
+    let pool = DevicePool::new(&dev);
+    let s = dev.new_stream().unwrap();
+    let a = pool.alloc(12 << 20, &s).unwrap();
+    let addr = a.ptr();
+    drop(a);
+    assert_eq!(pool.retire_streams().unwrap(), 0, "a live handle holds it");
+    let weak = s.clone();
+    drop(s);
+    assert_eq!(pool.retire_streams().unwrap(), 0, "a clone still holds it");
+    drop(weak);
+    assert_eq!(pool.retire_streams().unwrap(), 1);
+    let t = dev.new_stream().unwrap();
+    let b = pool.alloc(12 << 20, &t).unwrap();
+    assert_eq!(b.ptr(), addr);
+    assert_eq!(pool.stats().allocator.segments, 1);
+}
+
 #[test]
 #[ignore = "needs a CUDA device"]
 fn gpu_cross_stream_reuse_never_races() {

@@ -320,11 +320,20 @@ impl Scheduler {
 }
 
 impl SchedulerInner {
+    /// The partitions something still runs on ([`State::busy`]), once the pool has let go of
+    /// the streams only it held (the pool keeps every stream it served, and a stream keeps
+    /// its partition). Should letting go fail, the streams count as live: the answer errs
+    /// towards refusing a re-split.
+    fn busy(&self, st: &State) -> Vec<String> {
+        let _ = self.device.pool().retire_streams();
+        st.busy()
+    }
+
     /// Re-splits the SMs for the guaranteed partitions of `layout`, all from one split so they
     /// are disjoint, the rest going to the shared partition. Refused (for `who`) while a lane
     /// of the current layout is alive; on a driver error the old layout stays.
     fn resplit(&self, st: &mut State, layout: &Ledger, who: &str, class: QosClass) -> Result<()> {
-        let busy = st.busy();
+        let busy = self.busy(st);
         if !busy.is_empty() {
             return Err(Error::Refused(Refusal {
                 name: who.to_string(),
@@ -365,7 +374,7 @@ impl SchedulerInner {
     /// runs on it; otherwise leaves it for later. A driver error leaves the old layout, whose
     /// partitions are still disjoint and valid.
     fn resplit_if_idle(&self, st: &mut State) {
-        if st.stale && st.busy().is_empty() {
+        if st.stale && self.busy(st).is_empty() {
             let layout = st.ledger.clone();
             let _ = self.resplit(st, &layout, "", QosClass::BestEffort);
         }
