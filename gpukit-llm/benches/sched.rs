@@ -3,7 +3,7 @@
 //!
 //! The guaranteed tenant decodes Llama-3.2-1B at batch 1 (one CUDA graph replay per token, each
 //! id read back). The best-effort tenant runs Llama-3.1-8B, one of two loads (both by default,
-//! `$GPUKIT_SCHED_LOADS=prefill,decode`):
+//! `$GPUKIT_SCHED_LOADS=prefill,decode`; empty for the guaranteed tenant's rows alone):
 //! - **prefill**: 4,096-token prompts back to back, in chunks of `$GPUKIT_SCHED_CHUNK` (default
 //!   512) tokens;
 //! - **decode**: batched decode of 64 sequences through the serving engine
@@ -11,7 +11,7 @@
 //!
 //! Both are random-weight bf16 models at real shapes from `bench/decode_models.py` in
 //! `$GPUKIT_DECODE_MODELS`. Setups, for each load, in one run:
-//! - **alone**: each tenant by itself;
+//! - **alone**: each tenant by itself, and the guaranteed one alone on each partition size;
 //! - **shared**: both on lanes of the default tenant at the same priority (no isolation);
 //! - **priorities**: a scheduler without partitions (guaranteed lanes most urgent);
 //! - **partitions**: the scheduler with green-context partitions, the guaranteed share swept
@@ -559,6 +559,7 @@ fn main() -> Res<()> {
     let loads: Vec<Load> = std::env::var("GPUKIT_SCHED_LOADS")
         .unwrap_or_else(|_| "prefill,decode".into())
         .split(',')
+        .filter(|l| !l.trim().is_empty())
         .map(Load::parse)
         .collect::<Res<_>>()?;
     if let Ok(role) = std::env::var("GPUKIT_SCHED_ROLE") {
@@ -617,6 +618,15 @@ fn main() -> Res<()> {
             pacing,
         })
     };
+    // What a partition costs the decode by itself: fewer SMs draw less memory bandwidth.
+    for &share in &shares {
+        let name = format!("alone: guaranteed, partition {share:.2}");
+        if keep(&name) {
+            let place = admit(SchedulerOptions::default(), Some(share), false)?;
+            let r = run_together(&models, &place, true, None, tokens, chunk, None)?;
+            record(&mut rows, &name, None, r)?;
+        }
+    }
     for &load in &loads {
         let be = Some(load);
         let solo_be = run_together(&models, &plain(), false, be, tokens, chunk, None)?;
