@@ -25,14 +25,14 @@ def main(out):
     solo_row = next(r for r in rows if r["setup"] == "alone: guaranteed")
     solo_g = solo_row["guaranteed"]
     loads = [ld for ld in LOADS if any(r.get("load") == ld for r in rows)]
+    print(f"{report['device']}: Llama-3.2-1B decode at batch 1 (guaranteed), "
+          f"{report['tokens']} tokens timed; solo p50 {solo_g['p50_ms']:.3f} ms, "
+          f"p99 {solo_g['p99_ms']:.3f} ms")
     for r in rows:
         if r["setup"].startswith("alone: guaranteed, "):
             g = r["guaranteed"]
             print(f"{r['setup']}: p50 {g['p50_ms']:.3f} ms, p99 {g['p99_ms']:.3f} ms "
                   f"({g['p99_ms'] / solo_g['p99_ms']:.2f}× solo)")
-    print(f"{report['device']}: Llama-3.2-1B decode at batch 1 (guaranteed), "
-          f"{report['tokens']} tokens timed; solo p50 {solo_g['p50_ms']:.3f} ms, "
-          f"p99 {solo_g['p99_ms']:.3f} ms")
     plot = []
     for load in loads:
         mine = [solo_row] + [r for r in rows if r.get("load") == load]
