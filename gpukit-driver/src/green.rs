@@ -88,6 +88,13 @@ unsafe impl Send for GreenStream {}
 // SAFETY: as above.
 unsafe impl Sync for GreenStream {}
 
+impl GreenStream {
+    /// The SMs of the partition the stream belongs to.
+    pub(crate) fn partition_sm_count(&self) -> u32 {
+        self.partition.sm_count
+    }
+}
+
 impl Drop for GreenStream {
     fn drop(&mut self) {
         self.partition.device.bind_in_drop();

@@ -247,6 +247,16 @@ impl Stream {
         Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
     }
 
+    /// The multiprocessors its kernels may run on: its SM partition's for a stream of one
+    /// ([`crate::SmPartition::new_stream`]), else the device's. Launch shapes meant to fill the
+    /// device (persistent grids, one wave) are sized by this.
+    pub fn sm_count(&self) -> u32 {
+        match &self._green {
+            Some(g) => g.partition_sm_count(),
+            None => self.device.properties().multiprocessor_count,
+        }
+    }
+
     /// Whether another handle to this stream exists besides this one (a clone held anywhere).
     /// A stream only one holder keeps can receive no more work from anyone else.
     pub fn is_shared(&self) -> bool {

@@ -1,16 +1,17 @@
 //! Launch shapes shared by several families: grid-stride loops, a block per row, a thread per
 //! item.
 
-use gpukit_driver::{DeviceProperties, LaunchConfig};
+use gpukit_driver::LaunchConfig;
 
 use crate::shared::BLOCK_THREADS;
 use crate::{Error, Result};
 
-/// A grid-stride launch over `n` elements: enough blocks of [`BLOCK_THREADS`] to fill the device
-/// several times over (16 per multiprocessor), never more than needed.
-pub fn elementwise(n: usize, props: &DeviceProperties) -> LaunchConfig {
+/// A grid-stride launch over `n` elements: enough blocks of [`BLOCK_THREADS`] to fill `sms`
+/// multiprocessors (the stream's: [`gpukit_driver::Stream::sm_count`]) several times over (16
+/// per multiprocessor), never more than needed.
+pub fn elementwise(n: usize, sms: u32) -> LaunchConfig {
     let needed = n.div_ceil(BLOCK_THREADS as usize).max(1);
-    let cap = props.multiprocessor_count as usize * 16;
+    let cap = sms as usize * 16;
     LaunchConfig::new(needed.min(cap).max(1) as u32, BLOCK_THREADS)
 }
 

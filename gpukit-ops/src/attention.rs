@@ -826,7 +826,7 @@ fn decode_ring(
         s.kv_heads,
         splits,
         s.head_dim,
-        props.multiprocessor_count as usize,
+        c.sm_count() as usize,
         props.shared_memory_per_block_optin_bytes as usize,
         c.kernels().function(kernel)?.static_shared_mem_bytes() as usize,
     )?

@@ -163,8 +163,15 @@ impl CudaDevice {
         self.stream().device().properties()
     }
 
+    /// The multiprocessors this lane's kernels run on: its SM partition's, else the device's.
+    /// Grids meant to fill the device are sized by it, never by the device's count (a
+    /// persistent grid for 132 SMs on a 72-SM partition would run in two waves).
+    pub(crate) fn sm_count(&self) -> u32 {
+        self.stream().sm_count()
+    }
+
     /// Blocks of `kernel` (of `threads` threads and `smem` bytes of dynamic shared memory)
-    /// the whole device holds at once: one wave, for persistent grids. The driver's occupancy
+    /// the lane's multiprocessors hold at once: one wave, for persistent grids. The driver's occupancy
     /// query runs once per configuration (an eager decode step asks for each of its GEMVs).
     /// Above the default 48 KiB of dynamic shared memory the driver answers 0 until the
     /// kernel's limit is raised (at its first launch), taken as 1 block per SM and kept: the
@@ -189,7 +196,7 @@ impl CudaDevice {
                 n
             }
         };
-        Ok(self.props().multiprocessor_count as usize * per_sm as usize)
+        Ok(self.sm_count() as usize * per_sm as usize)
     }
 
     pub(crate) fn alloc(&self, bytes: usize) -> Result<DeviceBuffer> {

@@ -334,7 +334,7 @@ impl KvCache {
                     unsafe {
                         c.launch(
                             KvKernel::KvAppend(cache.dtype()),
-                            &grid::elementwise(n.max(1), c.props()),
+                            &grid::elementwise(n.max(1), c.sm_count()),
                             &args,
                         )
                     }?;

@@ -151,7 +151,7 @@ pub fn paged_kv_write_into(
             unsafe {
                 c.launch(
                     PagedKernel::KvWrite(k_cache.dtype()),
-                    &grid::elementwise(tokens * row, c.props()),
+                    &grid::elementwise(tokens * row, c.sm_count()),
                     &args,
                 )
             }

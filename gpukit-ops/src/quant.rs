@@ -324,7 +324,7 @@ pub fn dequantize_into(q: &Tensor, out: &Tensor) -> Result<()> {
             unsafe {
                 c.launch(
                     QuantKernel::Dequantize(out.dtype()),
-                    &grid::elementwise(n, c.props()),
+                    &grid::elementwise(n, c.sm_count()),
                     &args,
                 )
             }
@@ -582,7 +582,7 @@ pub fn qgemv_into(x: &Tensor, w: &Tensor, out: &Tensor) -> Result<()> {
                     cols,
                     m,
                     dtype.size_in_bytes(),
-                    props.multiprocessor_count as usize,
+                    c.sm_count() as usize,
                     props.shared_memory_per_block_optin_bytes as usize,
                     c.kernels().function(kernel)?.static_shared_mem_bytes() as usize,
                 )?

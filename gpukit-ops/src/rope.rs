@@ -359,7 +359,7 @@ pub fn rope_inplace(
             unsafe {
                 c.launch(
                     RopeKernel::Rope(x.dtype()),
-                    &grid::elementwise(n, c.props()),
+                    &grid::elementwise(n, c.sm_count()),
                     &args,
                 )
             }

@@ -622,7 +622,7 @@ pub fn pad_into(
                     .arg(u32_dim(OP, right)?)
                     .arg(mode.code() as u32)
                     .arg(value);
-                let cfg = grid::elementwise(out.numel(), c.props());
+                let cfg = grid::elementwise(out.numel(), c.sm_count());
                 // SAFETY: x is contiguous rows·len f32, out_c contiguous rows·width.
                 unsafe { c.launch(SignalKernel::Pad, &cfg, &args) }?;
                 Ok(())
@@ -732,7 +732,7 @@ pub fn overlap_add_into(frames: &Tensor, hop: usize, out: &Tensor) -> Result<()>
                     .arg(u32_dim(OP, n_frames)?)
                     .arg(u32_dim(OP, n)?)
                     .arg(u32_dim(OP, hop)?);
-                let cfg = grid::elementwise(out.numel(), c.props());
+                let cfg = grid::elementwise(out.numel(), c.sm_count());
                 // SAFETY: frames is contiguous batch·n_frames·n f32, out_c contiguous batch·len.
                 unsafe { c.launch(SignalKernel::OverlapAdd, &cfg, &args) }?;
                 Ok(())
@@ -828,7 +828,7 @@ pub fn zero_crossing_rate_into(
                     .arg(u32_dim(OP, n_frames)?)
                     .arg(threshold);
                 // A warp per frame: 32 threads per output element.
-                let cfg = grid::elementwise(out.numel().saturating_mul(32), c.props());
+                let cfg = grid::elementwise(out.numel().saturating_mul(32), c.sm_count());
                 // SAFETY: y is contiguous rows·len f32 and every frame lies inside its row;
                 // out_c is contiguous rows·n_frames.
                 unsafe { c.launch(SignalKernel::ZeroCrossingRate, &cfg, &args) }?;

@@ -169,6 +169,57 @@ fn gpu_every_op_is_bitwise_deterministic_and_graph_equals_eager() {
 #[test]
 #[ignore = "needs a CUDA device"]
 fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
+    let (_rt, cuda) = cuda_device();
+    transformer_kernels(&cuda);
+}
+
+/// The transformer kernels on a lane of a 40-SM partition (green context): grids sized for
+/// the partition's SMs, the same bits as on the whole device — launch shapes follow the SMs,
+/// sums do not.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn gpu_transformer_kernels_on_an_sm_partition_equal_the_whole_device() {
+    use gpukit_sched::{QosClass, SchedulerOptions, TenantSpec};
+    let (rt, whole) = cuda_device();
+    let want = transformer_kernels(&whole);
+    let sched = rt
+        .device(0)
+        .unwrap()
+        .scheduler(SchedulerOptions::default())
+        .unwrap();
+    let tenant = sched
+        .admit(
+            &TenantSpec::new("decode", QosClass::Guaranteed)
+                .memory(2 << 30)
+                .sm_share(0.25),
+        )
+        .unwrap();
+    let Some(part) = tenant.partition() else {
+        panic!(
+            "the GPU machine's driver has green contexts: {}",
+            sched.isolation()
+        );
+    };
+    let lane = tenant.lane(LanePriority::High).unwrap();
+    assert_eq!(lane.stream().sm_count(), part.sm_count());
+    assert!(part.sm_count() < whole.stream().sm_count());
+    let cuda = CudaDevice::new(&lane).unwrap();
+    assert_eq!(
+        transformer_kernels(&cuda),
+        want,
+        "on {} SMs the kernels' results differ from the whole device's",
+        part.sm_count()
+    );
+    println!(
+        "[gpu] transformer kernels on a {}-SM partition: bitwise equal to the whole device's",
+        part.sm_count()
+    );
+}
+
+/// Runs the transformer kernels (attention, RoPE, the KV cache, sampling, the fused decode-step
+/// GEMVs, quantized GEMVs) in f16 and bf16 on `cuda`: twice eagerly and under graph replay,
+/// asserting the bits equal; returns them per dtype.
+fn transformer_kernels(cuda: &CudaDevice) -> Vec<Vec<Vec<u64>>> {
     use gpukit_ops::attention::{
         AttentionMask, attention_shape, sdpa_into, sdpa_kv_into, sdpa_workspace_len,
     };
@@ -176,12 +227,12 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
     use gpukit_ops::quant::{QuantFormat, qgemv_into, quantize_tensor, random_blocks};
     use gpukit_ops::rope::{RopeLayout, rope_inplace, rope_kv_append};
     use gpukit_ops::sampling::{SamplingParams, sample_tokens_into, sampler_workspace_len};
-    let (_rt, cuda) = cuda_device();
     let dev = Device::Cuda(cuda.clone());
     let mask = AttentionMask {
         causal: true,
         ..Default::default()
     };
+    let mut all = Vec::new();
     for dt in [DType::F16, DType::BF16] {
         let r = |shape: &[usize], seed| Tensor::rand(shape, -1.0, 1.0, dt, seed, &dev).unwrap();
         // Prefill (q_len 200) and split-K decode (1 query × GQA 8 over 5000 keys: on Hopper the
@@ -375,7 +426,9 @@ fn gpu_transformer_kernels_are_bitwise_deterministic_and_graph_equals_eager() {
              kv append, quantized gemv (Q8_0, Q4_0, Q4_1, Q4_K; and 3 rows of x) bitwise equal twice and under \
              graph replay"
         );
+        all.push(first);
     }
+    all
 }
 
 #[test]

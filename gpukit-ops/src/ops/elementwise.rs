@@ -37,7 +37,7 @@ fn elementwise_config(
     } else {
         1
     };
-    grid::elementwise(n.div_ceil(per_thread), c.props())
+    grid::elementwise(n.div_ceil(per_thread), c.sm_count())
 }
 
 /// Applies `f` elementwise on the CPU: `out[i] = f(x[i], y[i], z[i])` over `shape`, operands
@@ -327,7 +327,7 @@ pub fn scalar_into(op: ScalarOp, x: &Tensor, s: f32, out: &Tensor) -> Result<()>
             unsafe {
                 c.launch(
                     ElementwiseKernel::Scalar(x.dtype()),
-                    &grid::elementwise(n, c.props()),
+                    &grid::elementwise(n, c.sm_count()),
                     &args,
                 )
             }
@@ -371,7 +371,7 @@ pub fn clamp_into(x: &Tensor, lo: f32, hi: f32, out: &Tensor) -> Result<()> {
             unsafe {
                 c.launch(
                     ElementwiseKernel::Clamp(x.dtype()),
-                    &grid::elementwise(n, c.props()),
+                    &grid::elementwise(n, c.sm_count()),
                     &args,
                 )
             }
@@ -422,7 +422,7 @@ pub fn where_into(cond: &Tensor, a: &Tensor, b: &Tensor, out: &Tensor) -> Result
             unsafe {
                 c.launch(
                     ElementwiseKernel::Where(a.dtype()),
-                    &grid::elementwise(n, c.props()),
+                    &grid::elementwise(n, c.sm_count()),
                     &args,
                 )
             }
@@ -489,7 +489,7 @@ pub fn copy_into(x: &Tensor, out: &Tensor) -> Result<()> {
             unsafe {
                 c.launch(
                     ElementwiseKernel::Copy(x.dtype()),
-                    &grid::elementwise(n, c.props()),
+                    &grid::elementwise(n, c.sm_count()),
                     &args,
                 )
             }
@@ -541,7 +541,7 @@ pub fn cast_into(x: &Tensor, out: &Tensor) -> Result<()> {
                 to,
             };
             // SAFETY: as in `binary_into`.
-            unsafe { c.launch(kernel, &grid::elementwise(n, c.props()), &args) }
+            unsafe { c.launch(kernel, &grid::elementwise(n, c.sm_count()), &args) }
         }
     }
 }

@@ -95,7 +95,7 @@ pub fn index_select_into(x: &Tensor, axis: usize, ids: &Tensor, out: &Tensor) ->
             };
             // SAFETY: x holds outer·len·inner elements, ids n, out outer·n·inner; every id is
             // bounds-checked in the kernel; the error flag is 4 bytes.
-            unsafe { c.launch(kernel, &grid::elementwise(out.numel(), c.props()), &args) }
+            unsafe { c.launch(kernel, &grid::elementwise(out.numel(), c.sm_count()), &args) }
         }
     }
 }
@@ -196,7 +196,7 @@ pub fn gather_into(x: &Tensor, axis: usize, index: &Tensor, out: &Tensor) -> Res
             };
             // SAFETY: x holds outer·len·inner elements, index and out outer·n·inner; every id
             // is bounds-checked in the kernel; the error flag is 4 bytes.
-            unsafe { c.launch(kernel, &grid::elementwise(out.numel(), c.props()), &args) }
+            unsafe { c.launch(kernel, &grid::elementwise(out.numel(), c.sm_count()), &args) }
         }
     }
 }

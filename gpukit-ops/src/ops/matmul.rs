@@ -406,7 +406,7 @@ pub fn linear_into(
                             n,
                             k,
                             dt.size_in_bytes(),
-                            props.multiprocessor_count as usize,
+                            c.sm_count() as usize,
                             props.shared_memory_per_block_optin_bytes as usize,
                             c.kernels().function(ring)?.static_shared_mem_bytes() as usize,
                         )?

@@ -314,7 +314,7 @@ fn launch_or_run(
                 // Eight output channels a thread when the groups allow (the same bits).
                 let ob8 = !transposed && (d.c_out / p.groups).is_multiple_of(OB8);
                 let threads = if ob8 { out.numel() / OB8 } else { out.numel() };
-                let cfg = grid::elementwise(threads, c.props());
+                let cfg = grid::elementwise(threads, c.sm_count());
                 let kernel = match (transposed, ob8) {
                     (true, _) => SignalKernel::ConvTranspose1d,
                     (false, true) => SignalKernel::Conv1dOb8,

@@ -101,7 +101,7 @@ pub fn linear_recurrence_into(
                     .arg(u32_dim(OP, len)?)
                     .arg(inner as u64)
                     .arg(a);
-                let cfg = grid::elementwise(outer * inner, c.props());
+                let cfg = grid::elementwise(outer * inner, c.sm_count());
                 // SAFETY: x and out_c are contiguous [outer, len, inner] f32; init, when
                 // given, contiguous [outer, inner].
                 unsafe { c.launch(SignalKernel::LinearRecurrence, &cfg, &args) }?;
@@ -210,7 +210,7 @@ pub fn upfirdn_into(
                     .arg(u32_dim(OP, up)?)
                     .arg(u32_dim(OP, down)?)
                     .arg(offset);
-                let cfg = grid::elementwise(out.numel(), c.props());
+                let cfg = grid::elementwise(out.numel(), c.sm_count());
                 // SAFETY: x contiguous [rows, n_in], h [taps], out_c contiguous [rows, n_out];
                 // the kernel reads only samples inside a row and taps below `taps`.
                 unsafe { c.launch(SignalKernel::Upfirdn, &cfg, &args) }?;
@@ -306,7 +306,7 @@ pub fn median_filter_into(
                     .arg(size as u32)
                     .arg(mode.code() as u32)
                     .arg(value);
-                let cfg = grid::elementwise(out.numel(), c.props());
+                let cfg = grid::elementwise(out.numel(), c.sm_count());
                 // SAFETY: x and out_c are contiguous [outer, len, inner] f32 and size is at
                 // most the kernel's window array; reads go through pad_source inside the axis.
                 unsafe { c.launch(SignalKernel::MedianFilter, &cfg, &args) }?;
