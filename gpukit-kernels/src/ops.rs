@@ -88,7 +88,10 @@ mod tests {
         ] {
             let want = (f64::from(x) * 0.5 * (1.0 + erf_x_over_sqrt2)) as f32;
             let got = UnaryOp::GeluErf.apply(x);
-            assert!((got - want).abs() <= f32::EPSILON, "gelu({x}) = {got} vs {want}");
+            assert!(
+                (got - want).abs() <= f32::EPSILON,
+                "gelu({x}) = {got} vs {want}"
+            );
         }
     }
 }

@@ -212,11 +212,11 @@ impl RelAttention {
 struct RelIndex {
     /// `[h, t, t]`: for (i, j), the relative slot j − i + w (clamped).
     to_absolute: Tensor,
-    /// `[t, t]`: 1 where |j − i| ≤ w.
+    /// `[h, t, t]`: 1 where |j − i| ≤ w.
     absolute_mask: Tensor,
     /// `[h, t, 2w + 1]`: for (i, r), the absolute position i + r − w (clamped).
     to_relative: Tensor,
-    /// `[t, 2w + 1]`: 1 where 0 ≤ i + r − w < t.
+    /// `[h, t, 2w + 1]`: 1 where 0 ≤ i + r − w < t.
     relative_mask: Tensor,
 }
 
@@ -247,12 +247,13 @@ impl RelIndex {
                 });
             }
         }
-        let per_head = |v: &[i32]| v.repeat(heads);
+        // Masks repeated per head too: the products with them are then of one shape (the
+        // CPU's dense path), not broadcast.
         Ok(Self {
-            to_absolute: Tensor::from_slice(&per_head(&abs_i), &[heads, t, t], dev)?,
-            absolute_mask: Tensor::from_slice(&abs_m, &[t, t], dev)?,
-            to_relative: Tensor::from_slice(&per_head(&rel_i), &[heads, t, n], dev)?,
-            relative_mask: Tensor::from_slice(&rel_m, &[t, n], dev)?,
+            to_absolute: Tensor::from_slice(&abs_i.repeat(heads), &[heads, t, t], dev)?,
+            absolute_mask: Tensor::from_slice(&abs_m.repeat(heads), &[heads, t, t], dev)?,
+            to_relative: Tensor::from_slice(&rel_i.repeat(heads), &[heads, t, n], dev)?,
+            relative_mask: Tensor::from_slice(&rel_m.repeat(heads), &[heads, t, n], dev)?,
         })
     }
 }

@@ -21,6 +21,56 @@ fn select_shape(x: &Tensor, axis: usize, n: usize) -> Result<Vec<usize>> {
     Ok(s)
 }
 
+/// Whether the CPU gather can read and write slices: f32 `x` and `out` and i32 `index`, all
+/// contiguous.
+fn dense_gather(x: &Tensor, index: &Tensor, out: &Tensor) -> bool {
+    x.dtype() == DType::F32
+        && index.dtype() == DType::I32
+        && [x, index, out].iter().all(|t| t.is_contiguous())
+}
+
+/// The CPU gather on slices ([`dense_gather`]): `out[o, j, i] = x[o, index[o, j, i], i]` for
+/// `x` `[outer, len, inner]` and `index`/`out` `[outer, n, inner]`, in parallel pieces. The
+/// same values as the element-by-element path, without its per-element dispatch.
+fn gather_dense_f32(
+    x: &Tensor,
+    index: &Tensor,
+    out: &Tensor,
+    (len, n, inner): (usize, usize, usize),
+) -> Result<()> {
+    use rayon::prelude::*;
+    let gi = index.host("cpu")?;
+    let crate::HostData::I32(ids) = &*gi else {
+        return Err(Error::dtype("gather", "expected i32 ids"));
+    };
+    let ids = &ids[index.layout().offset()..][..index.numel()];
+    if let Some(bad) = ids.iter().find(|&&i| i < 0 || i as usize >= len) {
+        return Err(Error::Index {
+            op: "gather",
+            detail: format!("id {bad} for a dimension of size {len}"),
+        });
+    }
+    let gx = x.host("cpu")?;
+    let xs = super::host_f32(&gx, x)?;
+    let mut od = out.host_mut("cpu")?;
+    let crate::HostData::F32(dst) = &mut *od else {
+        return Err(Error::dtype("gather", "expected an f32 output"));
+    };
+    let dst = &mut dst[out.layout().offset()..][..ids.len()];
+    const PIECE: usize = 1 << 14;
+    dst.par_chunks_mut(PIECE)
+        .zip(ids.par_chunks(PIECE))
+        .enumerate()
+        .for_each(|(p, (d, ids))| {
+            for (k, (d, &id)) in d.iter_mut().zip(ids).enumerate() {
+                let t = p * PIECE + k;
+                let (i, o) = (t % inner, t / inner / n);
+                *d = xs[(o * len + id as usize) * inner + i];
+            }
+        });
+    Ok(())
+}
+
 /// `out = x` with dimension `axis` replaced by the rows `ids` selects (`ids` is 1-D, i32 or
 /// i64). An embedding lookup is `index_select(table, 0, ids)`.
 ///
@@ -160,6 +210,9 @@ pub fn gather_into(x: &Tensor, axis: usize, index: &Tensor, out: &Tensor) -> Res
     let outer: usize = x.shape()[..axis].iter().product();
     let inner: usize = x.shape()[axis + 1..].iter().product();
     match &dev {
+        Device::Cpu if dense_gather(x, index, out) => {
+            gather_dense_f32(x, index, out, (len, n, inner))
+        }
         Device::Cpu => {
             let idv = index.to_vec_f64()?;
             if let Some(bad) = idv.iter().find(|&&i| i < 0.0 || i >= len as f64) {

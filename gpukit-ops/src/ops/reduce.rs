@@ -294,6 +294,34 @@ pub fn argmax_all(x: &Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
+/// The CPU softmax over rows of `len` contiguous f32 values, rows in parallel: the same f64
+/// arithmetic as the general path (max, sum of exponentials, then each value), read from and
+/// written to slices.
+fn softmax_rows_f32(x: &Tensor, out: &Tensor, len: usize, log: bool) -> Result<()> {
+    use rayon::prelude::*;
+    let gx = x.host("cpu")?;
+    let xs = super::host_f32(&gx, x)?;
+    let mut od = out.host_mut("cpu")?;
+    let crate::HostData::F32(dst) = &mut *od else {
+        return Err(Error::dtype("softmax", "expected an f32 output"));
+    };
+    let dst = &mut dst[out.layout().offset()..][..xs.len()];
+    dst.par_chunks_mut(len)
+        .zip(xs.par_chunks(len))
+        .for_each(|(d, row)| {
+            let m = row
+                .iter()
+                .map(|&v| f64::from(v))
+                .fold(f64::NEG_INFINITY, f64::max);
+            let s: f64 = row.iter().map(|&v| (f64::from(v) - m).exp()).sum();
+            for (d, &v) in d.iter_mut().zip(row) {
+                let e = f64::from(v) - m;
+                *d = (if log { e - s.ln() } else { e.exp() / s }) as f32;
+            }
+        });
+    Ok(())
+}
+
 /// `out = softmax(x)` along `axis` (or log-softmax with `log`), max-subtracted.
 ///
 /// # Errors
@@ -307,6 +335,14 @@ pub fn softmax_into(x: &Tensor, axis: usize, log: bool, out: &Tensor) -> Result<
         return Ok(());
     }
     match &dev {
+        Device::Cpu
+            if inner == 1
+                && [x, out]
+                    .iter()
+                    .all(|t| t.dtype() == DType::F32 && t.is_contiguous()) =>
+        {
+            softmax_rows_f32(x, out, len, log)
+        }
         Device::Cpu => {
             let v = host_values(x)?;
             let mut res = vec![0f64; v.len()];

@@ -80,22 +80,29 @@ op_test!(embedding_and_index_select, |dev: &Device| {
             let ids: Vec<i64> = (0..n)
                 .map(|t| ((t * 31 + s as usize) % shape[axis]) as i64)
                 .collect();
-            let index = Tensor::from_slice(&ids, &ishape, dev).unwrap();
-            let out = poisoned_any(&ishape, dt, dev);
-            ops::gather_into(&x, axis, &index, &out).unwrap();
-            let got = out.to_vec_f64().unwrap();
-            for t in 0..n {
-                let mut c = [
-                    t / (ishape[1] * ishape[2]),
-                    (t / ishape[2]) % ishape[1],
-                    t % ishape[2],
-                ];
-                c[axis] = ids[t] as usize;
-                assert_eq!(
-                    got[t],
-                    xv[(c[0] * 5 + c[1]) * 4 + c[2]],
-                    "gather {dt} axis {axis} at {t}"
-                );
+            // i32 ids into contiguous f32 take the CPU's slice path; the rest the general one.
+            let ids32: Vec<i32> = ids.iter().map(|&i| i as i32).collect();
+            for index in [
+                Tensor::from_slice(&ids, &ishape, dev).unwrap(),
+                Tensor::from_slice(&ids32, &ishape, dev).unwrap(),
+            ] {
+                let out = poisoned_any(&ishape, dt, dev);
+                ops::gather_into(&x, axis, &index, &out).unwrap();
+                let got = out.to_vec_f64().unwrap();
+                for t in 0..n {
+                    let mut c = [
+                        t / (ishape[1] * ishape[2]),
+                        (t / ishape[2]) % ishape[1],
+                        t % ishape[2],
+                    ];
+                    c[axis] = ids[t] as usize;
+                    assert_eq!(
+                        got[t],
+                        xv[(c[0] * 5 + c[1]) * 4 + c[2]],
+                        "gather {dt} axis {axis} at {t}, {} ids",
+                        index.dtype()
+                    );
+                }
             }
         }
         let i32s = Tensor::from_slice(&[0i32, 4, 2], &[1, 3, 1], dev).unwrap();
@@ -111,6 +118,9 @@ op_test!(embedding_and_index_select, |dev: &Device| {
     let bad_shape = Tensor::from_slice(&[0i64; 4], &[2, 2], dev).unwrap();
     assert!(ops::gather(&x, 0, &bad_shape).is_err());
     let out_of_range = Tensor::from_slice(&[0i64, 1, 2, 3, 0, 1], &[2, 3], dev).unwrap();
+    let e = ops::gather(&x, 0, &out_of_range).and_then(|t| t.to_vec_f64());
+    assert!(e.unwrap_err().to_string().contains("out of range"));
+    let out_of_range = Tensor::from_slice(&[0i32, 1, 2, 3, 0, -1], &[2, 3], dev).unwrap();
     let e = ops::gather(&x, 0, &out_of_range).and_then(|t| t.to_vec_f64());
     assert!(e.unwrap_err().to_string().contains("out of range"));
 
