@@ -138,10 +138,9 @@ pub(crate) struct Admission {
 impl Drop for Admission {
     fn drop(&mut self) {
         let mut st = lock(&self.scheduler.state);
-        let left = st.ledger.release(&self.name);
-        if st.partitions.remove(&self.name).is_some()
-            || left.is_some_and(|g| g.partition_sms.is_some())
-        {
+        st.ledger.release(&self.name);
+        // Only a tenant with a partition of its own (partitions on) leaves SMs to hand back.
+        if st.partitions.remove(&self.name).is_some() {
             st.stale = true;
             self.scheduler.resplit_if_idle(&mut st);
         }
@@ -329,9 +328,8 @@ impl SchedulerInner {
         st.busy()
     }
 
-    /// Re-splits the SMs for the guaranteed partitions of `layout`, all from one split so they
-    /// are disjoint, the rest going to the shared partition. Refused (for `who`) while a lane
-    /// of the current layout is alive; on a driver error the old layout stays.
+    /// Re-splits the SMs for the guaranteed partitions of `layout` ([`SchedulerInner::cut`]).
+    /// Refused (for `who`) while a lane of the current layout is alive.
     fn resplit(&self, st: &mut State, layout: &Ledger, who: &str, class: QosClass) -> Result<()> {
         let busy = self.busy(st);
         if !busy.is_empty() {
@@ -345,6 +343,13 @@ impl SchedulerInner {
                 ))],
             }));
         }
+        self.cut(st, layout)
+    }
+
+    /// Cuts the SMs for the guaranteed partitions of `layout`, all from one split so they are
+    /// disjoint, the rest going to the shared partition; on a driver error the old layout
+    /// stays.
+    fn cut(&self, st: &mut State, layout: &Ledger) -> Result<()> {
         let (names, counts): (Vec<String>, Vec<u32>) = layout
             .grants()
             .iter()
@@ -376,7 +381,7 @@ impl SchedulerInner {
     fn resplit_if_idle(&self, st: &mut State) {
         if st.stale && self.busy(st).is_empty() {
             let layout = st.ledger.clone();
-            let _ = self.resplit(st, &layout, "", QosClass::BestEffort);
+            let _ = self.cut(st, &layout);
         }
     }
 }

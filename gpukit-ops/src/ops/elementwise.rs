@@ -6,7 +6,8 @@ use gpukit_kernels::ops::{BinaryOp, ScalarOp, UnaryOp};
 use gpukit_kernels::{DType, grid};
 
 use super::{
-    check_out, cuda, dptr, float_only, host_f32, new_output, same_device, same_dtype, strided,
+    PIECE, check_out, cuda, dptr, float_only, host_f32, new_output, same_device, same_dtype,
+    strided,
 };
 use crate::device::Device;
 use crate::layout::broadcast_shapes;
@@ -70,9 +71,6 @@ fn cpu_map(
     Ok(())
 }
 
-/// Elements per parallel piece of the dense CPU paths.
-const PIECE: usize = 1 << 14;
-
 /// Whether every operand is a dense f32 tensor of `shape` (the dense CPU paths apply).
 fn dense_f32(shape: &[usize], ts: &[&Tensor]) -> bool {
     ts.iter()
@@ -90,10 +88,7 @@ fn dense_map2(
     let (gx, gy) = (x.host("cpu")?, y.host("cpu")?);
     let (xs, ys) = (host_f32(&gx, x)?, host_f32(&gy, y)?);
     let mut od = out.host_mut("cpu")?;
-    let crate::HostData::F32(dst) = &mut *od else {
-        return Err(Error::shape("cpu", "expected f32 data"));
-    };
-    let dst = &mut dst[out.layout().offset()..][..xs.len()];
+    let dst = super::host_f32_mut(&mut od, out)?;
     dst.par_chunks_mut(PIECE)
         .zip(xs.par_chunks(PIECE).zip(ys.par_chunks(PIECE)))
         .for_each(|(d, (a, b))| {
@@ -109,10 +104,7 @@ fn dense_map1(out: &Tensor, x: &Tensor, f: impl Fn(f32) -> f32 + Sync) -> Result
     let gx = x.host("cpu")?;
     let xs = host_f32(&gx, x)?;
     let mut od = out.host_mut("cpu")?;
-    let crate::HostData::F32(dst) = &mut *od else {
-        return Err(Error::shape("cpu", "expected f32 data"));
-    };
-    let dst = &mut dst[out.layout().offset()..][..xs.len()];
+    let dst = super::host_f32_mut(&mut od, out)?;
     dst.par_chunks_mut(PIECE)
         .zip(xs.par_chunks(PIECE))
         .for_each(|(d, a)| {

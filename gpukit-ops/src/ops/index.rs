@@ -53,17 +53,13 @@ fn gather_dense_f32(
     let gx = x.host("cpu")?;
     let xs = super::host_f32(&gx, x)?;
     let mut od = out.host_mut("cpu")?;
-    let crate::HostData::F32(dst) = &mut *od else {
-        return Err(Error::dtype("gather", "expected an f32 output"));
-    };
-    let dst = &mut dst[out.layout().offset()..][..ids.len()];
-    const PIECE: usize = 1 << 14;
-    dst.par_chunks_mut(PIECE)
-        .zip(ids.par_chunks(PIECE))
+    let dst = super::host_f32_mut(&mut od, out)?;
+    dst.par_chunks_mut(super::PIECE)
+        .zip(ids.par_chunks(super::PIECE))
         .enumerate()
         .for_each(|(p, (d, ids))| {
             for (k, (d, &id)) in d.iter_mut().zip(ids).enumerate() {
-                let t = p * PIECE + k;
+                let t = p * super::PIECE + k;
                 let (i, o) = (t % inner, t / inner / n);
                 *d = xs[(o * len + id as usize) * inner + i];
             }

@@ -208,6 +208,17 @@ pub(crate) fn host_f32<'a>(d: &'a crate::HostData, t: &Tensor) -> Result<&'a [f3
     }
 }
 
+/// Elements per parallel piece of the dense CPU paths.
+pub(crate) const PIECE: usize = 1 << 14;
+
+/// The f32 slice a dense host output covers (`t.numel()` values from its offset), to write.
+pub(crate) fn host_f32_mut<'a>(d: &'a mut crate::HostData, t: &Tensor) -> Result<&'a mut [f32]> {
+    match d {
+        crate::HostData::F32(v) => Ok(&mut v[t.layout().offset()..][..t.numel()]),
+        _ => Err(Error::shape("cpu", "expected f32 data")),
+    }
+}
+
 /// A host tensor's values as f64, in row-major order of its shape (CPU paths).
 pub(crate) fn host_values(t: &Tensor) -> Result<Vec<f64>> {
     let d = t.host("cpu")?;

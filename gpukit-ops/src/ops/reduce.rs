@@ -302,10 +302,7 @@ fn softmax_rows_f32(x: &Tensor, out: &Tensor, len: usize, log: bool) -> Result<(
     let gx = x.host("cpu")?;
     let xs = super::host_f32(&gx, x)?;
     let mut od = out.host_mut("cpu")?;
-    let crate::HostData::F32(dst) = &mut *od else {
-        return Err(Error::dtype("softmax", "expected an f32 output"));
-    };
-    let dst = &mut dst[out.layout().offset()..][..xs.len()];
+    let dst = super::host_f32_mut(&mut od, out)?;
     dst.par_chunks_mut(len)
         .zip(xs.par_chunks(len))
         .for_each(|(d, row)| {
