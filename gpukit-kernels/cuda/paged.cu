@@ -8,6 +8,7 @@
 // token's position: a token's result is bit for bit the same whatever else is in the batch
 // (batch invariance).
 #include "common.cuh"
+#include "attention.cuh"
 
 // Keys and values of `tokens` new tokens ([tokens, kv_heads, head_dim] each) into their slots.
 // A negative slot is padding (nothing written); a slot at or past num_slots writes nothing and
@@ -261,6 +262,140 @@ __device__ __forceinline__ void paged_merge_impl(T* __restrict__ out, const floa
     }
 }
 
+// The tensor-core variant (f16/bf16 at the sdpa kernels' head dims D): the same partitions
+// and the same partial states for paged_merge, computed the way sdpa_decode computes a split.
+// A block of SDPA_THREADS per (token, KV head, chunk of up to 16 query heads of its group,
+// partition) makes those heads the rows of its mma.sync tiles (Q in registers), copies the
+// partition's keys and values 64 positions at a time into a ring of `stages` shared-memory
+// tiles (each key's row found through the block table) while its four warps attend 16 keys of
+// each tile apiece (attend: scores, online softmax in the log2 domain, P·V with P rounded to T),
+// then merges the warps in order (merge_warps). Tiles start at the partition's first key, so
+// every boundary is a function of the token's position: batch invariant as paged_attention.
+// The block ids a partition reads are checked before any is used.
+
+// Starts copying the keys key0 .. key0 + 63 of KV head kvh into shared memory (positions past
+// `last` zero-filled, so that masked keys add exact zeros), each row through the block table.
+template <typename T, int D>
+__device__ __forceinline__ void paged_load_tile(T* ks, T* vs, const T* __restrict__ k_cache,
+                                                const T* __restrict__ v_cache, const int* __restrict__ table,
+                                                unsigned int block_size, unsigned long long row, unsigned int kvh,
+                                                int key0, int last) {
+    constexpr int BN = SDPA_DECODE_KEYS, LD = D + SDPA_TILE_PAD, CH = D / 8;
+    constexpr int PASSES = (BN * CH + SDPA_THREADS - 1) / SDPA_THREADS;
+#pragma unroll
+    for (int p = 0; p < PASSES; ++p) {
+        const int i = (int)threadIdx.x + p * SDPA_THREADS;
+        if (BN * CH % SDPA_THREADS != 0 && i >= BN * CH) break;
+        const int r = i / CH, c = (i % CH) * 8, key = key0 + r;
+        const bool ok = key <= last;
+        unsigned long long off = 0;
+        if (ok) {
+            const unsigned long long slot =
+                (unsigned long long)table[key / (int)block_size] * block_size + key % (int)block_size;
+            off = slot * row + (unsigned long long)kvh * D + c;
+        }
+        cp_async16(ks + r * LD + c, k_cache + off, ok);
+        cp_async16(vs + r * LD + c, v_cache + off, ok);
+    }
+    cp_async_commit();
+}
+
+template <typename T, int D>
+__device__ __forceinline__ void paged_attention_mma_impl(
+    T* __restrict__ out, float* __restrict__ partial, const T* __restrict__ q,
+    const T* __restrict__ k_cache, const T* __restrict__ v_cache, const int* __restrict__ block_tables,
+    const int* __restrict__ token_seq, const int* __restrict__ token_pos, unsigned int heads,
+    unsigned int kv_heads, unsigned int block_size, unsigned int seqs, unsigned int max_blocks,
+    unsigned int num_blocks, float scale, unsigned int window, unsigned int max_parts,
+    unsigned int stages, unsigned int* __restrict__ err) {
+    extern __shared__ __align__(16) unsigned char paged_smem[];
+    T* smem = reinterpret_cast<T*>(paged_smem);
+    constexpr int BN = SDPA_DECODE_KEYS, TILE = BN * (D + SDPA_TILE_PAD);
+    const int warp = threadIdx.x >> 5, g = (threadIdx.x & 31) >> 2;
+    const unsigned int group = heads / kv_heads, chunks = (group + 15) / 16;
+    const unsigned int item = blockIdx.x, part = blockIdx.y;
+    const unsigned int t = item / (kv_heads * chunks), kvh = item / chunks % kv_heads;
+    const unsigned int g0 = item % chunks * 16, nrows = min(16u, group - g0);
+    const unsigned int h0 = kvh * group + g0;  // the block's first query head
+    pdl_enter();
+    const PagedKeys keys = paged_keys(token_seq, token_pos, t, seqs, max_blocks, block_size, window);
+    if (part >= keys.parts) return;
+    const int key_begin = keys.lo + (int)(part * PAGED_PART_KEYS);
+    const int last = min(keys.pos, key_begin + PAGED_PART_KEYS - 1);  // the partition's last key
+    const int* table = block_tables + (unsigned long long)(keys.bad ? 0 : token_seq[t]) * max_blocks;
+    bool bad = keys.bad;
+    if (!bad) {
+        for (int b = key_begin / (int)block_size + (int)threadIdx.x; b <= last / (int)block_size; b += SDPA_THREADS) {
+            const int id = table[b];
+            bad = bad || id < 0 || (unsigned int)id >= num_blocks;
+        }
+    }
+    bad = __syncthreads_or(bad);
+    if (bad && threadIdx.x == 0) atomicOr(err, 1u);
+    Rows rows;
+    const T* qrow[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const unsigned int rr = g + 8 * r;
+        rows.pos[r] = keys.pos;
+        rows.slope[r] = 0.0f;
+        qrow[r] = rr < nrows ? q + ((unsigned long long)t * heads + h0 + rr) * D : nullptr;
+    }
+    unsigned qa[D / 16][4];
+    load_q<T, D>(qa, qrow[0], qrow[1]);
+    // The token's causal mask as the dense kernels see it: one query at position pos.
+    AttnArgs a = {};
+    a.q_len = 1;
+    a.kv_len = (unsigned int)keys.pos + 1;
+    a.causal = 1;
+    a.scale_log2 = scale * LOG2E;
+    State<D> st;
+    st.init();
+    if (!bad) {
+        const unsigned long long row = (unsigned long long)kv_heads * D;
+        const unsigned int S = min(max(stages, 1u), 3u);
+        for (unsigned int s = 0; s + 1 < S; ++s) {
+            T* ks = smem + s * 2 * TILE;
+            const int k0 = key_begin + (int)(s * BN);
+            if (k0 <= last) paged_load_tile<T, D>(ks, ks + TILE, k_cache, v_cache, table, block_size, row, kvh, k0, last);
+            else cp_async_commit();
+        }
+        unsigned int stage = 0;
+        for (int key0 = key_begin; key0 <= last; key0 += BN) {
+            const int next = key0 + (int)(S - 1) * BN;
+            T* nx = smem + (stage + S - 1) % S * 2 * TILE;
+            if (next <= last) paged_load_tile<T, D>(nx, nx + TILE, k_cache, v_cache, table, block_size, row, kvh, next, last);
+            else cp_async_commit();
+            if (S >= 3) cp_async_wait<2>();
+            else if (S == 2) cp_async_wait<1>();
+            else cp_async_wait<0>();
+            __syncthreads();
+            const T* ks = smem + stage * 2 * TILE;
+            decode_attend<T, D, PaddedKV<D>>(qa, ks, ks + TILE, warp, (unsigned int)key0, rows, a, st);
+            __syncthreads();
+            stage = stage + 1 == S ? 0 : stage + 1;
+        }
+    }
+    finish_sum<D>(st);
+    const bool single = keys.parts == 1;
+    merge_warps<D>(st, reinterpret_cast<float*>(paged_smem), nrows, [] { __syncthreads(); },
+                   [&](unsigned int r, unsigned int c, float4 o, float m, float l) {
+                       const unsigned long long th = (unsigned long long)t * heads + h0 + r;
+                       if (single) {
+                           store_out4<T>(out + th * D + c, o, bad ? 0.0f : l);
+                           return;
+                       }
+                       // paged_merge's state: the unnormalised output, the max in the natural-log
+                       // domain and the sum; a bad partition's sum is -1, which zeroes the token.
+                       float* pp = partial + (th * max_parts + part) * (D + 2);
+                       if (bad) o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                       *reinterpret_cast<float2*>(pp + c) = make_float2(o.x, o.y);
+                       *reinterpret_cast<float2*>(pp + c + 2) = make_float2(o.z, o.w);
+                       if (c == 0) *reinterpret_cast<float2*>(pp + D) =
+                           make_float2(bad ? 0.0f : m * 0.6931471805599453f, bad ? -1.0f : l);
+                   });
+}
+
 #define PAGED_KERNELS(T, NAME)                                                                     \
 extern "C" __global__ void paged_kv_write_##NAME(T* k_cache, T* v_cache, const T* k, const T* v, \
         const int* slots, unsigned int tokens, unsigned int row, unsigned long long num_slots,    \
@@ -288,3 +423,23 @@ extern "C" __global__ void __launch_bounds__(PAGED_MERGE_WARPS * 32) paged_merge
 PAGED_KERNELS(float, f32)
 PAGED_KERNELS(f16, f16)
 PAGED_KERNELS(bf16, bf16)
+
+#define PAGED_MMA_KERNEL(T, NAME, D)                                                               \
+extern "C" __global__ void __launch_bounds__(SDPA_THREADS) paged_attention_mma_##NAME##_d##D(     \
+        T* out, float* partial, const T* q, const T* k_cache, const T* v_cache,                   \
+        const int* block_tables, const int* token_seq, const int* token_pos, unsigned int heads,  \
+        unsigned int kv_heads, unsigned int block_size, unsigned int seqs, unsigned int max_blocks,\
+        unsigned int num_blocks, float scale, unsigned int window, unsigned int max_parts,        \
+        unsigned int stages, unsigned int* err) {                                                 \
+    paged_attention_mma_impl<T, D>(out, partial, q, k_cache, v_cache, block_tables, token_seq,    \
+                                   token_pos, heads, kv_heads, block_size, seqs, max_blocks,      \
+                                   num_blocks, scale, window, max_parts, stages, err);            \
+}
+#define PAGED_MMA_KERNELS(T, NAME)                                                                \
+    PAGED_MMA_KERNEL(T, NAME, 64)                                                                 \
+    PAGED_MMA_KERNEL(T, NAME, 80)                                                                 \
+    PAGED_MMA_KERNEL(T, NAME, 96)                                                                 \
+    PAGED_MMA_KERNEL(T, NAME, 128)                                                                \
+    PAGED_MMA_KERNEL(T, NAME, 256)
+PAGED_MMA_KERNELS(f16, f16)
+PAGED_MMA_KERNELS(bf16, bf16)

@@ -91,7 +91,7 @@ pub const WGMMA_HEAD_DIMS: [u32; 2] = [64, 128];
 pub const RING_HEAD_DIMS: [u32; 2] = [64, 128];
 
 /// `head_dim` is one the attention kernels are built for ([`HEAD_DIMS`]).
-fn check_head_dim(head_dim: usize) -> Result<()> {
+pub(crate) fn check_head_dim(head_dim: usize) -> Result<()> {
     if u32::try_from(head_dim).is_ok_and(|d| HEAD_DIMS.contains(&d)) {
         Ok(())
     } else {
@@ -293,6 +293,23 @@ fn split_keys(keys: usize, wanted: usize) -> (usize, usize) {
     (chunk, keys.div_ceil(chunk).max(1))
 }
 
+/// Shared memory of a decode block ([`decode`], and the paged attention's tensor-core kernel):
+/// `(bytes, stages)` for a ring of K/V tiles of 64 keys or the four warps' merge, whichever is
+/// larger. The ring has the most tiles (up to 3) with which two blocks still fit `smem_per_sm`,
+/// else the most that fit one block's `smem_optin`.
+pub fn decode_tiles(head_dim: usize, smem_per_sm: usize, smem_optin: usize) -> (usize, u32) {
+    let merge = sdpa_merge_bytes(head_dim);
+    let tile = SDPA_DECODE_KEYS * (head_dim + SDPA_TILE_PAD) * 2;
+    let bytes = |stages: usize| (stages * 2 * tile).max(merge);
+    // Per block the driver reserves 1 KiB of shared memory beside the kernel's own.
+    let stages = (1..=3usize)
+        .rev()
+        .find(|&s| 2 * (bytes(s) + 1024) <= smem_per_sm)
+        .or_else(|| (1..=3usize).rev().find(|&s| bytes(s) <= smem_optin))
+        .unwrap_or(1);
+    (bytes(stages), stages as u32)
+}
+
 /// The decode attention kernel: splits × KV heads × batch blocks; shared memory for a ring of
 /// K/V tiles of 64 keys or the four warps' merge, whichever is larger. The ring has the most
 /// tiles (up to 3) with which two blocks still fit `smem_per_sm`, else the most that fit one
@@ -311,16 +328,7 @@ pub fn decode(
     smem_optin: usize,
 ) -> Result<(LaunchConfig, u32)> {
     check_head_dim(head_dim)?;
-    let merge = sdpa_merge_bytes(head_dim);
-    let tile = SDPA_DECODE_KEYS * (head_dim + SDPA_TILE_PAD) * 2;
-    let bytes = |stages: usize| (stages * 2 * tile).max(merge);
-    // Per block the driver reserves 1 KiB of shared memory beside the kernel's own.
-    let stages = (1..=3usize)
-        .rev()
-        .find(|&s| 2 * (bytes(s) + 1024) <= smem_per_sm)
-        .or_else(|| (1..=3usize).rev().find(|&s| bytes(s) <= smem_optin))
-        .unwrap_or(1);
-    let tiles = bytes(stages);
+    let (tiles, stages) = decode_tiles(head_dim, smem_per_sm, smem_optin);
     let grid = (
         u32::try_from(splits).map_err(|_| Error::InvalidArgument(format!("{splits} splits")))?,
         dim("KV heads", kv_heads)?,
@@ -328,7 +336,7 @@ pub fn decode(
     );
     Ok((
         LaunchConfig::new(grid, SDPA_THREADS).shared_mem(tiles as u32),
-        stages as u32,
+        stages,
     ))
 }
 

@@ -139,9 +139,9 @@ families! {
     Signal(crate::signal::SignalKernel) => "signal",
 }
 
-/// The shared header, generated from [`crate::shared`], and the hand-written one, for run-time
-/// compilation (the build script compiles against the same two).
-pub(crate) fn headers() -> [(&'static str, &'static str); 2] {
+/// The shared header, generated from [`crate::shared`], and the hand-written ones, for run-time
+/// compilation (the build script compiles against the same three).
+pub(crate) fn headers() -> [(&'static str, &'static str); 3] {
     static SHARED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     [
         (
@@ -149,6 +149,7 @@ pub(crate) fn headers() -> [(&'static str, &'static str); 2] {
             SHARED.get_or_init(crate::shared::cuda_header).as_str(),
         ),
         ("common.cuh", include_str!("../cuda/common.cuh")),
+        ("attention.cuh", include_str!("../cuda/attention.cuh")),
     ]
 }
 

@@ -168,10 +168,14 @@ pub fn paged_kv_write_into(
 /// head_dim]` (f32, f16 or bf16, one dtype throughout; head_dim at most
 /// [`PAGED_MAX_HEAD_DIM`]; on CUDA a multiple of 16 bytes' elements). Accumulation is in f32:
 /// on the CPU keys in position order; on CUDA in partitions of 1,024 positions, each a block
-/// whose warps take tiles of 32 keys in turn with the online softmax of Milakov & Gimelshein
-/// 2018 ("Online normalizer calculation for softmax"), merged in warp and then partition order.
-/// Every boundary is a function of the token's position, so each token's output is a function
-/// of its own query and keys only.
+/// with the online softmax of Milakov & Gimelshein 2018 ("Online normalizer calculation for
+/// softmax"), merged in warp and then partition order. f16/bf16 at head dims 64, 80, 96, 128
+/// and 256 run on the tensor cores as flash-decoding (Dao et al. 2023): the query heads of a KV
+/// head are the rows of `mma.sync` tiles, 64-key tiles go through shared memory, each of four
+/// warps takes 16 keys of each, and the softmax weights are rounded to the input dtype before
+/// they multiply the values (as FlashAttention does). Other dtypes and head dims take one warp's
+/// tile of 32 keys at a time on the CUDA cores. Every boundary is a function of the token's
+/// position, so each token's output is a function of its own query and keys only.
 ///
 /// On CUDA a token whose keys span several partitions leaves their states in an f32 workspace
 /// of `tokens · heads · P · (head_dim + 2)` values, P the partitions the block tables' width
@@ -388,7 +392,7 @@ pub fn paged_attention_with_workspace_into(
                 paged_attention_workspace_len(tokens, heads, head_dim, max_blocks, block_size);
             let partial = workspace_or_new(OP, workspace, need, &dev)?;
             let partial_ptr = partial.as_ref().map(dptr).transpose()?.unwrap_or_default();
-            let args = KernelArgs::new()
+            let head = KernelArgs::new()
                 .arg(dptr(out)?)
                 .arg(partial_ptr)
                 .arg(dptr(&q)?)
@@ -398,31 +402,60 @@ pub fn paged_attention_with_workspace_into(
                 .arg(dptr(token_seq)?)
                 .arg(dptr(token_pos)?)
                 .arg(u32_dim(OP, heads)?)
-                .arg(u32_dim(OP, kv_heads)?)
-                .arg(u32_dim(OP, head_dim)?)
-                .arg(u32_dim(OP, block_size)?)
-                .arg(u32_dim(OP, seqs)?)
-                .arg(u32_dim(OP, max_blocks)?)
-                .arg(u32_dim(OP, num_blocks)?)
-                .arg(scale)
-                .arg(u32_dim(OP, window)?)
-                .arg(u32_dim(OP, max_parts)?)
-                .arg(c.err_ptr());
-            // SAFETY: q and out hold tokens·heads·head_dim elements, the caches
+                .arg(u32_dim(OP, kv_heads)?);
+            let tail = |args: KernelArgs| -> Result<KernelArgs> {
+                Ok(args
+                    .arg(u32_dim(OP, block_size)?)
+                    .arg(u32_dim(OP, seqs)?)
+                    .arg(u32_dim(OP, max_blocks)?)
+                    .arg(u32_dim(OP, num_blocks)?)
+                    .arg(scale)
+                    .arg(u32_dim(OP, window)?)
+                    .arg(u32_dim(OP, max_parts)?))
+            };
+            // SAFETY (both kernels): q and out hold tokens·heads·head_dim elements, the caches
             // num_blocks·block_size·kv_heads·head_dim (rows 16-byte aligned, checked above),
             // block_tables seqs·max_blocks i32 and token_seq/token_pos tokens i32 each; the
             // partial workspace tokens·heads·max_parts·(head_dim + 2) f32 where max_parts > 1
             // (no token has more partitions than max_blocks·block_size positions give, and
-            // with one partition none is written). The kernel checks each token's sequence row
+            // with one partition none is written). The kernels check each token's sequence row
             // against seqs, its position against max_blocks · block_size and every block id
-            // against num_blocks before reading, and reports a bad one through the 4-byte flag.
-            unsafe {
-                c.launch(
-                    PagedKernel::Attention(q.dtype()),
-                    &kernels::attention_grid(tokens, heads, kv_heads, max_parts)?,
-                    &args,
-                )
-            }?;
+            // against num_blocks before reading, and report a bad one through the 4-byte flag.
+            if kernels::has_mma(q.dtype(), head_dim) {
+                let props = c.props();
+                let (cfg, stages) = kernels::attention_mma_grid(
+                    tokens,
+                    heads,
+                    kv_heads,
+                    max_parts,
+                    head_dim,
+                    props.shared_memory_per_multiprocessor_bytes as usize,
+                    props.shared_memory_per_block_optin_bytes as usize,
+                )?;
+                let args = tail(head)?.arg(stages).arg(c.err_ptr());
+                // SAFETY: as above; the launch gives the ring of `stages` tiles its shared
+                // memory, and head_dim is the kernel's D.
+                unsafe {
+                    c.launch(
+                        PagedKernel::AttentionMma {
+                            dtype: q.dtype(),
+                            head_dim: u32_dim(OP, head_dim)?,
+                        },
+                        &cfg,
+                        &args,
+                    )
+                }?;
+            } else {
+                let args = tail(head.arg(u32_dim(OP, head_dim)?))?.arg(c.err_ptr());
+                // SAFETY: as above.
+                unsafe {
+                    c.launch(
+                        PagedKernel::Attention(q.dtype()),
+                        &kernels::attention_grid(tokens, heads, kv_heads, max_parts)?,
+                        &args,
+                    )
+                }?;
+            }
             if let Some(partial) = &partial {
                 let args = KernelArgs::new()
                     .arg(dptr(out)?)
