@@ -25,7 +25,7 @@ Prints the table; writes bench-serve.json and bench-serve.png (matplotlib, where
 RESULTS_DIR.
 
 usage: python3 bench/serve.py RESULTS_DIR GPUKIT_CLI [--models llama3.2-1b,llama3.1-8b]
-       [--concurrency 1,8,32,128,256] [--rates 4,16]
+       [--concurrency 1,8,32,128,256] [--rates 4,16] [--server-args "--max-step-tokens 512"]
 """
 import argparse
 import http.client
@@ -248,6 +248,8 @@ def main():
     ap.add_argument("--concurrency", default="1,8,32,128,256")
     ap.add_argument("--rates", default="4,16")
     ap.add_argument("--no-peer", action="store_true")
+    ap.add_argument("--server-args", default="",
+                    help="more arguments for `gpukit serve`, e.g. \"--max-step-tokens 512\"")
     ap.add_argument("--peer-concurrency", default=None,
                     help="batch sizes of the HF peer (default: the concurrency levels)")
     args = ap.parse_args()
@@ -263,7 +265,8 @@ def main():
         cli_tps = cli_decode(args.cli, d)
         print(f"{name}: gpukit generate decodes at {cli_tps} tok/s", flush=True)
         server = Server(args.cli, d, ["--max-batch", str(max(levels)), "--max-seq-len", "1600",
-                                      "--profile-every", str(PROFILE_EVERY)])
+                                      "--profile-every", str(PROFILE_EVERY),
+                                      *args.server_args.split()])
         print("".join(server.log).strip(), flush=True)
         rows = []
         try:
