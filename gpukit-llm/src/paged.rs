@@ -15,7 +15,7 @@
 //! This module decides which block holds which positions; the device memory is the serving
 //! engine's (one tensor of `num_blocks × block_size` positions per layer, indexed by block id).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::hash::{Hash, Hasher};
 
 use crate::{Error, Result};
@@ -75,8 +75,13 @@ pub struct BlockPool {
     blocks: Vec<Block>,
     /// Blocks holding nothing, ready to use.
     free: Vec<BlockId>,
-    /// Full blocks nobody uses but kept for their prefix, by key hash.
+    /// Full blocks by key hash (the prefix cache), in use or not.
     cached: HashMap<u64, BlockId>,
+    /// The cached blocks nobody uses, least recently released first (what eviction takes):
+    /// with the free list, what a new allocation can take, counted without a scan.
+    idle: BTreeSet<(u64, BlockId)>,
+    /// Blocks with at least one reference.
+    in_use: usize,
     clock: u64,
 }
 
@@ -111,6 +116,8 @@ impl BlockPool {
             // Popped from the end: lower ids first.
             free: (0..num_blocks as BlockId).rev().collect(),
             cached: HashMap::new(),
+            idle: BTreeSet::new(),
+            in_use: 0,
             clock: 0,
         })
     }
@@ -127,17 +134,12 @@ impl BlockPool {
 
     /// Blocks a new allocation can take: the free ones and the cached ones nobody uses.
     pub fn available(&self) -> usize {
-        self.free.len()
-            + self
-                .cached
-                .values()
-                .filter(|&&b| self.blocks[b as usize].refs == 0)
-                .count()
+        self.free.len() + self.idle.len()
     }
 
     /// Blocks in use by at least one sequence.
     pub fn in_use(&self) -> usize {
-        self.blocks.iter().filter(|b| b.refs > 0).count()
+        self.in_use
     }
 
     /// A block for new positions: a free one, else the least recently released cached one
@@ -146,14 +148,23 @@ impl BlockPool {
         if let Some(b) = self.free.pop() {
             return Some(b);
         }
-        let (&hash, &victim) = self
-            .cached
-            .iter()
-            .filter(|&(_, &b)| self.blocks[b as usize].refs == 0)
-            .min_by_key(|&(_, &b)| (self.blocks[b as usize].released_at, b))?;
-        self.cached.remove(&hash);
-        self.blocks[victim as usize].key = None;
+        let (_, victim) = self.idle.pop_first()?;
+        if let Some((hash, _)) = self.blocks[victim as usize].key.take() {
+            self.cached.remove(&hash);
+        }
         Some(victim)
+    }
+
+    /// One more sequence uses block `b` (a cached one nobody used stops being evictable).
+    fn add_ref(&mut self, b: BlockId) {
+        let block = &mut self.blocks[b as usize];
+        if block.refs == 0 {
+            self.in_use += 1;
+            if block.key.is_some() {
+                self.idle.remove(&(block.released_at, b));
+            }
+        }
+        block.refs += 1;
     }
 
     /// Blocks `n` more positions of a table of `len` positions would need.
@@ -182,7 +193,7 @@ impl BlockPool {
             return Err(self.full(fresh_needed));
         }
         for &b in &shared {
-            self.blocks[b as usize].refs += 1;
+            self.add_ref(b);
         }
         let mut table = BlockTable {
             blocks: shared,
@@ -224,7 +235,7 @@ impl BlockPool {
     pub fn share_prefix(&mut self, tokens: &[u32]) -> BlockTable {
         let (shared, chain) = self.cached_prefix(tokens);
         for &b in &shared {
-            self.blocks[b as usize].refs += 1;
+            self.add_ref(b);
         }
         let cached = shared.len() * self.block_size;
         BlockTable {
@@ -266,7 +277,7 @@ impl BlockPool {
         for &t in tokens {
             if table.tokens.len() == table.blocks.len() * bs {
                 let b = self.take_fresh().ok_or_else(|| self.full(1))?;
-                self.blocks[b as usize].refs = 1;
+                self.add_ref(b);
                 table.blocks.push(b);
             }
             table.tokens.push(t);
@@ -301,10 +312,16 @@ impl BlockPool {
         for &b in table.blocks.iter().rev() {
             self.clock += 1;
             let block = &mut self.blocks[b as usize];
-            block.refs = block.refs.saturating_sub(1);
             if block.refs == 0 {
+                continue;
+            }
+            block.refs -= 1;
+            if block.refs == 0 {
+                self.in_use -= 1;
                 block.released_at = self.clock;
-                if block.key.is_none() {
+                if block.key.is_some() {
+                    self.idle.insert((self.clock, b));
+                } else {
                     self.free.push(b);
                 }
             }
@@ -438,6 +455,11 @@ mod tests {
                 for (b, block) in pool.blocks.iter().enumerate() {
                     prop_assert_eq!(block.refs, refs[b]);
                 }
+                // The counts kept as blocks change hands equal a scan of the blocks.
+                let used = pool.blocks.iter().filter(|b| b.refs > 0).count();
+                let idle = pool.blocks.iter().filter(|b| b.refs == 0 && b.key.is_some()).count();
+                prop_assert_eq!(pool.in_use(), used);
+                prop_assert_eq!(pool.available(), pool.free.len() + idle);
                 prop_assert_eq!(pool.available() + pool.in_use(), pool.num_blocks());
             }
             for t in live.drain(..) {
