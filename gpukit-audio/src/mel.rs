@@ -5,6 +5,7 @@
 //! matrix products on the tensors' device.
 
 use std::f64::consts::{LN_10, PI};
+use std::sync::{Mutex, PoisonError};
 
 use gpukit_ops::ops;
 use gpukit_ops::{BinaryOp, ReduceOp, ScalarOp, UnaryOp};
@@ -156,15 +157,56 @@ impl Mel {
     }
 
     /// The filter bank transposed, `[1 + n_fft/2, n_mels]` f32 on `device` (the right operand
-    /// of the projection from frames stored one after another).
+    /// of the projection from frames stored one after another), made once ([`device_matrix`]).
     fn filters_t(&self, n_fft: usize, device: &Device) -> Result<Tensor> {
-        let w = self.filters(n_fft)?;
-        let bins = n_fft / 2 + 1;
-        let t: Vec<f32> = (0..bins * self.n_mels)
-            .map(|i| w[(i % self.n_mels) * bins + i / self.n_mels] as f32)
-            .collect();
-        Ok(Tensor::from_slice(&t, &[bins, self.n_mels], device)?)
+        device_matrix(Matrix::Mel(*self, n_fft), device, || {
+            let w = self.filters(n_fft)?;
+            let bins = n_fft / 2 + 1;
+            let t: Vec<f32> = (0..bins * self.n_mels)
+                .map(|i| w[(i % self.n_mels) * bins + i / self.n_mels] as f32)
+                .collect();
+            Ok(Tensor::from_slice(&t, &[bins, self.n_mels], device)?)
+        })
     }
+}
+
+/// A constant matrix of the mel and MFCC pipelines, by what determines it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Matrix {
+    /// The transposed filter bank of these parameters at this `n_fft`.
+    Mel(Mel, usize),
+    /// The transposed DCT of `n_mfcc` outputs over `n_mels` bands with this lifter.
+    Dct {
+        n_mfcc: usize,
+        n_mels: usize,
+        lifter: f64,
+    },
+}
+
+/// Matrices kept on their devices (the most recently made ones).
+const MATRICES_KEPT: usize = 16;
+
+/// The device copies of the matrices made so far, oldest first.
+static MATRICES: Mutex<Vec<(Matrix, Device, Tensor)>> = Mutex::new(Vec::new());
+
+/// `which` on `device`: made by `make` the first time, then the same tensor (read only) — as
+/// torchaudio's transforms keep theirs as module buffers. Uploading the filter bank on every
+/// call took longer than the projection itself at speech shapes.
+fn device_matrix(
+    which: Matrix,
+    device: &Device,
+    make: impl FnOnce() -> Result<Tensor>,
+) -> Result<Tensor> {
+    let mut kept = MATRICES.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, _, t)) = kept.iter().find(|(m, d, _)| *m == which && d.same(device)) {
+        return Ok(t.clone());
+    }
+    let t = make()?;
+    if kept.len() == MATRICES_KEPT {
+        kept.remove(0);
+    }
+    kept.push((which, device.clone(), t.clone()));
+    Ok(t)
 }
 
 /// `S · filters` for `S` `[.., bins, n_frames]` laid out as [`spectrum`] makes it (a transposed
@@ -342,12 +384,20 @@ pub fn mfcc_from_db(db: &Tensor, n_mfcc: usize, lifter: f64) -> Result<Tensor> {
             ),
         ));
     }
-    let m = dct_matrix(n_mfcc, n_mels, lifter);
-    // Transposed: [n_mels, n_mfcc], the right operand for frames stored one after another.
-    let t: Vec<f32> = (0..n_mels * n_mfcc)
-        .map(|i| m[(i % n_mfcc) * n_mels + i / n_mfcc] as f32)
-        .collect();
-    let dct_t = Tensor::from_slice(&t, &[n_mels, n_mfcc], &db.device())?;
+    let device = db.device();
+    let which = Matrix::Dct {
+        n_mfcc,
+        n_mels,
+        lifter,
+    };
+    let dct_t = device_matrix(which, &device, || {
+        let m = dct_matrix(n_mfcc, n_mels, lifter);
+        // Transposed: [n_mels, n_mfcc], the right operand for frames stored one after another.
+        let t: Vec<f32> = (0..n_mels * n_mfcc)
+            .map(|i| m[(i % n_mfcc) * n_mels + i / n_mfcc] as f32)
+            .collect();
+        Ok(Tensor::from_slice(&t, &[n_mels, n_mfcc], &device)?)
+    })?;
     project(db, &dct_t)
 }
 
@@ -387,6 +437,33 @@ mod tests {
             .filters(512)
             .is_err()
         );
+    }
+
+    #[test]
+    fn matrices_are_made_once_per_parameters_and_device() {
+        let mel = Mel::new(16_000.0);
+        let a = mel.filters_t(512, &Device::Cpu).unwrap();
+        let b = mel.filters_t(512, &Device::Cpu).unwrap();
+        assert_eq!(a.to_vec_f32().unwrap(), b.to_vec_f32().unwrap());
+        let kept = |m: Matrix| {
+            MATRICES
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|(k, _, _)| *k == m)
+                .count()
+        };
+        assert_eq!(kept(Matrix::Mel(mel, 512)), 1);
+        // Other parameters are another matrix.
+        let other = Mel { n_mels: 40, ..mel };
+        let c = other.filters_t(512, &Device::Cpu).unwrap();
+        assert_eq!(c.shape(), &[257, 40]);
+        assert_eq!(kept(Matrix::Mel(other, 512)), 1);
+        // Never more than MATRICES_KEPT.
+        for n in 1..=MATRICES_KEPT + 2 {
+            Mel { n_mels: n, ..mel }.filters_t(64, &Device::Cpu).unwrap();
+        }
+        assert!(MATRICES.lock().unwrap().len() <= MATRICES_KEPT);
     }
 
     #[test]
