@@ -107,7 +107,13 @@ enum Command {
     Doctor,
 }
 
+/// mimalloc, keeping freed pages (`gpukit_mem::host`): the CPU paths' large tensors are reused
+/// instead of faulted in afresh.
+#[global_allocator]
+static ALLOCATOR: gpukit_mem::host::MiMalloc = gpukit_mem::host::MiMalloc;
+
 fn main() -> ExitCode {
+    gpukit_mem::host::keep_freed_pages();
     // The matches place `serve`'s per-model options after the --model they belong to.
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());

@@ -33,6 +33,7 @@ pub mod allocator;
 #[cfg(test)]
 mod allocator_tests;
 mod error;
+pub mod host;
 mod pinned;
 mod pool;
 mod transfer;

@@ -22,23 +22,10 @@
 // The Python-facing functions take the arguments Python passes, many of them optional.
 #![allow(clippy::too_many_arguments)]
 
-
-/// The allocator of the module's Rust code. glibc's malloc maps each host tensor of more than
-/// 32 MiB afresh and unmaps it on free, so the CPU voice's large intermediate tensors were
-/// faulted in and zeroed by the kernel again on every layer (a fifth of its time); mimalloc,
-/// told not to return freed pages (`keep_freed_pages`), hands them to the next allocation.
+/// The allocator of the module's Rust code: mimalloc, keeping freed pages
+/// (`gpukit_mem::host`).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// mimalloc's `mi_option_purge_delay` (its place in the option enum of mimalloc.h, v2 and v3).
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-
-/// Freed memory stays with the allocator for reuse instead of going back to the system after a
-/// delay: the process keeps its peak host memory, and large tensors cost no page faults.
-fn keep_freed_pages() {
-    // SAFETY: sets one of mimalloc's options to a value it documents (-1: never purge).
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
-}
+static ALLOCATOR: gpukit_mem::host::MiMalloc = gpukit_mem::host::MiMalloc;
 
 mod audio;
 mod device;
@@ -64,7 +51,7 @@ fn _panic(message: &str) {
 
 #[pymodule]
 fn _gpukit(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    keep_freed_pages();
+    gpukit_mem::host::keep_freed_pages();
     let py = m.py();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add(
