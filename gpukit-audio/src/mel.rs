@@ -461,7 +461,9 @@ mod tests {
         assert_eq!(kept(Matrix::Mel(other, 512)), 1);
         // Never more than MATRICES_KEPT.
         for n in 1..=MATRICES_KEPT + 2 {
-            Mel { n_mels: n, ..mel }.filters_t(64, &Device::Cpu).unwrap();
+            Mel { n_mels: n, ..mel }
+                .filters_t(64, &Device::Cpu)
+                .unwrap();
         }
         assert!(MATRICES.lock().unwrap().len() <= MATRICES_KEPT);
     }
