@@ -11,7 +11,9 @@ use gpukit_driver::LaunchConfig;
 
 use crate::attention::{HEAD_DIMS, check_head_dim, decode_tiles};
 use crate::kernel::{KernelFamily, float_name, half_name};
-use crate::shared::{PAGED_GROUP, PAGED_MERGE_WARPS, PAGED_PART_KEYS, PAGED_WARPS, SDPA_THREADS};
+use crate::shared::{
+    PAGED_GROUP, PAGED_MERGE_WARPS, PAGED_PART_KEYS, PAGED_WARPS, SDPA_DECODE_ROWS, SDPA_THREADS,
+};
 use crate::{DType, Error, Result};
 
 /// The paged KV-cache kernels.
@@ -77,20 +79,14 @@ pub fn partitions(positions: usize) -> usize {
     positions.div_ceil(PAGED_PART_KEYS).max(1)
 }
 
-/// The attention grid: a block per (token, KV head, group of up to [`PAGED_GROUP`] query heads)
-/// in x and per partition in y (`max_parts`, the most any token of the batch has), blocks of
-/// [`PAGED_WARPS`] warps.
-///
-/// # Errors
-/// [`Error::InvalidArgument`] for more blocks than a grid holds.
-pub fn attention_grid(
+/// Both attention kernels' grid: (token, KV head, chunk of query heads) blocks in x, partitions
+/// in y.
+fn attention_blocks(
     tokens: usize,
-    heads: usize,
     kv_heads: usize,
+    chunks: usize,
     max_parts: usize,
-) -> Result<LaunchConfig> {
-    let group = heads / kv_heads.max(1);
-    let chunks = group.div_ceil(PAGED_GROUP as usize).max(1);
+) -> Result<(u32, u32)> {
     let too_many = || {
         Error::InvalidArgument(format!(
             "{tokens} tokens × {kv_heads} KV heads × {max_parts} partitions exceed the grid limit"
@@ -106,6 +102,24 @@ pub fn attention_grid(
         .ok()
         .filter(|&y| y <= 65_535)
         .ok_or_else(too_many)?;
+    Ok((x, y))
+}
+
+/// The attention grid: a block per (token, KV head, group of up to [`PAGED_GROUP`] query heads)
+/// in x and per partition in y (`max_parts`, the most any token of the batch has), blocks of
+/// [`PAGED_WARPS`] warps.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for more blocks than a grid holds.
+pub fn attention_grid(
+    tokens: usize,
+    heads: usize,
+    kv_heads: usize,
+    max_parts: usize,
+) -> Result<LaunchConfig> {
+    let group = heads / kv_heads.max(1);
+    let chunks = group.div_ceil(PAGED_GROUP as usize).max(1);
+    let (x, y) = attention_blocks(tokens, kv_heads, chunks, max_parts)?;
     Ok(LaunchConfig::new((x, y, 1), PAGED_WARPS * 32))
 }
 
@@ -132,22 +146,8 @@ pub fn attention_mma_grid(
     smem_optin: usize,
 ) -> Result<(LaunchConfig, u32)> {
     check_head_dim(head_dim)?;
-    let chunks = (heads / kv_heads.max(1)).div_ceil(16).max(1);
-    let too_many = || {
-        Error::InvalidArgument(format!(
-            "{tokens} tokens × {kv_heads} KV heads × {max_parts} partitions exceed the grid limit"
-        ))
-    };
-    let x = tokens
-        .checked_mul(kv_heads)
-        .and_then(|n| n.checked_mul(chunks))
-        .and_then(|n| u32::try_from(n.max(1)).ok())
-        .filter(|&x| x <= i32::MAX as u32)
-        .ok_or_else(too_many)?;
-    let y = u32::try_from(max_parts.max(1))
-        .ok()
-        .filter(|&y| y <= 65_535)
-        .ok_or_else(too_many)?;
+    let chunks = (heads / kv_heads.max(1)).div_ceil(SDPA_DECODE_ROWS).max(1);
+    let (x, y) = attention_blocks(tokens, kv_heads, chunks, max_parts)?;
     let (bytes, stages) = decode_tiles(head_dim, smem_per_sm, smem_optin);
     Ok((
         LaunchConfig::new((x, y, 1), SDPA_THREADS).shared_mem(bytes as u32),
